@@ -1,0 +1,1 @@
+"""infra-lab staff tools: units, reference runs, starter generation, grading and releases."""

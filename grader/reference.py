@@ -1,0 +1,72 @@
+"""Run a unit's lab engine in-process with the reference (solution) policies.
+
+Staff code is trusted, so it imports the lab's pristine engine and the solution files directly.
+Student code never comes through here: the grader runs it in a child process.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from dataclasses import replace
+from pathlib import Path
+from types import ModuleType
+
+from .units import Unit
+
+
+def engine(unit: Unit) -> ModuleType:
+    """The unit's ``servesim`` package, imported from its lab folder."""
+    lab = str(unit.lab_dir)
+    if lab not in sys.path:
+        sys.path.insert(0, lab)
+    module = importlib.import_module("servesim")
+    if Path(module.__file__).resolve().parent.parent != unit.lab_dir.resolve():
+        raise RuntimeError(f"servesim was already imported from {module.__file__}")
+    return module
+
+
+def solution_policies(unit: Unit) -> ModuleType:
+    """The reference ``policies.py`` of ``unit``, loaded under a private module name."""
+    engine(unit)  # the solution imports servesim
+    name = f"_infralab_solution_{unit.id}"
+    if name in sys.modules:
+        return sys.modules[name]
+    path = unit.solutions_dir / "policies.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    sys.modules[name] = module
+    return module
+
+
+def device_profile(unit: Unit, **overrides):
+    """The unit's device from unit.yaml, with snake_case overrides (e.g. ``overhead_ms=0``)."""
+    servesim = engine(unit)
+    return replace(servesim.DeviceProfile.from_json(unit.device, source="unit.yaml"), **overrides)
+
+
+def run_reference(unit: Unit, trace, policy: str, params: dict, device, fault=None) -> dict:
+    """One run entry (the run-file contract) of the reference ``policy`` on a parsed trace."""
+    servesim = engine(unit)
+    from servesim.runfile import build_run  # noqa: PLC0415 - lab package is on sys.path now
+
+    spec = next(p for p in unit.policies if p["name"] == policy)
+    function = getattr(solution_policies(unit), spec["function"])
+    timeline = servesim.simulate(trace, lambda view: function(view, **params), device)
+    return build_run(policy, params, device, timeline, fault)
+
+
+def load_trace(unit: Unit, name_or_path: str):
+    """A trace by name (public lab traces first, then the unit's hidden ones) or by path."""
+    servesim = engine(unit)
+    from servesim.trace import resolve_trace  # noqa: PLC0415
+
+    path = Path(name_or_path)
+    hidden = unit.traces_dir / "hidden" / f"{name_or_path}.json"
+    if not path.exists() and hidden.exists():
+        path = hidden
+    else:
+        path = resolve_trace(name_or_path, unit.lab_dir / "traces")
+    return servesim.read_trace_file(path)

@@ -1,0 +1,110 @@
+"""Generate the lab folder's derived files from the solutions and unit.yaml.
+
+- each editable file: the solution with every ``### BEGIN SOLUTION`` / ``### END SOLUTION``
+  region replaced by a stub that raises ``NotImplementedError``;
+- ``lab.json``: the parts of unit.yaml the standard-library lab needs;
+- ``tests/expected/<trace>.json``: the reference token times of the lesson traces that the
+  public tests compare against (traces whose figures the lesson already prints).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from . import reference
+from .units import Unit
+
+BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+SNAPSHOT_TRACES = ("mixed", "prefill-only")
+_DEF = re.compile(r"^\s*def (\w+)\(")
+
+
+class SolutionMarkerError(ValueError):
+    pass
+
+
+def stub_source(source: str, filename: str) -> str:
+    """The starter version of a solution file."""
+    out, inside, function = [], False, None
+    for number, line in enumerate(source.splitlines(keepends=True), start=1):
+        stripped = line.strip()
+        if match := _DEF.match(line):
+            function = match.group(1)
+        if stripped == BEGIN:
+            if inside:
+                raise SolutionMarkerError(f"{filename}:{number}: nested {BEGIN}")
+            inside = True
+            indent = line[: len(line) - len(line.lstrip())]
+            message = f"{function}() is not implemented yet" if function else "not implemented"
+            out.append(f"{indent}# YOUR CODE HERE\n")
+            out.append(f'{indent}raise NotImplementedError("{message}")\n')
+        elif stripped == END:
+            if not inside:
+                raise SolutionMarkerError(f"{filename}:{number}: {END} without {BEGIN}")
+            inside = False
+        elif not inside:
+            out.append(line)
+    if inside:
+        raise SolutionMarkerError(f"{filename}: {BEGIN} is never closed")
+    return "".join(out)
+
+
+def snapshot(unit: Unit, trace_name: str) -> dict:
+    """Reference token times per policy label and request, at the unit's default parameters."""
+    trace = reference.load_trace(unit, trace_name)
+    device = reference.device_profile(unit)
+    runs = {}
+    for spec in unit.policies:
+        params = {name: meta["default"] for name, meta in spec["params"].items()}
+        run = reference.run_reference(unit, trace, spec["name"], params, device)
+        runs[spec["name"]] = {
+            "params": params,
+            "tokenTimesMs": {r["id"]: r["tokenTimesMs"] for r in run["requests"]},
+        }
+    return {
+        "generatedBy": f"infralab starter sync --unit {unit.id}",
+        "trace": trace_name,
+        "device": device.to_json(),
+        "runs": runs,
+    }
+
+
+def _json(doc: dict) -> str:
+    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+
+
+def expected_files(unit: Unit) -> dict[Path, str]:
+    """Every derived file of the lab folder and the text it must have."""
+    files = {}
+    for name in unit.editable:
+        source = (unit.solutions_dir / name).read_text(encoding="utf-8")
+        files[unit.lab_dir / name] = stub_source(source, name)
+    files[unit.lab_dir / "lab.json"] = _json(unit.lab_json())
+    for trace in SNAPSHOT_TRACES:
+        if trace in unit.public_traces:
+            files[unit.lab_dir / "tests" / "expected" / f"{trace}.json"] = _json(
+                snapshot(unit, trace)
+            )
+    return files
+
+
+def stale_files(unit: Unit) -> list[Path]:
+    return [
+        path
+        for path, text in expected_files(unit).items()
+        if not path.exists() or path.read_text(encoding="utf-8") != text
+    ]
+
+
+def sync(unit: Unit) -> list[Path]:
+    """Rewrite the derived files that differ; return the ones written."""
+    from servesim.runfile import write_atomic  # noqa: PLC0415 - imported via reference.engine
+
+    written = []
+    for path, text in expected_files(unit).items():
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
+            write_atomic(path, text)
+            written.append(path)
+    return written
