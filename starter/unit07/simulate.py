@@ -2,8 +2,11 @@
 """Run the unit's scheduling policies on the virtual device. See README.md, or --help."""
 
 import sys
+from pathlib import Path
 
-from servesim.cli import main
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from servesim.cli import main  # noqa: E402
 
 if __name__ == "__main__":
     sys.exit(main())
