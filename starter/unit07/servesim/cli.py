@@ -1,4 +1,4 @@
-"""``simulate.py``: run the lab's policies over a trace, print the comparison, write the run file."""
+"""``simulate.py``: run the policies over a trace, print the comparison, write the run file."""
 
 from __future__ import annotations
 

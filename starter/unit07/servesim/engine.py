@@ -26,7 +26,9 @@ class SchedulerView:
     """What a policy sees at a decision point. Treat every sequence in it as read-only."""
 
     now_ms: float
-    waiting: tuple[Sequence, ...]  # arrived, prefill not finished; arrival order, ties in trace order
+    waiting: tuple[
+        Sequence, ...
+    ]  # arrived, prefill not finished; arrival order, ties in trace order
     running: tuple[Sequence, ...]  # first token out, not finished; in the order they got it
     previous: Batch | None  # the batch that just finished (None at the start or after idling)
     device: DeviceProfile
@@ -123,7 +125,8 @@ def check_batch(batch, view: SchedulerView) -> tuple[int, ...]:
         seq = waiting.get(chunk.id)
         if seq is None:
             raise PolicyError(
-                f"prefill of '{chunk.id}' at {view.now_ms:.2f} ms: it has not arrived or needs no prefill"
+                f"prefill of '{chunk.id}' at {view.now_ms:.2f} ms: "
+                "it has not arrived or needs no prefill"
             )
         ok = isinstance(chunk.tokens, int) and 1 <= chunk.tokens <= seq.remaining_prefill
         if not ok:
@@ -144,7 +147,8 @@ def _check_capacity(batch: Batch, view: SchedulerView) -> None:
     holders = [s for s in (*view.running, *view.waiting) if s.prefilled or s.id in growth]
     if device.max_active is not None and len(holders) > device.max_active:
         raise PolicyError(
-            f"batch at {view.now_ms:.2f} ms: {len(holders)} active sequences, cap {device.max_active}"
+            f"batch at {view.now_ms:.2f} ms: {len(holders)} active sequences, "
+            f"cap {device.max_active}"
         )
     if device.kv_pages is not None:
         pages = sum(device.pages_for(s.context_tokens + growth.get(s.id, 0)) for s in holders)

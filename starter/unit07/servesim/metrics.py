@@ -59,7 +59,14 @@ def summarize(requests: list[dict], events: list[dict]) -> dict:
         "itlMs": distribution([gap for r in requests for gap in r["itlMs"]]),
         "tpotMs": distribution(defined),
         "e2eMs": distribution([r["e2eMs"] for r in requests]),
-        "maxItlMs": max((r["maxItlMs"] for r in requests if r["maxItlMs"] is not None), default=None),
-        "weighting": {"ttftMs": "request", "itlMs": "token gap", "tpotMs": "request", "e2eMs": "request"},
+        "maxItlMs": max(
+            (r["maxItlMs"] for r in requests if r["maxItlMs"] is not None), default=None
+        ),
+        "weighting": {
+            "ttftMs": "request",
+            "itlMs": "token gap",
+            "tpotMs": "request",
+            "e2eMs": "request",
+        },
         "percentile": "nearest-rank",
     }

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Prepare a fresh machine: a virtualenv in .venv with infra-lab installed.
+#   bash scripts/setup.sh          the staff tools only (enough for the demo)
+#   bash scripts/setup.sh test     plus everything the test suite needs (system packages too)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+python3 - <<'PY' || { echo "infra-lab needs Python >= 3.11 as python3" >&2; exit 1; }
+import sys
+sys.exit(sys.version_info < (3, 11))
+PY
+
+if [ "${1:-}" = "test" ]; then
+  # Debian packages: Chromium for the browser tests, bubblewrap for the grading sandbox.
+  missing=()
+  command -v chromium >/dev/null || missing+=(chromium)
+  command -v bwrap >/dev/null || missing+=(bubblewrap)
+  if [ ${#missing[@]} -gt 0 ]; then
+    if [ "$(id -u)" = 0 ]; then
+      apt-get update -qq
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    else
+      echo "note: ${missing[*]} not installed (needs root); the tests that use them will skip" >&2
+    fi
+  fi
+fi
+
+[ -x .venv/bin/python ] || python3 -m venv .venv
+pip=(.venv/bin/python -m pip install --quiet --disable-pip-version-check)
+if [ "${1:-}" = "test" ]; then
+  # The CPU build of torch for the reference runner's tests.
+  .venv/bin/python -c "import torch" 2>/dev/null || "${pip[@]}" "torch==2.13.0"
+  "${pip[@]}" -e ".[test,runner]"
+else
+  "${pip[@]}" -e .
+fi

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Set up everything the tests need, check style, and run the whole test suite.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh test
+.venv/bin/ruff format --check .
+.venv/bin/ruff check .
+.venv/bin/python -m pytest "$@"

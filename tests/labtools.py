@@ -1,0 +1,41 @@
+"""Helpers the repo tests share: the unit, reference runs, lab folder copies."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from grader import reference
+from grader.units import load_unit
+
+UNIT = load_unit("unit07")
+reference.engine(UNIT)  # puts the lab's servesim on sys.path for every test module
+
+
+def run_ref(trace: str, policy: str, overhead_ms: float | None = None, fault=None, **params):
+    """A reference run entry on a named trace, with the unit's defaults for unset values."""
+    spec = next(p for p in UNIT.policies if p["name"] == policy)
+    params = {name: params.get(name, meta["default"]) for name, meta in spec["params"].items()}
+    overrides = {} if overhead_ms is None else {"overhead_ms": overhead_ms}
+    device = reference.device_profile(UNIT, **overrides)
+    return reference.run_reference(
+        UNIT, reference.load_trace(UNIT, trace), policy, params, device, fault
+    )
+
+
+def copy_lab(dest: Path, solution: bool) -> Path:
+    """A copy of the lab folder at ``dest``; with ``solution`` the reference files overlay it."""
+    shutil.copytree(UNIT.lab_dir, dest, ignore=shutil.ignore_patterns("__pycache__", "runs"))
+    if solution:
+        for name in UNIT.editable:
+            shutil.copyfile(UNIT.solutions_dir / name, dest / name)
+    return dest
+
+
+def simulate_cli(lab: Path, *args: str) -> subprocess.CompletedProcess:
+    """Run the lab's simulate.py as a student would."""
+    return subprocess.run(
+        [sys.executable, "simulate.py", *args], cwd=lab, capture_output=True, text=True, timeout=60
+    )
