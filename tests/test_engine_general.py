@@ -1,0 +1,74 @@
+"""The engine beyond unit 07's policies: mixed batches, batch-size cost, caps, bad batches."""
+
+import pytest
+from servesim import Batch, DeviceProfile, PolicyError, PrefillChunk, parse_trace, simulate
+
+TWO = parse_trace(
+    {
+        "name": "two",
+        "requests": [
+            {"id": "A", "arrivalMs": 0, "inputTokens": 2, "outputTokens": 3},
+            {"id": "B", "arrivalMs": 0, "inputTokens": 4, "outputTokens": 2},
+        ],
+    }
+)
+
+
+def mixed_batches(view):
+    """SARATHI-style: decode everything running and prefill up to 2 tokens in the same batch."""
+    prefill = ()
+    if view.waiting:
+        head = view.waiting[0]
+        prefill = (PrefillChunk(head.id, min(2, head.remaining_prefill)),)
+    return Batch(decode=[s.id for s in view.running], prefill=prefill)
+
+
+def test_mixed_batch_costs_decode_plus_prefill():
+    device = DeviceProfile(decode_ms_per_seq=0.5)
+    timeline = simulate(TWO, mixed_batches, device)
+    spans = [(e.start_ms, e.end_ms, e.batch.decode, e.batch.prefill) for e in timeline.events]
+    # A: 2 prefill tokens (2.25); then decode A + 2 of B: 0.25 + 1 + 0.5 + 2 = 3.75.
+    assert spans[0] == (0.0, 2.25, (), (PrefillChunk("A", 2),))
+    assert spans[1] == (2.25, 6.0, ("A",), (PrefillChunk("B", 2),))
+    assert spans[2][3] == (PrefillChunk("B", 2),) and spans[2][2] == ("A",)
+    seqs = {s.id: s for s in timeline.sequences}
+    assert seqs["B"].token_times_ms[0] == spans[2][1]  # first token with its last prefill token
+    assert all(len(s.token_times_ms) == s.output_tokens for s in timeline.sequences)
+
+
+def test_active_cap_rejects_a_batch_that_exceeds_it():
+    with pytest.raises(PolicyError, match="2 active sequences, cap 1"):
+        simulate(TWO, mixed_batches, DeviceProfile(max_active=1))
+
+
+def test_kv_page_budget_rejects_a_batch_that_exceeds_it():
+    # At 2.25 ms A holds 2 prompt tokens and its decode writes a third (2 pages of 2 tokens);
+    # B's 2-token chunk needs one more page.
+    with pytest.raises(PolicyError, match=r"at 2\.25 ms: needs 3 KV pages, budget 2"):
+        simulate(TWO, mixed_batches, DeviceProfile(kv_pages=2, page_tokens=2))
+    assert simulate(TWO, mixed_batches, DeviceProfile(kv_pages=5, page_tokens=2)).events
+
+
+@pytest.mark.parametrize(
+    ("batch", "message"),
+    [
+        (None, "must return a Batch"),
+        (Batch(), "empty batch"),
+        (Batch(decode=["A"]), "decode of 'A' at 0.00 ms: it is not running"),
+        (Batch(prefill=[PrefillChunk("A", 3)]), "3 tokens, must be 1..2"),
+        (Batch(prefill=[PrefillChunk("Z", 1)]), "'Z' at 0.00 ms: it has not arrived"),
+        (Batch(prefill=[PrefillChunk("A", 1), PrefillChunk("A", 1)]), "appears twice"),
+    ],
+)
+def test_invalid_batches_are_rejected_with_a_reason(batch, message):
+    with pytest.raises(PolicyError, match=message):
+        simulate(TWO, lambda view: batch, DeviceProfile())
+
+
+def test_idle_device_jumps_to_the_next_arrival():
+    trace = parse_trace(
+        {"requests": [{"id": "late", "arrivalMs": 7.5, "inputTokens": 1, "outputTokens": 1}]}
+    )
+    timeline = simulate(trace, lambda v: Batch.prefill_of(v.waiting[0], 1), DeviceProfile())
+    assert timeline.events[0].start_ms == 7.5
+    assert timeline.all_done_ms == 8.75
