@@ -26,11 +26,14 @@ if [ "${1:-}" = "test" ]; then
 fi
 
 [ -x .venv/bin/python ] || python3 -m venv .venv
-pip=(.venv/bin/python -m pip install --quiet --disable-pip-version-check)
+pip() {  # quiet pip; drop the notes some pip configurations print about unused index folders
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check "$@" \
+    2> >(grep -v "^WARNING: Location .* is ignored" >&2)
+}
 if [ "${1:-}" = "test" ]; then
   # The CPU build of torch for the reference runner's tests.
-  .venv/bin/python -c "import torch" 2>/dev/null || "${pip[@]}" "torch==2.13.0"
-  "${pip[@]}" -e ".[test,runner]"
+  .venv/bin/python -c "import torch" 2>/dev/null || pip "torch==2.13.0"
+  pip -e ".[test,runner]"
 else
-  "${pip[@]}" -e .
+  pip -e .
 fi

@@ -16,8 +16,9 @@ def _label(run: dict) -> str:
 
 def render(trace_name: str, runs: list[dict]) -> str:
     device = runs[0]["device"]
+    count = len(runs[0]["requests"])
     lines = [
-        f"trace {trace_name}: {len(runs[0]['requests'])} requests, "
+        f"trace {trace_name}: {count} request{'s' if count != 1 else ''}, "
         f"overhead {device['overheadMs']:g} ms per submission, times in ms"
     ]
     requests = runs[0]["requests"]
