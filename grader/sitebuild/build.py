@@ -15,6 +15,7 @@ The output folder is replaced as a whole, only once everything rendered.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from fractions import Fraction
 from pathlib import Path
 
 import jinja2
+from markupsafe import Markup, escape
 
 from .. import release
 from ..units import LABS_DIR, REPO_ROOT, Unit, UnitError, load_unit
@@ -56,14 +58,26 @@ def _num(value, digits: int = 2) -> str:
     """A number without trailing zeros: 8.0 -> 8, 8.5 -> 8.5, 230.2585 -> 230.26."""
     if isinstance(value, Fraction):
         return str(value) if value.denominator != 1 else str(value.numerator)
-    text = f"{value:.{digits}f}".rstrip("0").rstrip(".")
-    return text or "0"
+    text = f"{value:.{digits}f}"
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return "0" if text == "-0" else text
+
+
+def _squash(value) -> Markup:
+    """Drop template line breaks and indentation inside a block of Chinese prose.
+
+    Browsers render a line break between two CJK characters as a visible space; sentences split
+    over template lines for readability must be joined back.
+    """
+    text = value if isinstance(value, Markup) else escape(value)
+    return Markup(re.sub(r"\n[ \t]*", "", str(text)))
 
 
 def _frac_tex(value: Fraction) -> str:
     if value.denominator == 1:
         return str(value.numerator)
-    return rf"\frac{{{value.numerator}}}{{{value.denominator}}}"
+    return rf"\dfrac{{{value.numerator}}}{{{value.denominator}}}"
 
 
 def _environment(unit_dir: Path | None) -> jinja2.Environment:
@@ -77,7 +91,7 @@ def _environment(unit_dir: Path | None) -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(ms=_ms, num=_num, frac_tex=_frac_tex, event_ms=event_ms)
+    env.filters.update(squash=_squash, ms=_ms, num=_num, frac_tex=_frac_tex, event_ms=event_ms)
     env.globals.update(tex=texmath.inline, texblock=texmath.block)
     return env
 
@@ -132,7 +146,7 @@ def _lesson_context(unit: Unit) -> dict:
         "steps": opening_steps(fcfs),
         "gap_fcfs": widest_gap(fcfs, "A"),
         "gap_chunked": widest_gap(chunked, "A"),
-        "timeline_svg": jinja2.utils.markupsafe.Markup(figure),
+        "timeline_svg": Markup(figure),
         "timeline_desc": desc,
     }
 

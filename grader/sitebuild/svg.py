@@ -18,8 +18,9 @@ WIDTH = 960
 LABEL_W = 92
 RIGHT_PAD = 16
 LANE_H = 34
-LANE_GAP = 46
+LANE_GAP = 52
 TOP = 34
+LABEL_SPACING = 48  # px between first-token labels before they alternate rows
 
 
 @dataclass(frozen=True)
@@ -106,12 +107,18 @@ def timeline_svg(lanes: list[Lane], title: str, desc: str, element_id: str) -> s
                     f'text-anchor="middle">{escape(label)}</text>'
                 )
             out.append("</g>")
-        for request in lane.run.run["requests"]:
+        previous = -LABEL_SPACING
+        row = 0
+        for request in sorted(lane.run.run["requests"], key=lambda r: r["firstTokenMs"]):
             t = request["firstTokenMs"]
+            # Labels of first tokens that land close together alternate between two rows.
+            row = 1 - row if x(t) - previous < LABEL_SPACING else 0
+            previous = x(t)
+            drop = 10 + 12 * row
             out.append(
                 f'<g class="first-token"><line x1="{x(t):.2f}" y1="{y + LANE_H}" '
-                f'x2="{x(t):.2f}" y2="{y + LANE_H + 10}"/>'
-                f'<text x="{x(t):.2f}" y="{y + LANE_H + 24}" text-anchor="middle">'
+                f'x2="{x(t):.2f}" y2="{y + LANE_H + drop}"/>'
+                f'<text x="{x(t):.2f}" y="{y + LANE_H + drop + 12}" text-anchor="middle">'
                 f"{escape(request['id'])} 首字</text></g>"
             )
     out.append("</svg>")

@@ -80,7 +80,7 @@ def test_every_internal_link_and_asset_resolves(built_site):
         links = _parse(page)
         for link in links.links:
             parts = urlsplit(link)
-            if parts.scheme in ("http", "https"):
+            if parts.scheme in ("http", "https", "data"):
                 continue
             assert not parts.scheme and not parts.netloc, f"{page}: unexpected link {link}"
             target = page if not parts.path else (page.parent / unquote(parts.path)).resolve()
@@ -187,3 +187,17 @@ def test_refuses_to_replace_a_folder_that_is_not_a_site_build(tmp_path):
 def test_site_is_not_a_python_package():
     assert not (SITE_DIR / "__init__.py").exists()
     assert not list((REPO_ROOT / "site").rglob("*.py"))
+
+
+def test_chapter_page_shows_the_computed_numbers(built_site):
+    site, _ = built_site
+    html = (site / "unit07" / "chapter31.html").read_text(encoding="utf-8")
+    table = re.search(r'<table class="data" id="mm1-table">.*?</table>', html, re.S).group(0)
+    rows = [
+        [re.sub(r"<[^>]+>", "", cell).strip() for cell in re.findall(r"<td>(.*?)</td>", row)]
+        for row in re.findall(r"<tr>(.*?)</tr>", table.split("<tbody>")[1], re.S)
+    ]
+    assert [row[-2:] for row in rows] == [["50", "230"], ["200", "921"]]
+    for shown in ("<strong>33</strong>", "<strong>49</strong>", "<strong>97</strong>"):
+        assert shown in html
+    assert html.count("<math") > 20
