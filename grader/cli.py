@@ -39,11 +39,11 @@ def _starter_sync(args, extra: list[str]) -> int:
 
 
 def _site_build(args, extra: list[str]) -> int:
-    from pathlib import Path  # noqa: PLC0415
+    from pathlib import Path
 
-    from .sitebuild import BuildError  # noqa: PLC0415
-    from .sitebuild.build import DEFAULT_OUT, build_site  # noqa: PLC0415
-    from .units import LABS_DIR  # noqa: PLC0415
+    from .sitebuild import BuildError
+    from .sitebuild.build import DEFAULT_OUT, build_site
+    from .units import LABS_DIR
 
     out = Path(args.out) if args.out else DEFAULT_OUT
     labs = Path(args.labs_dir) if args.labs_dir else LABS_DIR
