@@ -155,7 +155,8 @@ def _build_unit(renderer: _Renderer, unit: Unit, labs_dir: Path) -> dict:
     unit_dir = Path(labs_dir) / unit.id
     env = _environment(unit_dir)
     zip_name = f"infra-lab-{unit.id}.zip"
-    release.build_student_zip(unit, renderer.out / unit.id / zip_name)
+    archive = release.build_student_zip(unit, renderer.out / unit.id / zip_name)
+    archive.chmod(0o644)  # written via mkstemp (0600); a web server must be able to read it
     nxt = NEXT_UNITS.get(unit.id)
     next_unit = None
     if nxt:
