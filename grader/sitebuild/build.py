@@ -201,6 +201,7 @@ def build_site(out: Path = DEFAULT_OUT, labs_dir: Path = LABS_DIR) -> BuildRepor
         raise BuildError("site/__init__.py must not exist (it would shadow a stdlib module)")
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    tmp.chmod(0o755)  # mkdtemp makes it 0700; the site is meant to be served
     report = BuildReport(out)
     try:
         try:
