@@ -38,6 +38,26 @@ def _starter_sync(args, extra: list[str]) -> int:
     return 0
 
 
+def _site_build(args, extra: list[str]) -> int:
+    from pathlib import Path
+
+    from .sitebuild import BuildError
+    from .sitebuild.build import DEFAULT_OUT, build_site
+    from .units import LABS_DIR
+
+    out = Path(args.out) if args.out else DEFAULT_OUT
+    labs = Path(args.labs_dir) if args.labs_dir else LABS_DIR
+    try:
+        report = build_site(out, labs)
+    except BuildError as exc:
+        print(f"infralab site build: error: {exc}", file=sys.stderr)
+        return 1
+    for note in report.handout_notes:
+        print(f"note: {note}")
+    print(f"built {len(report.pages)} pages, {len(report.claims)} claims checked -> {report.out}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="infralab", description="infra-lab staff tools")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -58,6 +78,21 @@ def build_parser() -> argparse.ArgumentParser:
     sync.add_argument("--unit", required=True)
     sync.add_argument("--check", action="store_true", help="report stale files, write nothing")
     sync.set_defaults(handler=_starter_sync)
+
+    site_cmd = commands.add_parser("site", help="the static lesson site")
+    site_sub = site_cmd.add_subparsers(dest="action", required=True)
+    site_build = site_sub.add_parser(
+        "build",
+        help="render the site (runs the reference simulations at build time)",
+        description="Render site/templates and labs/<unit>/*.j2 into a static site. Every "
+        "simulator number comes from runs made now; a claim of the text that stops holding "
+        "fails the build.",
+    )
+    site_build.add_argument("--out", help="output folder (default: site/build)")
+    site_build.add_argument(
+        "--labs-dir", help="folder of <unit>/unit.yaml to build from (default: labs/)"
+    )
+    site_build.set_defaults(handler=_site_build)
     return parser
 
 

@@ -1,0 +1,179 @@
+"""The worked numbers of textbook chapter 31, computed rather than typed.
+
+Inputs are the chapter's example parameters (lengths, rates, sizes); every result shown on the
+notes page comes out of these functions.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+
+KIB = 1024
+MIB = 1024 * KIB
+
+
+def padding_utilisation(lengths: list[int]) -> tuple[Fraction, Fraction]:
+    """(linear, attention) length utilisation when a batch is padded to its longest prompt."""
+    n, longest = len(lengths), max(lengths)
+    linear = Fraction(sum(lengths), n * longest)
+    attention = Fraction(sum(p * p for p in lengths), n * longest * longest)
+    return linear, attention
+
+
+def attention_pairs(new: int, cached: int) -> int:
+    """Causal key-query pairs for ``new`` positions after ``cached`` ones, counted one by one."""
+    return sum(cached + r for r in range(1, new + 1))
+
+
+def attention_pairs_formula(new: int, cached: int) -> int:
+    return new * cached + new * (new + 1) // 2
+
+
+def pages(lengths: list[int], page_tokens: int) -> int:
+    return sum(math.ceil(length / page_tokens) for length in lengths)
+
+
+@dataclass(frozen=True)
+class KvExample:
+    bytes_per_token: int = 64 * KIB
+    page_tokens: int = 16
+    capacity_bytes: int = 64 * MIB
+    active: tuple[int, ...] = (257, 255)
+    new_chunk: int = 256
+    declared_max: int = 1024
+
+    @property
+    def page_bytes(self) -> int:
+        return self.bytes_per_token * self.page_tokens
+
+    @property
+    def capacity_pages(self) -> int:
+        return self.capacity_bytes // self.page_bytes
+
+    @property
+    def now(self) -> int:
+        return pages(list(self.active), self.page_tokens)
+
+    @property
+    def after_decode(self) -> int:
+        return pages([n + 1 for n in self.active], self.page_tokens)
+
+    @property
+    def with_chunk(self) -> int:
+        return self.after_decode + pages([self.new_chunk], self.page_tokens)
+
+    @property
+    def with_declared_max(self) -> int:
+        return self.now + pages([self.declared_max], self.page_tokens)
+
+    def after_steps(self, steps: int) -> int:
+        return pages([n + steps for n in self.active], self.page_tokens)
+
+
+def mm1_mean_s(lam: float, mu: float) -> float:
+    if lam >= mu:
+        raise ValueError("M/M/1 needs lambda < mu")
+    return 1 / (mu - lam)
+
+
+def mm1_quantile_s(lam: float, mu: float, q: float) -> float:
+    """Quantile of the sojourn time, which is exponential with rate mu - lambda."""
+    return -math.log(1 - q) / (mu - lam)
+
+
+def _finish_times(remaining: list[int], slots: int, round_ms: int, refill: bool) -> list[int]:
+    """Completion time of each request in a decode-only batch with ``slots`` places.
+
+    Static batching (``refill=False``) starts a new batch only when every member has finished;
+    continuous batching refills an empty place at the next round.
+    """
+    left = list(remaining)
+    done: list[int | None] = [None] * len(left)
+    queue = list(range(len(left)))
+    active: list[int] = []
+    clock = 0
+    while queue or active:
+        if refill or not active:
+            while queue and len(active) < slots:
+                active.append(queue.pop(0))
+        clock += round_ms
+        for i in active:
+            left[i] -= 1
+            if left[i] == 0:
+                done[i] = clock
+        active = [i for i in active if left[i] > 0]
+    return [t for t in done if t is not None]
+
+
+def batching_example(remaining=(4, 1, 1), slots=2, round_ms=10) -> dict:
+    static = _finish_times(list(remaining), slots, round_ms, refill=False)
+    continuous = _finish_times(list(remaining), slots, round_ms, refill=True)
+    return {
+        "remaining": list(remaining),
+        "static": static,
+        "continuous": continuous,
+        "static_mean": Fraction(sum(static), len(static)),
+        "continuous_mean": Fraction(sum(continuous), len(continuous)),
+    }
+
+
+def goodput_example(submitted=1000, rejected=100, failed=50, meeting=700, window_s=100) -> dict:
+    succeeded = submitted - rejected - failed
+    return {
+        "submitted": submitted,
+        "rejected": rejected,
+        "failed": failed,
+        "succeeded": succeeded,
+        "meeting": meeting,
+        "window_s": window_s,
+        "offered_rate": submitted / window_s,
+        "success_rate": succeeded / window_s,
+        "goodput": meeting / window_s,
+        "share_of_succeeded": Fraction(meeting, succeeded),
+        "share_of_submitted": Fraction(meeting, submitted),
+    }
+
+
+def chapter_numbers() -> dict:
+    """Everything the chapter-31 notes page shows, keyed by example."""
+    lengths = [64, 64, 256]
+    linear, attention = padding_utilisation(lengths)
+    kv = KvExample()
+    pairs_q, pairs_s = 256, 257
+    split = 100
+    mm1 = [
+        {
+            "lam": lam,
+            "mu": 100.0,
+            "rho": lam / 100.0,
+            "mean_ms": 1000 * mm1_mean_s(lam, 100.0),
+            "p99_ms": 1000 * mm1_quantile_s(lam, 100.0, 0.99),
+            "in_system": (lam / 100.0) / (1 - lam / 100.0),
+        }
+        for lam in (80.0, 95.0)
+    ]
+    first_token_s, last_token_s, tokens = 0.3, 0.9, 31
+    return {
+        "padding": {"lengths": lengths, "linear": linear, "attention": attention},
+        "pairs": {
+            "q": pairs_q,
+            "s": pairs_s,
+            "counted": attention_pairs(pairs_q, pairs_s),
+            "formula": attention_pairs_formula(pairs_q, pairs_s),
+            "split": split,
+            "split_sum": attention_pairs(split, pairs_s)
+            + attention_pairs(pairs_q - split, pairs_s + split),
+        },
+        "kv": kv,
+        "mm1": mm1,
+        "little": {"throughput": 20, "sojourn_s": 0.4, "in_system": 20 * 0.4},
+        "batching": batching_example(),
+        "goodput": goodput_example(),
+        "exercise_31_1": {
+            "ttft_s": first_token_s,
+            "tpot_s": (last_token_s - first_token_s) / (tokens - 1),
+            "tokens": tokens,
+        },
+    }

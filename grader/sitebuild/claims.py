@@ -1,0 +1,30 @@
+"""Claims the lesson text makes, checked while the text is rendered.
+
+Templates call ``require(condition, "what the text says")`` right next to the sentence that
+depends on it. A false claim stops the build with :class:`BuildError`, so the prose can never
+drift away from what the simulator does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+class BuildError(Exception):
+    """The site cannot be built (a claim failed, an input is missing or malformed)."""
+
+
+@dataclass
+class ClaimLog:
+    """Every claim checked during one build, in order; ``require`` is the template global."""
+
+    page: str = ""
+    checked: list[tuple[str, str]] = field(default_factory=list)
+
+    def require(self, condition, message: str) -> str:
+        if not isinstance(condition, bool):
+            raise BuildError(f"{self.page}: claim '{message}' is not a boolean ({condition!r})")
+        if not condition:
+            raise BuildError(f"{self.page}: the text claims '{message}', but the runs disagree")
+        self.checked.append((self.page, message))
+        return ""

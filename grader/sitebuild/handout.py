@@ -1,0 +1,81 @@
+"""The lab handout (the lab folder's README.md) rendered to HTML with markdown-it-py.
+
+Relative links to files of the lab folder are copied next to the page, so no link on the site
+points nowhere; relative links to anything else are kept as plain text and reported.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from urllib.parse import urlsplit
+
+from markdown_it import MarkdownIt
+from markupsafe import Markup
+
+
+@dataclass
+class Handout:
+    html: Markup | None  # None: the lab folder has no README.md yet
+    title: str | None
+    copied: list[str] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)
+
+
+def _is_relative(href: str) -> bool:
+    parts = urlsplit(href)
+    return not (parts.scheme or parts.netloc or href.startswith(("#", "/")))
+
+
+def render_handout(lab_dir: Path, out_dir: Path, files_prefix: str) -> Handout:
+    """Render ``lab_dir/README.md``; copy linked lab files under ``out_dir/files_prefix``."""
+    readme = lab_dir / "README.md"
+    if not readme.is_file():
+        return Handout(None, None)
+    md = MarkdownIt("commonmark", {"html": False}).enable("table")
+    tokens = md.parse(readme.read_text(encoding="utf-8"))
+    handout = Handout(None, None)
+    for i, token in enumerate(tokens):
+        if token.type == "heading_open" and token.tag == "h1" and handout.title is None:
+            handout.title = tokens[i + 1].content
+        children = token.children or []
+        for k, child in enumerate(children):
+            if child.type not in ("link_open", "image"):
+                continue
+            attr = "href" if child.type == "link_open" else "src"
+            href = str(child.attrGet(attr) or "")
+            if not _is_relative(href):
+                continue
+            path = href.split("#", 1)[0].split("?", 1)[0]
+            source = (lab_dir / path).resolve()
+            inside = source.is_relative_to(lab_dir.resolve())
+            if path and inside and source.is_file():
+                rel = PurePosixPath(files_prefix, *PurePosixPath(path).parts)
+                target = out_dir / rel
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(source, target)
+                child.attrSet(attr, str(rel) + href[len(path) :])
+                handout.copied.append(path)
+            else:
+                # A folder or a missing file: nothing to link to on the site; keep the text.
+                _unlink(children, k)
+                handout.dropped.append(href)
+    handout.html = Markup(md.renderer.render(tokens, md.options, {}))
+    return handout
+
+
+def _unlink(children: list, k: int) -> None:
+    """Turn the link (or image) at ``children[k]`` into a plain span holding its text."""
+    opening = children[k]
+    if opening.type == "image":
+        opening.type, opening.content = "text", opening.content or opening.attrGet("alt") or ""
+        return
+    depth = 0
+    for closing in children[k:]:
+        depth += closing.type == "link_open"
+        depth -= closing.type == "link_close"
+        if depth == 0:
+            break
+    opening.tag = closing.tag = "span"
+    opening.attrs = {"class": "lab-path"}

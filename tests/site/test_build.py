@@ -1,0 +1,203 @@
+"""The built site: every page parses, every internal link and asset resolves, nothing is left
+unrendered, and the numbers on the page are the engine's."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import zipfile
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import html5lib
+import pytest
+from sitetest_helpers import METRICS, engine_table, lesson_html, page_table
+
+from grader.release import student_files
+from grader.sitebuild import BuildError
+from grader.sitebuild.build import SITE_DIR, build_site
+from grader.units import LABS_DIR, REPO_ROOT
+
+
+class _Links(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.links: list[str] = []
+        self.ids: set[str] = set()
+
+    def handle_starttag(self, tag, attrs):
+        for name, value in attrs:
+            if name == "id":
+                self.ids.add(value)
+            if name in ("href", "src") and value is not None:
+                self.links.append(value)
+
+
+def _parse(path: Path) -> _Links:
+    links = _Links()
+    links.feed(path.read_text(encoding="utf-8"))
+    return links
+
+
+def _pages(site: Path) -> list[Path]:
+    return sorted(site.rglob("*.html"))
+
+
+def test_expected_pages_exist(built_site):
+    site, report = built_site
+    assert {p.relative_to(site).as_posix() for p in _pages(site)} == {
+        "index.html",
+        "unit07/index.html",
+        "unit07/handout.html",
+        "unit07/chapter31.html",
+    }
+    assert sorted(report.pages) == sorted(p.relative_to(site).as_posix() for p in _pages(site))
+
+
+def test_pages_parse_strictly(built_site):
+    site, _ = built_site
+    for page in _pages(site):
+        parser = html5lib.HTMLParser(strict=True, namespaceHTMLElements=False)
+        try:
+            parser.parse(page.read_text(encoding="utf-8"))
+        except html5lib.html5parser.ParseError as exc:
+            pytest.fail(f"{page.relative_to(site)}: {exc}")
+
+
+def test_no_unrendered_template_syntax(built_site):
+    site, _ = built_site
+    for page in [*_pages(site), *site.glob("static/*")]:
+        text = page.read_text(encoding="utf-8")
+        for marker in ("{{", "}}", "{%", "%}", "{#"):
+            assert marker not in text, f"{page.relative_to(site)} contains {marker!r}"
+
+
+def test_every_internal_link_and_asset_resolves(built_site):
+    site, _ = built_site
+    checked = 0
+    for page in _pages(site):
+        links = _parse(page)
+        for link in links.links:
+            parts = urlsplit(link)
+            if parts.scheme in ("http", "https", "data"):
+                continue
+            assert not parts.scheme and not parts.netloc, f"{page}: unexpected link {link}"
+            target = page if not parts.path else (page.parent / unquote(parts.path)).resolve()
+            assert target.is_file(), f"{page.relative_to(site)}: broken link {link}"
+            assert target.resolve().is_relative_to(site.resolve()), f"{link} leaves the site"
+            if parts.fragment:
+                assert parts.fragment in _parse(target).ids, f"{page}: no anchor {link}"
+            checked += 1
+    assert checked > 20
+
+
+def test_nothing_is_loaded_from_the_network(built_site):
+    site, _ = built_site
+    for page in _pages(site):
+        text = page.read_text(encoding="utf-8")
+        for tag in re.findall(r"<(?:script|link|img|iframe|source)\b[^>]*>", text):
+            assert "http" not in tag, f"{page.relative_to(site)} loads {tag}"
+    css = (site / "static" / "site.css").read_text(encoding="utf-8")
+    assert "@import" not in css and "url(" not in css and "@font-face" not in css
+
+
+def test_mixed_table_is_the_engines(built_site, unit07):
+    site, _ = built_site
+    shown = page_table(lesson_html(site))
+    expected = engine_table(unit07)
+    assert set(shown) == set(expected) == {"fcfs", "chunked"}
+    for policy, row in expected.items():
+        for metric in METRICS:
+            assert shown[policy][metric] == pytest.approx(row[metric], abs=0.005)
+
+
+def test_claims_were_checked(built_site):
+    _, report = built_site
+    said = {message for _, message in report.claims}
+    for claim in (
+        "A's TTFT is equal under both policies",
+        "S's TTFT is worse under chunking",
+        "A's max ITL is better under chunking",
+        "chunking is slower on prefill-only when the overhead is > 0",
+        "with overhead 0 both policies take the same time on prefill-only",
+    ):
+        assert claim in said
+
+
+def test_timeline_figure_comes_from_the_events(built_site, unit07):
+    site, _ = built_site
+    html = lesson_html(site)
+    svg = re.search(r'<svg id="timeline-mixed".*?</svg>', html, re.S).group(0)
+    assert "<title" in svg and "<desc" in svg and 'role="img"' in svg
+    table = engine_table(unit07)
+    assert table  # the engine ran
+    bars = re.findall(r'<g class="ev ev-(decode|prefill|mixed)">', svg)
+    from grader import reference
+
+    trace = reference.load_trace(unit07, "mixed")
+    device = reference.device_profile(unit07)
+    events = len(reference.run_reference(unit07, trace, "fcfs", {}, device)["events"])
+    events += len(reference.run_reference(unit07, trace, "chunked", {"chunk": 2}, device)["events"])
+    assert len(bars) == events
+    assert {"decode", "prefill"} <= set(bars)
+
+
+def test_student_zip_is_copied_in(built_site, unit07):
+    site, _ = built_site
+    archive = site / "unit07" / "infra-lab-unit07.zip"
+    with zipfile.ZipFile(archive) as zf:
+        names = set(zf.namelist())
+    expected = {
+        "infra-lab/" + p.relative_to(unit07.lab_dir).as_posix() for p in student_files(unit07)
+    }
+    assert names == expected and "infra-lab/simulate.py" in names
+
+
+def test_false_claim_stops_the_build_and_keeps_the_old_site(tmp_path):
+    labs = tmp_path / "labs"
+    shutil.copytree(LABS_DIR, labs)
+    lesson = labs / "unit07" / "lesson.html.j2"
+    text = lesson.read_text(encoding="utf-8")
+    lesson.write_text(
+        text.replace(
+            '{{ require(fA.ttftMs == cA.ttftMs, "A\'s TTFT is equal under both policies") }}',
+            '{{ require(fA.ttftMs != cA.ttftMs, "A\'s TTFT differs between the policies") }}',
+        ),
+        encoding="utf-8",
+    )
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / ".infralab-site").write_text("old\n")
+    with pytest.raises(BuildError, match="A's TTFT differs"):
+        build_site(out, labs)
+    assert sorted(p.name for p in out.iterdir()) == [".infralab-site"]
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out")] == []
+
+
+def test_refuses_to_replace_a_folder_that_is_not_a_site_build(tmp_path):
+    out = tmp_path / "precious"
+    out.mkdir()
+    (out / "notes.txt").write_text("keep me\n")
+    with pytest.raises(BuildError, match="not a site build"):
+        build_site(out)
+    assert (out / "notes.txt").read_text() == "keep me\n"
+
+
+def test_site_is_not_a_python_package():
+    assert not (SITE_DIR / "__init__.py").exists()
+    assert not list((REPO_ROOT / "site").rglob("*.py"))
+
+
+def test_chapter_page_shows_the_computed_numbers(built_site):
+    site, _ = built_site
+    html = (site / "unit07" / "chapter31.html").read_text(encoding="utf-8")
+    table = re.search(r'<table class="data" id="mm1-table">.*?</table>', html, re.S).group(0)
+    rows = [
+        [re.sub(r"<[^>]+>", "", cell).strip() for cell in re.findall(r"<td>(.*?)</td>", row)]
+        for row in re.findall(r"<tr>(.*?)</tr>", table.split("<tbody>")[1], re.S)
+    ]
+    assert [row[-2:] for row in rows] == [["50", "230"], ["200", "921"]]
+    for shown in ("<strong>33</strong>", "<strong>49</strong>", "<strong>97</strong>"):
+        assert shown in html
+    assert html.count("<math") > 20

@@ -1,0 +1,35 @@
+"""The handout renderer: markdown to HTML, lab files linked from it copied next to the page."""
+
+from __future__ import annotations
+
+from grader.sitebuild.handout import render_handout
+
+
+def test_missing_readme_gives_no_handout(tmp_path):
+    handout = render_handout(tmp_path, tmp_path / "out", "files")
+    assert handout.html is None
+
+
+def test_links_to_lab_files_are_copied_and_others_unlinked(tmp_path):
+    lab = tmp_path / "lab"
+    (lab / "traces").mkdir(parents=True)
+    (lab / "traces" / "mixed.json").write_text('{"requests": []}\n')
+    (lab / "README.md").write_text(
+        "# 实验 07\n\n"
+        "| a | b |\n| - | - |\n| 1 | 2 |\n\n"
+        "See [the trace](traces/mixed.json#top), [a folder](traces/), "
+        "[missing](nope.md), [outside](../secret.txt) and [web](https://example.org/x).\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "secret.txt").write_text("no\n")
+    out = tmp_path / "out"
+    handout = render_handout(lab, out, "files")
+    html = str(handout.html)
+    assert handout.title == "实验 07"
+    assert "<table>" in html
+    assert 'href="files/traces/mixed.json#top"' in html
+    assert (out / "files" / "traces" / "mixed.json").read_text() == '{"requests": []}\n'
+    assert 'href="https://example.org/x"' in html
+    assert sorted(handout.dropped) == ["../secret.txt", "nope.md", "traces/"]
+    assert 'href="nope.md"' not in html and '<span class="lab-path">missing</span>' in html
+    assert not (out / "secret.txt").exists() and not (out / "files" / "secret.txt").exists()
