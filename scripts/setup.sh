@@ -11,10 +11,12 @@ sys.exit(sys.version_info < (3, 11))
 PY
 
 if [ "${1:-}" = "test" ]; then
-  # Debian packages: Chromium for the browser tests, bubblewrap for the grading sandbox.
+  # Debian packages: Chromium (and CJK fonts for its screenshots) for the browser tests,
+  # bubblewrap for the grading sandbox.
   missing=()
   command -v chromium >/dev/null || missing+=(chromium)
   command -v bwrap >/dev/null || missing+=(bubblewrap)
+  [ -d /usr/share/fonts/opentype/noto ] || missing+=(fonts-noto-cjk)
   if [ ${#missing[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ]; then
       apt-get update -qq
