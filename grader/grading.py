@@ -18,6 +18,7 @@ names only the kind of failure (never ids, arrival times or token counts).
 
 from __future__ import annotations
 
+import builtins
 import json
 import os
 import re
@@ -342,7 +343,7 @@ def judge(unit: Unit, case: Case, trace_doc: dict, golden: dict, child: ChildRes
         return Verdict(
             Status.CRASH,
             _crash_summary(child),
-            detail=_tail(stderr, 15),
+            detail=f"exit code {child.returncode}\n{student_traceback(stderr)}",
         )
     if child.output is None:
         return Verdict(Status.CRASH, "simulate.py exited without writing its run file")
@@ -370,11 +371,16 @@ def judge(unit: Unit, case: Case, trace_doc: dict, golden: dict, child: ChildRes
         )
     if problems:
         names = ", ".join(dict.fromkeys(p.statistic for p in problems))
+        detail = "\n".join(p.message for p in problems[:3])
+        if run["fault"]:
+            detail += f"\n(the run file says fault switch {run['fault']} was on)"
         return Verdict(
             Status.INCONSISTENT_STATS,
             f"reported {names} disagree(s) with the timeline",
-            detail="\n".join(p.message for p in problems[:3]),
+            detail=detail,
         )
+    if run["fault"]:
+        return Verdict(Status.INVALID_SCHEDULE, "the run file was made with a fault switch on")
     comparison = compare.compare_with_golden(run, replay, golden["run"])
     if comparison.same:
         return Verdict(Status.PASSED, "")
@@ -401,22 +407,43 @@ def _reject_constant(token: str):
     raise ValueError(f"{token} is not valid JSON")
 
 
-def _tail(text: str, lines: int) -> str:
-    return "\n".join(text.strip().splitlines()[-lines:])
+_LAB_PATH = re.compile(r'File "[^"]*?/([^/"]+\.py)"')
+
+
+def student_traceback(stderr: str, limit: int = 20) -> str:
+    """The part of a child's stderr a student needs: their own frames and the error line.
+
+    Temp-folder paths are shortened to the file name; frames inside the engine before the
+    first frame of an editable file are dropped.
+    """
+    lines = _LAB_PATH.sub(r'File "\1"', stderr.strip()).splitlines()
+    starts = [n for n, line in enumerate(lines) if line.startswith("Traceback")]
+    if not starts:
+        return "\n".join(lines[-limit:])
+    block = lines[starts[-1] :]
+    own = next((n for n, line in enumerate(block) if 'File "policies.py"' in line), 1)
+    kept = [block[0], *block[max(own, 1) :]]
+    return "\n".join(kept[-limit:])
 
 
 def _crash_summary(child: ChildResult) -> str:
-    code = child.returncode
+    """What kind of error stopped the child, in words safe for hidden cases.
+
+    Only built-in exception names are repeated: a submission could otherwise smuggle trace
+    details out through the name of an exception class it made up.
+    """
     kind = ""
     for line in reversed((child.stderr or "").strip().splitlines()):
-        match = SAFE_ERROR.match(line.strip())
-        if match:
-            kind = match.group(1)
-            break
         if "simulate.py: error:" in line:
             kind = "the engine rejected a batch"
             break
-    return f"the run stopped with an error (exit code {code}{', ' + kind if kind else ''})"
+        match = SAFE_ERROR.match(line.strip())
+        if match:
+            name = match.group(1).rsplit(".", 1)[-1]
+            builtin = isinstance(getattr(builtins, name, None), type)
+            kind = name if builtin else "an exception"
+            break
+    return f"the run stopped with an error{f' ({kind})' if kind else ''}"
 
 
 def _run_identity(unit: Unit, case: Case, document: dict, trace_doc: dict) -> str | None:
@@ -427,8 +454,6 @@ def _run_identity(unit: Unit, case: Case, document: dict, trace_doc: dict) -> st
     run = runs[0]
     if run["policy"] != case.policy or run["params"] != case.params:
         return "the run file is for another policy or other parameters"
-    if run["fault"] is not None:
-        return "the run file was made with a fault switch on"
     if run["device"] != case_device(unit, case).to_json():
         return "the run file's device profile is not the case's"
     if document["trace"] != trace_doc:

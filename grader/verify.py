@@ -276,7 +276,7 @@ def _replay_events(events, trace, profile, *, timing, found, replay, servesim) -
                 found.add(
                     ProblemKind.INCONSISTENT_STATS,
                     "events[].endMs",
-                    f"{where}: endMs is {_ms(end_reported)}, but the submission lasts "
+                    f"events[{k}].endMs is {_ms(end_reported)}, but {where} lasts "
                     f"{_ms(duration)} by the device rules, so it ends at {_ms(end)}",
                     start,
                 )
