@@ -40,20 +40,25 @@ def test_verify_flags_fault(unit, fault, policy, params):
     assert verify_run(clean, trace, device.to_json(), unit=unit) == []
 
 
+def _forcing(fault: str):
+    """A runner that turns the fault switch on in the child, as a tampered lab would."""
+
+    def runner(lab, files, trace, argv, limits):
+        return run_in_process(lab, files, trace, [*argv, "--fault", fault], limits)
+
+    runner.in_process = True
+    return runner
+
+
 @pytest.fixture(scope="module")
 def fault_reports(unit):
     """The reference graded with each fault switch forced on in the (in-process) child."""
-    reports = {}
-    for fault in EXPECTED:
-
-        def runner(lab, files, trace, argv, limits, fault=fault):
-            return run_in_process(lab, files, trace, [*argv, "--fault", fault], limits)
-
-        runner.in_process = True
-        reports[fault] = grade_submission(
-            unit, unit.solutions_dir, cases=["fcfs-mixed", "chunked-mixed"], runner=runner
+    return {
+        fault: grade_submission(
+            unit, unit.solutions_dir, cases=["fcfs-mixed", "chunked-mixed"], runner=_forcing(fault)
         )
-    return reports
+        for fault in EXPECTED
+    }
 
 
 @pytest.mark.parametrize("fault", sorted(EXPECTED))

@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import json
-import shutil
-from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
 from grader import golden
 from grader.cli import main
 from grader.grading import GradingError, grade_submission
-from grader.units import Unit
 
 
 def test_repo_golden_files_are_up_to_date(capsys):
@@ -29,70 +25,52 @@ def test_golden_records_sha_and_engine_version(unit):
         assert len(doc["trace"]["sha256"]) == 64
 
 
-@dataclass(frozen=True)
-class MovedUnit(Unit):
-    """unit07 with its traces/ folder somewhere else (a scratch copy)."""
-
-    root: Path = Path()
-
-    @property
-    def traces_dir(self) -> Path:
-        return self.root
-
-
-@pytest.fixture
-def scratch(unit, tmp_path):
-    root = tmp_path / "traces"
-    shutil.copytree(unit.traces_dir, root)
-    return MovedUnit(unit.id, unit.doc, root)
-
-
 def _states(moved):
     return {s.path.name: s.state for s in golden.check_golden(moved)}
 
 
-def test_check_catches_changed_trace_and_writes_nothing(scratch):
-    assert set(_states(scratch).values()) == {golden.GoldenState.OK}
-    hidden = scratch.traces_dir / "hidden" / "ties.json"
+def test_check_catches_changed_trace_and_writes_nothing(scratch_unit):
+    assert set(_states(scratch_unit).values()) == {golden.GoldenState.OK}
+    hidden = scratch_unit.traces_dir / "hidden" / "ties.json"
     doc = json.loads(hidden.read_text(encoding="utf-8"))
     doc["requests"][0]["inputTokens"] += 1
     hidden.write_text(json.dumps(doc), encoding="utf-8")
-    before = {p: p.read_bytes() for p in (scratch.traces_dir / "golden").iterdir()}
-    states = _states(scratch)
+    before = {p: p.read_bytes() for p in (scratch_unit.traces_dir / "golden").iterdir()}
+    states = _states(scratch_unit)
     stale = {name for name, state in states.items() if state is golden.GoldenState.STALE}
     assert stale == {"fcfs-ties.json", "chunked-ties-chunk2.json"}
-    assert {p: p.read_bytes() for p in (scratch.traces_dir / "golden").iterdir()} == before
+    assert {p: p.read_bytes() for p in (scratch_unit.traces_dir / "golden").iterdir()} == before
     # grading refuses stale golden results instead of grading against them
     with pytest.raises(GradingError, match="stale"):
-        grade_submission(scratch, scratch.solutions_dir, cases=["fcfs-ties"])
+        grade_submission(scratch_unit, scratch_unit.solutions_dir, cases=["fcfs-ties"])
     # regenerating fixes exactly those two files
-    changed = golden.write_golden(scratch)
+    changed = golden.write_golden(scratch_unit)
     assert {p.name for p in changed} == stale
-    assert set(_states(scratch).values()) == {golden.GoldenState.OK}
+    assert set(_states(scratch_unit).values()) == {golden.GoldenState.OK}
 
 
-def test_check_reports_missing_and_orphan(scratch):
-    (scratch.traces_dir / "golden" / "fcfs-mixed.json").unlink()
-    (scratch.traces_dir / "golden" / "old-case.json").write_text("{}", encoding="utf-8")
-    states = _states(scratch)
+def test_check_reports_missing_and_orphan(scratch_unit):
+    (scratch_unit.traces_dir / "golden" / "fcfs-mixed.json").unlink()
+    (scratch_unit.traces_dir / "golden" / "old-case.json").write_text("{}", encoding="utf-8")
+    states = _states(scratch_unit)
     assert states["fcfs-mixed.json"] is golden.GoldenState.MISSING
     assert states["old-case.json"] is golden.GoldenState.ORPHAN
     with pytest.raises(GradingError, match="missing"):
-        grade_submission(scratch, scratch.solutions_dir, cases=["fcfs-mixed"])
+        grade_submission(scratch_unit, scratch_unit.solutions_dir, cases=["fcfs-mixed"])
 
 
-def test_check_catches_hand_edited_golden(scratch):
-    path = scratch.traces_dir / "golden" / "chunked-mixed.json"
+def test_check_catches_hand_edited_golden(scratch_unit):
+    path = scratch_unit.traces_dir / "golden" / "chunked-mixed.json"
     doc = json.loads(path.read_text(encoding="utf-8"))
     doc["run"]["requests"][0]["tokenTimesMs"][-1] += 1
     path.write_text(json.dumps(doc), encoding="utf-8")
-    assert _states(scratch)["chunked-mixed.json"] is golden.GoldenState.STALE
+    assert _states(scratch_unit)["chunked-mixed.json"] is golden.GoldenState.STALE
 
 
-def test_check_exit_code_when_stale(monkeypatch, capsys, scratch):
-    (scratch.traces_dir / "golden" / "fcfs-mixed.json").unlink()
-    monkeypatch.setattr("grader.cli.load_unit", lambda unit_id: scratch)
+def test_check_exit_code_when_stale(monkeypatch, capsys, scratch_unit):
+    (scratch_unit.traces_dir / "golden" / "fcfs-mixed.json").unlink()
+    monkeypatch.setattr("grader.cli.load_unit", lambda unit_id: scratch_unit)
     assert main(["golden", "--unit", "unit07", "--check"]) == 1
     out = capsys.readouterr().out
     assert "missing: " in out and "fcfs-mixed.json" in out
-    assert not (scratch.traces_dir / "golden" / "fcfs-mixed.json").exists()
+    assert not (scratch_unit.traces_dir / "golden" / "fcfs-mixed.json").exists()

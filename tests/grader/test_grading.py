@@ -7,7 +7,6 @@ import re
 import textwrap
 
 import jsonschema
-import pytest
 
 from grader.cases import load_grading
 from grader.grading import Status, grade_submission
@@ -130,24 +129,20 @@ def test_wrong_schedule_earns_partial_credit(mutant_results):
     assert 0 < case.points < case.max_points
 
 
-def _hidden_secrets(unit):
-    """Every id, arrival time and token count of the hidden cases' traces."""
+def _hidden_ids(unit):
+    """Every request id of the hidden cases' traces (relabelled ones included)."""
     from grader.cases import case_trace_doc
 
-    ids, numbers = set(), set()
-    for case in load_grading(unit).cases:
-        if not case.hidden:
-            continue
-        for req in case_trace_doc(unit, case)["requests"]:
-            ids.add(req["id"])
-            numbers.update(
-                {f"{req['arrivalMs']:g}", str(req["inputTokens"]), str(req["outputTokens"])}
-            )
-    return ids, numbers
+    return {
+        req["id"]
+        for case in load_grading(unit).cases
+        if case.hidden
+        for req in case_trace_doc(unit, case)["requests"]
+    }
 
 
 def test_hidden_feedback_leaks_nothing(unit, mutant_results, starter_report, tmp_path):
-    ids, numbers = _hidden_secrets(unit)
+    ids = _hidden_ids(unit)
     crash = _policies(tmp_path, "def fcfs(view):\n    raise KeyError(view.waiting[0].id)\n")
     reports = [r.report for r in mutant_results.values()] + [
         starter_report,
