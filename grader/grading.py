@@ -201,8 +201,9 @@ class GradeReport:
             )
             if c.status is not Status.PASSED:
                 lines.extend("    " + line for line in c.feedback.splitlines())
-                if staff and c.hidden and c.staff_detail:
-                    lines.extend("    staff: " + line for line in c.staff_detail.splitlines())
+                if staff and c.hidden and c.staff_detail != c.feedback:
+                    extra = c.staff_detail.splitlines()[1:]
+                    lines.extend("    staff: " + line for line in extra)
         return "\n".join(lines)
 
 
@@ -315,17 +316,17 @@ class Verdict:
     share: float = 0.0  # for WRONG_SCHEDULE: share of requests whose token times match
 
     def visible_text(self) -> str:
-        return f"{self.status.words}: {self.summary}" + (f"\n{self.detail}" if self.detail else "")
+        return self.hidden_text() + (f"\n{self.detail}" if self.detail else "")
 
     def hidden_text(self) -> str:
-        return f"{self.status.words}: {self.summary}"
+        return f"{self.status.words}: {self.summary}" if self.summary else self.status.words
 
 
 def _points(case: Case, verdict: Verdict) -> float:
     if verdict.status is Status.PASSED:
         return case.points
     if verdict.status is Status.WRONG_SCHEDULE:
-        return round(case.points * WRONG_SCHEDULE_SHARE * verdict.share, 4)
+        return round(case.points * WRONG_SCHEDULE_SHARE * verdict.share, 2)
     return 0.0
 
 
@@ -383,7 +384,7 @@ def judge(unit: Unit, case: Case, trace_doc: dict, golden: dict, child: ChildRes
         return Verdict(Status.INVALID_SCHEDULE, "the run file was made with a fault switch on")
     comparison = compare.compare_with_golden(run, replay, golden["run"])
     if comparison.same:
-        return Verdict(Status.PASSED, "")
+        return Verdict(Status.PASSED, "")  # feedback: "passed"
     share = comparison.matching_requests / comparison.total_requests
     detail = ""
     if comparison.divergence is not None:
@@ -397,7 +398,7 @@ def judge(unit: Unit, case: Case, trace_doc: dict, golden: dict, child: ChildRes
         detail = f"recomputed {comparison.metric_mismatch} differs from the reference"
     return Verdict(
         Status.WRONG_SCHEDULE,
-        "the schedule differs from the reference policy's",
+        "",
         detail=detail,
         share=share,
     )

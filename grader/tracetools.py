@@ -11,7 +11,14 @@ import yaml
 
 from . import reference
 from .jsonio import write_text_atomic
-from .tracegen import AZURE_ATTRIBUTION, DataMissing, SpecError, import_azure, load_yaml_or_json, trace_from_spec
+from .tracegen import (
+    AZURE_ATTRIBUTION,
+    DataMissing,
+    SpecError,
+    import_azure,
+    load_yaml_or_json,
+    trace_from_spec,
+)
 from .units import Unit
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
