@@ -18,7 +18,6 @@ names only the kind of failure (never ids, arrival times or token counts).
 
 from __future__ import annotations
 
-import builtins
 import json
 import os
 import re
@@ -40,7 +39,6 @@ from .units import Unit, UnitError, load_unit
 
 WRONG_SCHEDULE_SHARE = 0.5  # most a wrong schedule can earn, times the share of right requests
 NOT_IMPLEMENTED = re.compile(r"is not implemented yet|NotImplementedError")
-SAFE_ERROR = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt))\b")
 
 
 class GradingError(Exception):
@@ -261,6 +259,7 @@ def grade_submission(
             outcomes = list(pool.map(one, selected))
     else:
         outcomes = [one(case) for case in selected]
+    _note_keyed_answers(selected, [result for result, _ in outcomes])
     isolation = sorted({iso for _, iso in outcomes if iso}) or ["none"]
     return GradeReport(
         unit=unit.id,
@@ -271,6 +270,28 @@ def grade_submission(
         hidden_visibility=str(unit.doc["grading"].get("hidden_visibility", "after_published")),
         seconds=time.monotonic() - started,
     )
+
+
+KEYED_NOTE = (
+    "the same policy passes on the trace this case was derived from (only request ids and "
+    "arrival times differ), so the policy seems to depend on ids or absolute times"
+)
+
+
+def _note_keyed_answers(selected: list[Case], results: list[CaseResult]) -> None:
+    """Metamorphic check: flag a transformed case that fails while its source case passes."""
+    by_id = {r.id: r for r in results}
+
+    def key(case: Case) -> tuple:
+        return (case.trace, case.policy, tuple(sorted(case.params.items())), case.overhead_ms)
+
+    plain = {key(c): by_id[c.id] for c in selected if c.transform is None}
+    for case in selected:
+        source = plain.get(key(case)) if case.transform is not None else None
+        result = by_id[case.id]
+        if source and source.status is Status.PASSED and result.status is not Status.PASSED:
+            result.feedback += f"\n{KEYED_NOTE}"
+            result.staff_detail += f"\n{KEYED_NOTE}"
 
 
 def grade_case(
@@ -350,7 +371,7 @@ def judge(unit: Unit, case: Case, trace_doc: dict, golden: dict, child: ChildRes
         return Verdict(Status.CRASH, "simulate.py exited without writing its run file")
     try:
         document = json.loads(child.output.decode("utf-8"), parse_constant=_reject_constant)
-    except (UnicodeDecodeError, ValueError):
+    except (UnicodeDecodeError, ValueError, RecursionError):
         return Verdict(Status.INVALID_SCHEDULE, "the run file is not valid JSON")
     schema_error = validate_run_file(unit, document)
     if schema_error:
@@ -428,23 +449,14 @@ def student_traceback(stderr: str, limit: int = 20) -> str:
 
 
 def _crash_summary(child: ChildResult) -> str:
-    """What kind of error stopped the child, in words safe for hidden cases.
+    """What stopped the child, in words safe for hidden cases.
 
-    Only built-in exception names are repeated: a submission could otherwise smuggle trace
-    details out through the name of an exception class it made up.
+    Deliberately coarse: the exception's type or message would be a channel through which a
+    submission could smuggle details of a hidden trace out. Visible cases add the traceback.
     """
-    kind = ""
-    for line in reversed((child.stderr or "").strip().splitlines()):
-        if "simulate.py: error:" in line:
-            kind = "the engine rejected a batch"
-            break
-        match = SAFE_ERROR.match(line.strip())
-        if match:
-            name = match.group(1).rsplit(".", 1)[-1]
-            builtin = isinstance(getattr(builtins, name, None), type)
-            kind = name if builtin else "an exception"
-            break
-    return f"the run stopped with an error{f' ({kind})' if kind else ''}"
+    if "simulate.py: error:" in (child.stderr or ""):
+        return "the engine rejected a batch the policy returned"
+    return "an exception was raised in the run"
 
 
 def _run_identity(unit: Unit, case: Case, document: dict, trace_doc: dict) -> str | None:
@@ -480,6 +492,9 @@ def _validator(schema_dir: str):
     return jsonschema.Draft202012Validator(run_schema, registry=registry)
 
 
+_FIELD = re.compile(r"^[A-Za-z]{1,40}$")
+
+
 def validate_run_file(unit: Unit, document) -> str | None:
     """The first JSON Schema error of a run file as ``path: message`` (None when valid).
 
@@ -491,5 +506,7 @@ def validate_run_file(unit: Unit, document) -> str | None:
     error = best_match(validator.iter_errors(document))
     if error is None:
         return None
-    path = "/".join(str(p) for p in error.absolute_path if not isinstance(p, int)) or "top level"
+    # keep schema field names only: list positions and anything else a run could choose go
+    names = [p for p in error.absolute_path if isinstance(p, str) and _FIELD.match(p)]
+    path = "/".join(names) or "top level"
     return f"at {path}: {error.validator} check failed"

@@ -48,7 +48,7 @@ def test_reference_scores_full_marks(reference_report, unit):
     assert reference_report.score == reference_report.max_score
     assert {c.status for c in reference_report.cases} == {Status.PASSED}
     assert len(reference_report.cases) == len(grading.cases)
-    assert "process" in reference_report.isolation or "bwrap" in reference_report.isolation
+    assert reference_report.isolation and reference_report.isolation != "none"
 
 
 def test_starter_scores_zero_not_implemented_per_part(starter_report, unit):
@@ -106,7 +106,7 @@ def test_crash_and_timeout_are_reported(tmp_path, unit):
     assert "Traceback" in by_id["fcfs-mixed"].feedback  # visible case: the end of stderr
     assert by_id["chunked-mixed"].status is Status.TIMEOUT
     assert by_id["fcfs-ties"].status is Status.CRASH
-    assert by_id["fcfs-ties"].feedback == "crash: the run stopped with an error (ZeroDivisionError)"
+    assert by_id["fcfs-ties"].feedback == "crash: an exception was raised in the run"
     assert report.score == 0
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from grader.cli import main
-from grader.grading import Status, grade_submission
+from grader.grading import KEYED_NOTE, Status, grade_submission
 from grader.mutants import list_mutants
 
 # mutant -> the kind of failure it gets on every case that catches it
@@ -47,6 +47,11 @@ def test_keyed_answer_passes_public_but_not_relabelled(mutant_results):
     public = [c for c in result.report.cases if not c.hidden]
     assert all(c.status is Status.PASSED for c in public)
     assert result.status("chunked-mixed-relabelled") is Status.WRONG_SCHEDULE
+    relabelled = next(c for c in result.report.cases if c.id == "chunked-mixed-relabelled")
+    assert KEYED_NOTE in relabelled.feedback
+    # a policy that is simply wrong everywhere gets no such note
+    lifo = mutant_results["lifo_waiting"].report.cases
+    assert all(KEYED_NOTE not in c.feedback for c in lifo)
 
 
 def test_ties_mutant_is_caught_only_by_the_ties_trace(mutant_results):
