@@ -175,3 +175,31 @@ def test_safe_text_has_no_details(mixed, unit):
     problem = verify_run(restat(run), trace, device, unit=unit)[0]
     assert "A" not in problem.safe_text().split()
     assert not any(ch.isdigit() for ch in problem.safe_text())
+
+
+@pytest.mark.parametrize("name", ["mixed", "unseen", "ties", "bursty-gamma"])
+def test_capacity_checks_agree_with_the_engine(unit, name):
+    """For every cap, the replay rejects a schedule exactly when the engine would."""
+    from dataclasses import replace
+
+    servesim = reference.engine(unit)
+    trace = reference.load_trace(unit, name)
+    device = reference.device_profile(unit, page_tokens=2)
+    policy = reference.solution_policies(unit).fcfs
+    run = reference.run_reference(unit, trace, "fcfs", {}, device)
+    outcomes = set()
+    for cap in [{"max_active": k} for k in range(1, 6)] + [{"kv_pages": m} for m in range(1, 30)]:
+        capped = replace(device, **cap)
+        try:
+            servesim.simulate(trace, policy, capped)
+            engine_ok = True
+        except servesim.PolicyError:
+            engine_ok = False
+        problems = verify_run(run, trace, capped.to_json(), unit=unit)
+        assert (not problems) == engine_ok, (cap, problems)
+        if problems:
+            assert problems[0].statistic == next(iter(cap)).replace(
+                "max_active", "maxActive"
+            ).replace("kv_pages", "kvPages")
+        outcomes.add(engine_ok)
+    assert outcomes == {True, False}  # the caps really bite somewhere
