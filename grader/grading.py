@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 import tempfile
 import time
 from collections.abc import Callable
@@ -312,7 +313,10 @@ def grade_case(
             path.write_bytes(trace_path(unit, case).read_bytes())
         else:
             path.write_text(json.dumps(trace_doc), encoding="utf-8")
-        child = runner(unit.lab_dir, files, path, case.argv(), limits)
+        try:
+            child = runner(unit.lab_dir, files, path, case.argv(), limits)
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise GradingError(f"case '{case.id}': could not start the child run ({exc})") from exc
     verdict = judge(unit, case, trace_doc, golden, child)
     points = _points(case, verdict)
     result = CaseResult(

@@ -193,3 +193,14 @@ def test_import_with_missing_csv_writes_nothing(tmp_path, capsys):
     assert main([*argv, "--duration", "1", "--scale", "10", "--output", str(out)]) == 2
     _one_error(capsys, "cannot read the CSV")
     assert not out.exists()
+
+
+def test_child_that_cannot_start_is_a_grading_error(tmp_path, capsys, monkeypatch, unit):
+    def broken(*args, **kwargs):
+        raise OSError("bwrap: not found")
+
+    monkeypatch.setattr("grader.grading.run_simulation", broken)
+    code, out = _grade(tmp_path, unit.solutions_dir, "--case", "fcfs-mixed")
+    assert code == 2
+    _one_error(capsys, "case 'fcfs-mixed': could not start the child run (bwrap: not found)")
+    assert not out.exists()
