@@ -26,17 +26,28 @@ import tempfile
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from enum import Enum
-from functools import cache
+from dataclasses import dataclass
 from pathlib import Path
 
 from . import compare, verify
-from .cases import Case, Visibility, case_trace_doc, load_grading, trace_path
+from .cases import Case, case_trace_doc, load_grading, trace_path
 from .golden import case_device, load_golden
+from .report import CaseResult, GradeReport, Status
+from .runschema import validate_run_file
 from .sandbox import ChildResult, Limits, run_simulation
 from .submission import Submission, load_submission
 from .units import Unit, UnitError, load_unit
+
+__all__ = [
+    "CaseResult",
+    "GradeReport",
+    "GradingError",
+    "Limits",
+    "Status",
+    "grade_case",
+    "grade_submission",
+    "judge",
+]
 
 WRONG_SCHEDULE_SHARE = 0.5  # most a wrong schedule can earn, times the share of right requests
 NOT_IMPLEMENTED = re.compile(r"is not implemented yet|NotImplementedError")
@@ -44,170 +55,6 @@ NOT_IMPLEMENTED = re.compile(r"is not implemented yet|NotImplementedError")
 
 class GradingError(Exception):
     """Grading itself could not run (bad unit, missing golden files, bad submission)."""
-
-
-class Status(Enum):
-    PASSED = "passed"
-    WRONG_SCHEDULE = "wrong_schedule"
-    INVALID_SCHEDULE = "invalid_schedule"
-    INCONSISTENT_STATS = "inconsistent_stats"
-    CRASH = "crash"
-    TIMEOUT = "timeout"
-    NOT_IMPLEMENTED = "not_implemented"
-
-    @property
-    def words(self) -> str:
-        return {
-            Status.PASSED: "passed",
-            Status.WRONG_SCHEDULE: "different schedule from the reference",
-            Status.INVALID_SCHEDULE: "invalid schedule",
-            Status.INCONSISTENT_STATS: "statistics inconsistent with the timeline",
-            Status.CRASH: "crash",
-            Status.TIMEOUT: "timeout",
-            Status.NOT_IMPLEMENTED: "not implemented",
-        }[self]
-
-
-@dataclass
-class CaseResult:
-    id: str
-    part: str
-    points: float
-    max_points: float
-    visibility: Visibility
-    status: Status
-    feedback: str
-    staff_detail: str = ""  # full detail for staff reports; never shown for hidden cases
-    seconds: float = 0.0
-
-    @property
-    def hidden(self) -> bool:
-        return self.visibility is Visibility.HIDDEN
-
-    def to_json(self, staff: bool = False) -> dict:
-        doc = {
-            "id": self.id,
-            "part": self.part,
-            "points": self.points,
-            "maxPoints": self.max_points,
-            "visibility": self.visibility.value,
-            "status": self.status.value,
-            "feedback": self.feedback,
-            "seconds": round(self.seconds, 3),
-        }
-        if staff:
-            doc["staffDetail"] = self.staff_detail
-        return doc
-
-
-@dataclass
-class GradeReport:
-    unit: str
-    cases: list[CaseResult]
-    isolation: str
-    ignored: list[str] = field(default_factory=list)
-    missing: list[str] = field(default_factory=list)
-    hidden_visibility: str = "after_published"
-    seconds: float = 0.0
-
-    @property
-    def score(self) -> float:
-        return round(sum(c.points for c in self.cases), 4)
-
-    @property
-    def max_score(self) -> float:
-        return round(sum(c.max_points for c in self.cases), 4)
-
-    @property
-    def parts(self) -> dict[str, tuple[float, float]]:
-        out: dict[str, tuple[float, float]] = {}
-        for c in self.cases:
-            got, most = out.get(c.part, (0.0, 0.0))
-            out[c.part] = (round(got + c.points, 4), round(most + c.max_points, 4))
-        return out
-
-    def part_note(self, part: str) -> str:
-        statuses = {c.status for c in self.cases if c.part == part}
-        if statuses == {Status.NOT_IMPLEMENTED}:
-            return "not implemented"
-        if statuses == {Status.PASSED}:
-            return "all cases pass"
-        return ""
-
-    def killed_by(self) -> list[str]:
-        """Ids of the hidden cases that lost points (used by the mutant report)."""
-        return [c.id for c in self.cases if c.hidden and c.points < c.max_points]
-
-    def to_json(self, staff: bool = False) -> dict:
-        return {
-            "unit": self.unit,
-            "score": self.score,
-            "maxScore": self.max_score,
-            "parts": {
-                name: {"score": got, "maxScore": most, "note": self.part_note(name)}
-                for name, (got, most) in self.parts.items()
-            },
-            "isolation": self.isolation,
-            "ignoredFiles": list(self.ignored),
-            "missingFiles": list(self.missing),
-            "seconds": round(self.seconds, 3),
-            "cases": [c.to_json(staff) for c in self.cases],
-        }
-
-    def to_gradescope(self) -> dict:
-        """Gradescope's results.json: top-level score, one test per case."""
-        tests = []
-        for c in self.cases:
-            tests.append(
-                {
-                    "name": f"{c.part}: {c.id}" + (" (hidden)" if c.hidden else ""),
-                    "score": c.points,
-                    "max_score": c.max_points,
-                    "status": "passed" if c.status is Status.PASSED else "failed",
-                    "output": c.feedback,
-                    "visibility": self.hidden_visibility if c.hidden else "visible",
-                }
-            )
-        return {
-            "score": self.score,
-            "execution_time": round(self.seconds, 3),
-            "output": self._summary_lines(),
-            "stdout_visibility": "hidden",
-            "tests": tests,
-        }
-
-    def _summary_lines(self) -> str:
-        lines = [f"{self.unit}: {_pts(self.score)} / {_pts(self.max_score)} points"]
-        for part, (got, most) in self.parts.items():
-            note = self.part_note(part)
-            lines.append(
-                f"  part {part}: {_pts(got)} / {_pts(most)}" + (f" ({note})" if note else "")
-            )
-        if self.ignored:
-            shown = ", ".join(self.ignored[:8]) + (" ..." if len(self.ignored) > 8 else "")
-            lines.append(f"ignored files (only the editable files are graded): {shown}")
-        if self.missing:
-            lines.append(f"not in the submission (starter version used): {', '.join(self.missing)}")
-        return "\n".join(lines)
-
-    def text(self, staff: bool = False) -> str:
-        lines = [self._summary_lines(), f"isolation: {self.isolation}", ""]
-        for c in self.cases:
-            mark = "PASS" if c.status is Status.PASSED else "FAIL"
-            vis = "hidden" if c.hidden else "public"
-            lines.append(
-                f"[{mark}] {c.id} ({vis}, part {c.part}): {_pts(c.points)} / {_pts(c.max_points)}"
-            )
-            if c.status is not Status.PASSED:
-                lines.extend("    " + line for line in c.feedback.splitlines())
-                if staff and c.hidden and c.staff_detail != c.feedback:
-                    extra = c.staff_detail.splitlines()[1:]
-                    lines.extend("    staff: " + line for line in extra)
-        return "\n".join(lines)
-
-
-def _pts(value: float) -> str:
-    return f"{value:g}"
 
 
 Runner = Callable[[Path, dict, Path, list, Limits], ChildResult]
@@ -476,41 +323,3 @@ def _run_identity(unit: Unit, case: Case, document: dict, trace_doc: dict) -> st
     if document["trace"] != trace_doc:
         return "the run file's trace is not the case's trace"
     return None
-
-
-@cache
-def _validator(schema_dir: str):
-    import jsonschema
-    from referencing import Registry, Resource
-
-    folder = Path(schema_dir)
-    run_schema = json.loads((folder / "run.schema.json").read_text(encoding="utf-8"))
-    trace_schema = json.loads((folder / "trace.schema.json").read_text(encoding="utf-8"))
-    registry = Registry().with_resources(
-        [
-            (run_schema["$id"], Resource.from_contents(run_schema)),
-            (trace_schema["$id"], Resource.from_contents(trace_schema)),
-            ("trace.schema.json", Resource.from_contents(trace_schema)),
-        ]
-    )
-    return jsonschema.Draft202012Validator(run_schema, registry=registry)
-
-
-_FIELD = re.compile(r"^[A-Za-z]{1,40}$")
-
-
-def validate_run_file(unit: Unit, document) -> str | None:
-    """The first JSON Schema error of a run file as ``path: message`` (None when valid).
-
-    The path keeps field names and drops list positions, so it is safe for hidden cases.
-    """
-    validator = _validator(str(unit.lab_dir / "schemas"))
-    from jsonschema.exceptions import best_match
-
-    error = best_match(validator.iter_errors(document))
-    if error is None:
-        return None
-    # keep schema field names only: list positions and anything else a run could choose go
-    names = [p for p in error.absolute_path if isinstance(p, str) and _FIELD.match(p)]
-    path = "/".join(names) or "top level"
-    return f"at {path}: {error.validator} check failed"
