@@ -98,7 +98,7 @@ def test_crash_and_timeout_are_reported(tmp_path, unit):
         """,
     )
     report = grade_submission(
-        unit, crashing, cases=["fcfs-mixed", "chunked-mixed", "fcfs-ties"], limits=Limits(wall_s=1)
+        unit, crashing, cases=["fcfs-mixed", "chunked-mixed", "fcfs-ties"], limits=Limits(wall_s=3)
     )
     by_id = {c.id: c for c in report.cases}
     assert by_id["fcfs-mixed"].status is Status.CRASH
