@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import reference, starter
+from . import nbgrader_course, reference, starter
 from .units import REPO_ROOT, UnitError, load_unit
 
 
@@ -58,6 +58,10 @@ def build_parser() -> argparse.ArgumentParser:
     sync.add_argument("--unit", required=True)
     sync.add_argument("--check", action="store_true", help="report stale files, write nothing")
     sync.set_defaults(handler=_starter_sync)
+
+    release_cmd = commands.add_parser("release", help="build release artefacts")
+    release_sub = release_cmd.add_subparsers(dest="action", required=True)
+    nbgrader_course.add_parser(release_sub)
     return parser
 
 
