@@ -25,6 +25,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from . import reference
+from .cases import load_grading
+from .grading import GradingError, grade_submission
 from .units import Unit, UnitError, load_unit
 
 
@@ -108,13 +110,17 @@ def answer_key(unit: Unit, case: str) -> dict:
     return KEYS[case](unit)
 
 
-def grade_policies(unit: Unit, policies_file: Path) -> dict:
-    """Grade a student's policies file through the sandboxed grader on the unit's graded cases.
+def hidden_cases(unit: Unit) -> list[str]:
+    """Ids of the unit's hidden graded cases (the public ones are the lab's own tests)."""
+    return [case.id for case in load_grading(unit).cases if case.hidden]
 
-    The file is copied into a fresh folder holding only the unit's editable files, which is
-    what ``grader.grading`` takes as a submission.
+
+def grade_policies(unit: Unit, policies_file: Path) -> dict:
+    """Grade a student's policies file with the sandboxed grader on the unit's hidden cases.
+
+    The file is copied into a fresh folder holding only that file, which is what
+    ``grader.grading`` takes as a submission; the feedback text names no hidden trace data.
     """
-    from .grading import grade_submission  # the grader issue's API
 
     policies_file = Path(policies_file)
     if not policies_file.is_file():
@@ -122,7 +128,7 @@ def grade_policies(unit: Unit, policies_file: Path) -> dict:
     with tempfile.TemporaryDirectory(prefix="infralab-nb-") as tmp:
         submission = Path(tmp)
         shutil.copyfile(policies_file, submission / "policies.py")
-        report = grade_submission(unit, submission)
+        report = grade_submission(unit, submission, cases=hidden_cases(unit))
     return {"score": report.score, "maxScore": report.max_score, "text": report.text()}
 
 
@@ -142,7 +148,7 @@ def main(argv=None) -> int:
             result = answer_key(unit, args.case)
         else:
             result = grade_policies(unit, Path(args.submission))
-    except UnitError as exc:
+    except (UnitError, GradingError) as exc:
         print(f"nbcheck: error: {exc}", file=sys.stderr)
         return 2
     print(json.dumps(result, ensure_ascii=False))

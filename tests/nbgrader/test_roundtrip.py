@@ -154,12 +154,11 @@ def scores(course: Course, student: str) -> dict[str, tuple[float | None, float]
 
 def policy_fraction(course: Course, policies: str) -> float:
     """The share of the policy cell's points the grader gives ``policies`` (computed here)."""
-    from grader.grading import grade_submission
-
     with tempfile.TemporaryDirectory() as tmp:
-        (Path(tmp) / "policies.py").write_text(policies, encoding="utf-8")
-        report = grade_submission(course.unit, Path(tmp))
-    return report.score / report.max_score
+        path = Path(tmp) / "policies.py"
+        path.write_text(policies, encoding="utf-8")
+        report = nbcheck.grade_policies(course.unit, path)
+    return report["score"] / report["maxScore"]
 
 
 def test_correct_submission_gets_every_autograded_point(course):
@@ -209,13 +208,19 @@ def test_released_notebook_has_no_solution_and_no_hidden_test(course):
     released = (course.root / "release" / UNIT / f"{UNIT}.ipynb").read_text(encoding="utf-8")
     for marker in ("BEGIN SOLUTION", "END SOLUTION", "HIDDEN TESTS", "grader.nbcheck", "_trusted"):
         assert marker not in released
-    # every non-trivial line of a model answer or of a hidden region is gone
-    secret_lines = set()
+    # every line of a model answer or a hidden region that is not also public text is gone
+    public, secret = set(), set()
     for cell in course.source_nb.cells:
-        for region in _regions(cell.source, "SOLUTION") + _regions(cell.source, "HIDDEN TESTS"):
-            secret_lines.update(line.strip() for line in region if len(line.strip()) > 12)
-    assert secret_lines
-    leaked = [line for line in secret_lines if line in released]
+        regions = _regions(cell.source, "SOLUTION") + _regions(cell.source, "HIDDEN TESTS")
+        inside = {line.strip() for region in regions for line in region}
+        secret |= inside
+        public |= {line.strip() for line in cell.source.splitlines()} - inside
+    secret = {line for line in secret - public if len(line) > 8}
+    assert len(secret) > 20
+    released_lines = {
+        line.strip() for cell in course.release_nb.cells for line in cell.source.splitlines()
+    }
+    leaked = sorted(secret & released_lines)
     assert not leaked
     # the released policies.py is the starter, not the solution
     policies = (course.root / "release" / UNIT / "policies.py").read_text(encoding="utf-8")
@@ -258,5 +263,51 @@ def test_validate_passes_on_the_solution(course):
 
 def test_validate_fails_on_the_unanswered_release(course):
     output = run_validate(course, course.release_nb, None)
-    assert "VALIDATION FAILED ON" in output, output[-3000:]
-    assert "NotImplementedError" in output
+    failed = re.search(r"VALIDATION FAILED ON (\d+) CELL\(S\)!", output)
+    assert failed, output[-3000:]
+    # every autograder test fails while the answers and policies.py are left as released
+    assert int(failed.group(1)) >= len(grade_cells(course.source_nb))
+    assert "RuntimeError: simulate.py" in output  # the stub policies stop the first run
+
+
+NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w.])")
+
+
+def _hidden_traces(unit) -> list[dict]:
+    return [
+        json.loads(p.read_text(encoding="utf-8"))
+        for p in sorted((unit.traces_dir / "hidden").glob("*.json"))
+    ]
+
+
+def _triples(trace: dict) -> set[tuple[float, float, float]]:
+    return {
+        (float(r["arrivalMs"]), float(r["inputTokens"]), float(r["outputTokens"]))
+        for r in trace["requests"]
+    }
+
+
+def test_student_notebook_holds_no_hidden_trace_data(course):
+    """No hidden trace's name, request ids, description or request rows in the student's text."""
+    hidden = _hidden_traces(course.unit)
+    assert hidden, "the unit has hidden traces (traces/<unit>/hidden/*.json)"
+    public = [
+        json.loads(p.read_text(encoding="utf-8"))
+        for p in sorted((course.unit.lab_dir / "traces").glob("*.json"))
+    ]
+    public_ids = {r["id"] for t in public for r in t["requests"]}
+    public_rows = set().union(*(_triples(t) for t in public))
+    released = nbformat.read(course.root / "release" / UNIT / f"{UNIT}.ipynb", as_version=4)
+    text = "\n".join(
+        [cell.source for cell in released.cells]
+        + [json.dumps(cell.get("outputs", []), ensure_ascii=False) for cell in released.cells]
+    )
+    numbers = [float(n) for n in NUMBER.findall(text)]
+    windows = set(zip(numbers, numbers[1:], numbers[2:], strict=False))
+    for trace in hidden:
+        words = {trace["name"]} | {r["id"] for r in trace["requests"]} - public_ids
+        for word in words:
+            assert not re.search(rf"(?<![\w-]){re.escape(word)}(?![\w-])", text), word
+        assert trace.get("description", "")[:40] not in text or not trace.get("description")
+        rows = _triples(trace) - public_rows
+        assert not rows & windows, (trace["name"], sorted(rows & windows))
