@@ -255,7 +255,14 @@ def run_validate(course: Course, notebook, policies: str | None) -> str:
         shutil.rmtree(folder)
 
 
-def test_validate_passes_on_the_solution(course):
+def test_validate_passes_on_the_solution_notebook(course):
+    """The instructor's notebook, hidden tests included, passes with the reference policies."""
+    solution = (course.unit.solutions_dir / "policies.py").read_text(encoding="utf-8")
+    output = run_validate(course, course.source_nb, solution)
+    assert "Success! Your notebook passes all the tests." in output, output[-3000:]
+
+
+def test_validate_passes_on_the_answered_release(course):
     solution = (course.unit.solutions_dir / "policies.py").read_text(encoding="utf-8")
     output = run_validate(course, answered(course.release_nb, course.source_nb, {}), solution)
     assert "Success! Your notebook passes all the tests." in output, output[-3000:]

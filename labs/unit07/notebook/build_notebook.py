@@ -171,7 +171,7 @@ def cells() -> list:
 token。函数上方的 docstring 写明了完整规则;实验文件夹里的 `pytest` 会给出本地反馈。
 
 下面的检查先在 `mixed` 上试运行你的策略;评分时,它还会用**你没有见过的 trace** 在隔离的
-子进程中运行你的 `policies.py`,按通过的比例给分(共 {POLICY_POINTS} 分)。
+子进程中运行你的 `policies.py`,按评分器给出的得分比例折算(共 {POLICY_POINTS} 分)。
 """,
         ),
         test_code(
