@@ -49,7 +49,7 @@ def _golden(args, extra: list[str]) -> int:
     if args.check:
         bad = [s for s in golden.check_golden(unit) if s.state is not golden.GoldenState.OK]
         for status in bad:
-            print(f"{status.state.value}: {status.path.relative_to(REPO_ROOT)} ({status.reason})")
+            print(f"{status.state.value}: {_show_path(status.path)} ({status.reason})")
         if bad:
             print(f"run: infralab golden --unit {unit.id}", file=sys.stderr)
             return 1
@@ -58,7 +58,7 @@ def _golden(args, extra: list[str]) -> int:
     changed = golden.write_golden(unit)
     for path in changed:
         verb = "wrote" if path.exists() else "removed"
-        print(f"{verb} {path.relative_to(REPO_ROOT)}")
+        print(f"{verb} {_show_path(path)}")
     if not changed:
         print("golden files are up to date")
     return 0

@@ -109,9 +109,8 @@ def timeline_text(events: list[dict], order: dict[str, int], around: int, width:
         if len(what) > width:
             what = what[: width - 1] + "…"
         mark = ">" if event["index"] == around else " "
-        lines.append(
-            f"{mark}#{event['index']:<3} {event['startMs']:7.2f}–{event['endMs']:<7.2f} {what}"
-        )
+        start, end = f"{event['startMs']:.2f}", f"{event['endMs']:.2f}"
+        lines.append(f"{mark}#{event['index']:<3} {start:>7}–{end:<7} {what}")
     return lines
 
 

@@ -54,6 +54,13 @@ def _rel(path: Path) -> str:
         return Path(path).name
 
 
+def _trace_label(unit: Unit, source: Path) -> str:
+    """Where the trace lives, repo-relative and the same wherever the checkout is."""
+    if Path(source).parent == unit.traces_dir / "hidden":
+        return f"traces/{unit.id}/hidden/{Path(source).name}"
+    return f"{unit.doc['lab_folder']}/traces/{Path(source).name}"
+
+
 def build_golden(unit: Unit, case: Case) -> dict:
     """The golden document of ``case``, computed now with the reference solution."""
     servesim = reference.engine(unit)
@@ -66,7 +73,11 @@ def build_golden(unit: Unit, case: Case) -> dict:
         "generatedBy": f"infralab golden --unit {unit.id}",
         "engineVersion": servesim.ENGINE_VERSION,
         "case": case.spec,
-        "trace": {"name": case.trace, "file": _rel(source), "sha256": sha256_file(source)},
+        "trace": {
+            "name": case.trace,
+            "file": _trace_label(unit, source),
+            "sha256": sha256_file(source),
+        },
         "device": device.to_json(),
         "run": run,
     }

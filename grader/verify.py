@@ -276,7 +276,7 @@ def _replay_events(events, trace, profile, *, timing, found, replay, servesim) -
                 found.add(
                     ProblemKind.INCONSISTENT_STATS,
                     "events[].endMs",
-                    f"{where}: endMs is {_ms(end_reported)}, but the submission lasts "
+                    f"events[{k}].endMs is {_ms(end_reported)}, but {where} lasts "
                     f"{_ms(duration)} by the device rules, so it ends at {_ms(end)}",
                     start,
                 )
@@ -284,6 +284,7 @@ def _replay_events(events, trace, profile, *, timing, found, replay, servesim) -
             end = end_reported
             if end < start:
                 found.add(bad, "events[].endMs", f"{where} ends before it starts", start)
+        _check_capacity(profile, event, by_id, prefilled, times, where=where, found=found)
         for chunk in event["prefill"]:
             before = prefilled[chunk["id"]]
             prefilled[chunk["id"]] = before + chunk["tokens"]
@@ -292,7 +293,6 @@ def _replay_events(events, trace, profile, *, timing, found, replay, servesim) -
                 times[chunk["id"]].append(end)
         for rid in event["decode"]:
             times[rid].append(end)
-        _check_capacity(profile, by_id, prefilled, times, where=where, start=start, found=found)
         replay.ends.append(end)
         prev_end = end
     for rid, req in by_id.items():
@@ -312,11 +312,18 @@ def _replay_events(events, trace, profile, *, timing, found, replay, servesim) -
     replay.token_times = times
 
 
-def _check_capacity(profile, by_id, prefilled, times, *, where, start, found) -> None:
+def _check_capacity(profile, event, by_id, prefilled, times, *, where, found) -> None:
+    """The device's caps, checked before the batch runs exactly as the engine checks them."""
     if profile.max_active is None and profile.kv_pages is None:
         return
+    start = event["startMs"]
+    growth = {c["id"]: c["tokens"] for c in event["prefill"]} | dict.fromkeys(event["decode"], 1)
     holders = [
-        rid for rid, req in by_id.items() if prefilled[rid] and len(times[rid]) < req.output_tokens
+        rid
+        for rid, req in by_id.items()
+        if req.arrival_ms <= start + EPS_MS
+        and (prefilled[rid] < req.input_tokens or len(times[rid]) < req.output_tokens)
+        and (prefilled[rid] or rid in growth)
     ]
     if profile.max_active is not None and len(holders) > profile.max_active:
         found.add(
@@ -326,12 +333,15 @@ def _check_capacity(profile, by_id, prefilled, times, *, where, start, found) ->
             start,
         )
     if profile.kv_pages is not None:
-        pages = sum(profile.pages_for(prefilled[r] + len(times[r])) for r in holders)
+        pages = sum(
+            profile.pages_for(prefilled[r] + max(len(times[r]) - 1, 0) + growth.get(r, 0))
+            for r in holders
+        )
         if pages > profile.kv_pages:
             found.add(
                 ProblemKind.INVALID_SCHEDULE,
                 "kvPages",
-                f"{where}: {pages} KV pages in use, budget {profile.kv_pages}",
+                f"{where}: needs {pages} KV pages, budget {profile.kv_pages}",
                 start,
             )
 
