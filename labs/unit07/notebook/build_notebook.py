@@ -49,11 +49,17 @@ def answer_code(grade_id, source):
     return new_code_cell(source.strip(), metadata=_meta(grade_id, solution=True))
 
 
-def test_code(grade_id, points, source):
-    """An autograder test cell (read-only for students; hidden region stripped on release)."""
-    return new_code_cell(
-        source.strip(), metadata=_meta(grade_id, grade=True, locked=True, points=points)
-    )
+def test_code(grade_id, points, what, source):
+    """An autograder test cell (read-only for students; hidden region stripped on release).
+
+    ``what`` is "checked item。local check;" for the cell's first-line comment.
+    """
+    item, _, local = what.partition("。")
+    note = f"{item}({points} 分)。{local}"
+    if "### BEGIN HIDDEN TESTS" in source:
+        note += "评分时另有隐藏测试。"
+    source = f"# {note}\n{source.strip()}"
+    return new_code_cell(source, metadata=_meta(grade_id, grade=True, locked=True, points=points))
 
 
 def manual_answer(grade_id, points, source):
@@ -177,6 +183,7 @@ token。函数上方的 docstring 写明了完整规则;实验文件夹里的 `p
         test_code(
             "policies_hidden",
             POLICY_POINTS,
+            "你的 policies.py。本地先在 mixed 上试运行;",
             'simulate("--trace", "mixed", "--policy", "both", "--chunk", "2")\n\n'
             + hidden(
                 """
@@ -238,6 +245,7 @@ for policy, run in mixed.items():
         test_code(
             "d1_fcfs",
             2,
+            "fcfs 下 A、L、S 的三个时刻。本地只检查答案的形状;",
             f'check_numbers(d1_times, shape(POLICIES, shape("ALS", {times})), "d1_times")\n\n'
             + hidden(
                 '_key = _trusted("expected", "mixed")\n'
@@ -247,6 +255,7 @@ for policy, run in mixed.items():
         test_code(
             "d1_chunked",
             2,
+            "chunked 下 A、L、S 的三个时刻。本地只检查答案的形状;",
             f'check_numbers(d1_times, shape(POLICIES, shape("ALS", {times})), "d1_times")\n\n'
             + hidden(
                 '_key = _trusted("expected", "mixed")\n'
@@ -257,6 +266,7 @@ for policy, run in mixed.items():
         test_code(
             "d1_itl",
             2,
+            "A 的最长 ITL。本地只检查答案的形状;",
             'check_numbers(d1_a_max_itl, shape(POLICIES), "d1_a_max_itl")\n\n'
             + hidden(
                 '_key = _trusted("expected", "mixed")\n'
@@ -319,6 +329,7 @@ d2_prediction = {
         test_code(
             "d2_prediction",
             1,
+            "预测已填写。不按对错计分。",
             'check_numbers(d2_prediction, shape(["0.25", "0", "submissions"], shape(POLICIES)),'
             ' "d2_prediction")',
         ),
@@ -355,6 +366,7 @@ d2_outputs = {
         test_code(
             "d2_outputs",
             2,
+            "prefill-only 的实测值。本地只检查答案的形状;",
             'check_numbers(d2_outputs, shape(["0.25", "0", "submissions"], shape(POLICIES)),'
             ' "d2_outputs")\n\n'
             + hidden(
@@ -415,6 +427,7 @@ d3_prediction = {
         test_code(
             "d3_prediction",
             1,
+            "预测已填写。不按对错计分。",
             'check_numbers(d3_prediction, shape(["U2_first", "U1_stall"], shape(POLICIES)),'
             ' "d3_prediction")',
         ),
@@ -450,6 +463,7 @@ for policy, run in unseen.items():
         test_code(
             "d3_verified",
             2,
+            "unseen 的实测值。本地只检查答案的形状;",
             'check_numbers(d3_verified, shape(["U2_first", "U1_stall"], shape(POLICIES)),'
             ' "d3_verified")\n\n'
             + hidden(
