@@ -96,18 +96,24 @@ def unseen_key(unit: Unit) -> dict:
     }
 
 
-KEYS: dict[str, Callable[[Unit], dict]] = {
-    "mixed": mixed_key,
-    "prefill-only": prefill_only_key,
-    "unseen": unseen_key,
+# Notebook cases by unit: the answer keys each unit's notebook asks for.
+KEYS: dict[str, dict[str, Callable[[Unit], dict]]] = {
+    "unit07": {
+        "mixed": mixed_key,
+        "prefill-only": prefill_only_key,
+        "unseen": unseen_key,
+    },
 }
 
 
 def answer_key(unit: Unit, case: str) -> dict:
-    """The answer key of one notebook case (a name in ``KEYS``)."""
-    if case not in KEYS:
-        raise UnitError(f"unknown notebook case '{case}' (known: {', '.join(KEYS)})")
-    return KEYS[case](unit)
+    """The answer key of one notebook case of ``unit``."""
+    cases = KEYS.get(unit.id)
+    if cases is None:
+        raise UnitError(f"unit {unit.id} has no notebook answer keys")
+    if case not in cases:
+        raise UnitError(f"unknown notebook case '{case}' (known: {', '.join(cases)})")
+    return cases[case](unit)
 
 
 def hidden_cases(unit: Unit) -> list[str]:
@@ -123,8 +129,8 @@ def grade_policies(unit: Unit, policies_file: Path) -> dict:
     """
 
     policies_file = Path(policies_file)
-    if not policies_file.is_file():
-        raise UnitError(f"{policies_file}: no such file")
+    if policies_file.is_symlink() or not policies_file.is_file():
+        raise UnitError(f"{policies_file}: not a regular file")
     with tempfile.TemporaryDirectory(prefix="infralab-nb-") as tmp:
         submission = Path(tmp)
         shutil.copyfile(policies_file, submission / "policies.py")
@@ -137,7 +143,7 @@ def main(argv=None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     expected = commands.add_parser("expected", help="print the answer key of a notebook case")
     expected.add_argument("--unit", required=True)
-    expected.add_argument("case", help=", ".join(KEYS))
+    expected.add_argument("case", help="a notebook case, e.g. mixed")
     policies = commands.add_parser("policies", help="grade a policies file on the graded cases")
     policies.add_argument("--unit", required=True)
     policies.add_argument("--submission", required=True, help="the student's policies.py")
