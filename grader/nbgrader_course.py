@@ -104,6 +104,7 @@ if _KERNELS not in os.environ.get("JUPYTER_PATH", "").split(os.pathsep):
     )
 c.ExecutePreprocessor.kernel_name = {KERNEL_NAME!r}
 c.Execute.timeout = {CELL_TIMEOUT_S}
+c.Execute.iopub_timeout = 30  # a busy grading machine can be slow to flush a cell's output
 
 # The files students edit are graded as submitted, not replaced by the instructor's copies.
 c.Autograde.exclude_overwriting = {json.dumps(exclude)}
