@@ -75,7 +75,7 @@ def _grade(args, extra: list[str]) -> int:
     limits = Limits(wall_s=args.timeout) if args.timeout else None
     try:
         report = grade_submission(
-            args.unit, Path(args.submission), cases=args.case or None, limits=limits
+            args.unit, Path(args.submission), cases=args.case or None, limits=limits, jobs=args.jobs
         )
     except GradingError as exc:
         raise UnitError(str(exc)) from None
@@ -217,6 +217,7 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--gradescope", metavar="RESULTS", help="write Gradescope results.json here")
     grade.add_argument("--case", action="append", help="grade only this case (repeatable)")
     grade.add_argument("--timeout", type=float, help="wall seconds per case (default: unit.yaml)")
+    grade.add_argument("--jobs", type=int, help="cases run at once (default: up to 2)")
     grade.add_argument(
         "--staff",
         action="store_true",

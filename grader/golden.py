@@ -15,6 +15,7 @@ from pathlib import Path
 
 from . import reference
 from .cases import Case, case_trace_doc, load_grading, sha256_file, trace_path
+from .jsonio import write_text_atomic
 from .units import REPO_ROOT, Unit, UnitError
 
 
@@ -123,14 +124,12 @@ def _freshness(unit: Unit, case: Case, path: Path) -> tuple[GoldenState, str]:
 
 def write_golden(unit: Unit) -> list[Path]:
     """Regenerate every golden file that is missing or differs; remove orphans. Returns changes."""
-    from servesim.runfile import write_atomic
-
     grading = load_grading(unit)
     docs = {golden_path(unit, case): _text(build_golden(unit, case)) for case in grading.cases}
     changed = []
     for path, text in docs.items():
         if not path.is_file() or path.read_text(encoding="utf-8") != text:
-            write_atomic(path, text)
+            write_text_atomic(path, text)
             changed.append(path)
     for path in sorted(golden_dir(unit).glob("*.json")):
         if path not in docs:

@@ -93,7 +93,7 @@ def grade_submission(
             raise GradingError(str(exc)) from None
     run = runner or run_simulation
     limits = limits or Limits(wall_s=grading.timeout_s)
-    workers = jobs or min(2, os.cpu_count() or 1)
+    workers = max(1, jobs) if jobs else min(2, os.cpu_count() or 1)
     if getattr(run, "in_process", False):
         workers = 1
 

@@ -383,7 +383,7 @@ def _check_statistics(run: dict, trace, replay: Replay, found: _Collector, serve
         recomputed.append({**req, "tokenTimesMs": replay.token_times[spec.id], **metrics})
         for name in REQUEST_STATS:
             got, want = req.get(name), metrics[name]
-            if not _same_value(got, want):
+            if not same_value(got, want):
                 found.add(
                     stats,
                     name,
@@ -398,7 +398,7 @@ def _check_statistics(run: dict, trace, replay: Replay, found: _Collector, serve
         got = reported.get(name)
         if isinstance(want, dict) and isinstance(got, dict) and name not in ("weighting",):
             for sub, value in want.items():
-                if not _same_value(got.get(sub), value):
+                if not same_value(got.get(sub), value):
                     found.add(
                         stats,
                         f"summary.{name}",
@@ -406,7 +406,7 @@ def _check_statistics(run: dict, trace, replay: Replay, found: _Collector, serve
                         f"timeline gives {_show(value)}",
                     )
                     break
-        elif not _same_value(got, want):
+        elif not same_value(got, want):
             found.add(
                 stats,
                 f"summary.{name}",
@@ -414,18 +414,18 @@ def _check_statistics(run: dict, trace, replay: Replay, found: _Collector, serve
             )
 
 
-def _same_value(got, want) -> bool:
+def same_value(got, want) -> bool:
     if isinstance(want, list):
         return (
             isinstance(got, list)
             and len(got) == len(want)
-            and all(_same_value(a, b) for a, b in zip(got, want, strict=False))
+            and all(same_value(a, b) for a, b in zip(got, want, strict=False))
         )
     if isinstance(want, dict):
         return (
             isinstance(got, dict)
             and got.keys() == want.keys()
-            and all(_same_value(got[k], want[k]) for k in want)
+            and all(same_value(got[k], want[k]) for k in want)
         )
     if isinstance(want, (str, bool)):
         return got == want

@@ -98,7 +98,7 @@ def test_crash_and_timeout_are_reported(tmp_path, unit):
         """,
     )
     report = grade_submission(
-        unit, crashing, cases=["fcfs-mixed", "chunked-mixed", "fcfs-ties"], limits=Limits(wall_s=1)
+        unit, crashing, cases=["fcfs-mixed", "chunked-mixed", "fcfs-ties"], limits=Limits(wall_s=3)
     )
     by_id = {c.id: c for c in report.cases}
     assert by_id["fcfs-mixed"].status is Status.CRASH
@@ -183,3 +183,25 @@ def test_json_report_round_trips(reference_report):
     assert set(doc["parts"]) == {"fcfs", "chunked"}
     assert all(c["status"] == "passed" for c in doc["cases"])
     assert "staffDetail" not in doc["cases"][0]
+
+
+def test_child_folder_holds_no_golden_or_hidden_files(tmp_path, unit):
+    """A submission that looks around its working folder finds only the lab and one trace."""
+    solution = (unit.solutions_dir / "policies.py").read_text(encoding="utf-8")
+    snoop = textwrap.dedent(
+        """
+        import os as _os
+
+        _seen = sorted(
+            _os.path.join(d, f) for d, _, fs in _os.walk(".") for f in fs
+        )
+        _bad = [p for p in _seen if "golden" in p or "hidden" in p or "specs" in p]
+        _lab = ("./traces/", "./schemas/", "./lab.json")
+        _extra = [p for p in _seen if p.endswith(".json") and not p.startswith(_lab)]
+        if _bad or len(_extra) > 1:  # at most the one trace of the case
+            raise RuntimeError(f"found {_bad} {_extra}")
+        """
+    )
+    folder = _policies(tmp_path, solution + snoop)
+    report = grade_submission(unit, folder, cases=["fcfs-ties", "chunked-mixed-relabelled"])
+    assert report.score == report.max_score, report.text(staff=True)
