@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import reference, starter
+from . import nbgrader_course, reference, starter
 from .grading import GradingError
 from .tracegen import SpecError
 from .units import REPO_ROOT, UnitError, load_unit
@@ -303,6 +303,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--strict", action="store_true", help="exit 1 when a mutant survives the hidden set"
     )
     mut.set_defaults(handler=_trace_mutants)
+
+    release_cmd = commands.add_parser("release", help="build release artefacts")
+    release_sub = release_cmd.add_subparsers(dest="action", required=True)
+    nbgrader_course.add_parser(release_sub)
     return parser
 
 

@@ -1,0 +1,136 @@
+"""``infralab release nbgrader`` (without running nbgrader) and the unit 07 source notebook."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import json
+import sys
+
+import pytest
+
+nbformat = pytest.importorskip("nbformat")
+pytest.importorskip("nbgrader")
+
+from traitlets.config.loader import PyFileConfigLoader  # noqa: E402
+
+from grader import nbgrader_course  # noqa: E402
+from grader.cli import main  # noqa: E402
+from grader.release import student_files  # noqa: E402
+from grader.units import load_unit  # noqa: E402
+
+UNIT = "unit07"
+
+
+def setup_course(course, *extra) -> int:
+    return main(["release", "nbgrader", "--unit", UNIT, "--course", str(course), *extra])
+
+
+def load_config(course):
+    return PyFileConfigLoader(nbgrader_course.CONFIG, path=str(course)).load_config()
+
+
+def test_setup_writes_config_kernel_and_source(tmp_path, capsys):
+    course = tmp_path / "course"
+    assert setup_course(course, "--no-generate") == 0
+    assert "staged" in capsys.readouterr().out
+    unit = load_unit(UNIT)
+    staged = sorted(
+        p.relative_to(course / "source" / UNIT).as_posix()
+        for p in (course / "source" / UNIT).rglob("*")
+        if p.is_file()
+    )
+    expected = sorted(
+        [p.relative_to(unit.lab_dir).as_posix() for p in student_files(unit)] + [f"{UNIT}.ipynb"]
+    )
+    assert staged == expected
+    config = load_config(course)
+    assert config.Autograde.exclude_overwriting == {UNIT: ["policies.py"]}
+    assert config.ExecutePreprocessor.kernel_name == nbgrader_course.KERNEL_NAME
+    assert config.CourseDirectory.root == str(course.resolve())
+    kernel = course / ".infralab/jupyter/kernels" / nbgrader_course.KERNEL_NAME / "kernel.json"
+    assert json.loads(kernel.read_text())["argv"][0] == sys.executable
+
+
+def test_rerun_keeps_the_tas_settings_and_replaces_source(tmp_path):
+    course = tmp_path / "course"
+    assert setup_course(course, "--no-generate") == 0
+    config = course / nbgrader_course.CONFIG
+    config.write_text(config.read_text() + "c.Execute.timeout = 7\n")
+    stale = course / "source" / UNIT / "left-over.txt"
+    stale.write_text("old")
+    assert setup_course(course, "--no-generate", "--course-id", "ta-course") == 0
+    loaded = load_config(course)
+    assert loaded.Execute.timeout == 7
+    assert loaded.CourseDirectory.course_id == "ta-course"
+    assert not stale.exists()
+    assert (course / "source" / UNIT / "policies.py").is_file()
+
+
+def test_foreign_config_is_refused_and_nothing_written(tmp_path, capsys):
+    course = tmp_path / "course"
+    course.mkdir()
+    (course / nbgrader_course.CONFIG).write_text("c = get_config()\n")
+    assert setup_course(course) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "does not load infralab_nbgrader_config.py" in err[0]
+    assert sorted(p.name for p in course.iterdir()) == [nbgrader_course.CONFIG]
+
+
+def test_unknown_unit_is_one_error_line(tmp_path, capsys):
+    argv = ["release", "nbgrader", "--unit", "unit99", "--course", str(tmp_path / "c")]
+    assert main(argv) == 2
+    assert "unknown unit 'unit99'" in capsys.readouterr().err
+    assert not (tmp_path / "c").exists()
+
+
+# --- the source notebook ---------------------------------------------------------------
+
+
+def _builder():
+    path = nbgrader_course.notebook_dir(load_unit(UNIT)) / "build_notebook.py"
+    spec = importlib.util.spec_from_file_location("_unit07_notebook_builder", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_committed_notebook_is_what_the_builder_writes():
+    builder = _builder()
+    assert builder.NOTEBOOK.read_text(encoding="utf-8") == builder.render()
+
+
+def _cells():
+    notebook = nbformat.read(_builder().NOTEBOOK, as_version=4)
+    return [(c, c.metadata["nbgrader"]) for c in notebook.cells]
+
+
+def test_every_cell_is_an_nbgrader_cell_with_a_unique_id():
+    ids = [meta["grade_id"] for _, meta in _cells()]
+    assert len(ids) == len(set(ids))
+    for cell, meta in _cells():
+        if meta["grade"]:
+            assert meta["points"] > 0
+        if meta["solution"]:
+            assert "### BEGIN SOLUTION" in cell.source and "### END SOLUTION" in cell.source
+
+
+def test_autograder_tests_hold_no_expected_numbers():
+    """Test cells compare with answer keys the trusted grader computes at grading time."""
+    tests = [(c, m) for c, m in _cells() if m["grade"] and c.cell_type == "code"]
+    assert tests
+    for cell, meta in tests:
+        tree = ast.parse(cell.source)
+        floats = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant)]
+        floats = [v for v in floats if isinstance(v, float)]
+        assert not floats, (meta["grade_id"], floats)
+        if "check_close(" in cell.source:
+            hidden = cell.source.split("### BEGIN HIDDEN TESTS", 1)[1]
+            assert '_trusted("expected"' in hidden and "check_close(" in hidden
+
+
+def test_each_deliverable_has_autograded_and_written_parts():
+    autograded = {m["grade_id"][:2] for c, m in _cells() if m["grade"] and c.cell_type == "code"}
+    manual = {m["grade_id"] for c, m in _cells() if m["grade"] and c.cell_type == "markdown"}
+    assert {"d1", "d2", "d3"} <= autograded
+    assert manual == {"d1_explain", "d2_explain", "d3_explain"}
