@@ -1,0 +1,154 @@
+"""Run one ``servesim.Batch`` on the model: prefill chunks and decode steps, greedy tokens.
+
+The executor owns each request's token ids: its prompt (pseudo-random ids drawn from a seed
+derived from the request id, so every run sees the same prompt) and the tokens it generated.
+A prefill chunk feeds the next ``tokens`` prompt ids at their positions; the chunk that ends the
+prompt yields the first output token. A decode step feeds the newest generated token and yields
+the next one. When a request has all its output tokens its KV pages go back to the pool.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import torch
+
+from .kv_cache import PagedKVCache
+from .model import AttentionPlan, Transformer
+
+
+@dataclass
+class RequestState:
+    id: str
+    prompt: list[int]
+    output_tokens: int
+    prefilled: int = 0
+    generated: list[int] = field(default_factory=list)
+
+    @property
+    def context(self) -> int:
+        """Positions in the KV cache (same rule as ``servesim.Sequence.context_tokens``)."""
+        return self.prefilled + max(len(self.generated) - 1, 0)
+
+    @property
+    def finished(self) -> bool:
+        return len(self.generated) >= self.output_tokens
+
+
+@dataclass(frozen=True)
+class Segment:
+    id: str
+    tokens: list[int]
+    start: int  # position of the first token
+
+
+def prompt_ids(rid: str, length: int, vocab: int) -> list[int]:
+    """The prompt of request ``rid``: the same ids on every run and every device."""
+    generator = torch.Generator().manual_seed(zlib.crc32(rid.encode("utf-8")))
+    return torch.randint(vocab, (length,), generator=generator).tolist()
+
+
+class ExecutionError(RuntimeError):
+    """A batch the executor cannot run (unknown request, state out of step with the engine)."""
+
+
+class Executor:
+    def __init__(self, model: Transformer, cache: PagedKVCache, device):
+        self.model = model
+        self.cache = cache
+        self.device = torch.device(device)
+        self.states: dict[str, RequestState] = {}
+        self.outputs: dict[str, list[int]] = {}  # generated ids of finished requests
+
+    def add_request(self, rid: str, input_tokens: int, output_tokens: int) -> None:
+        vocab = self.model.config.vocab
+        self.states[rid] = RequestState(rid, prompt_ids(rid, input_tokens, vocab), output_tokens)
+
+    def generated(self, rid: str) -> list[int]:
+        state = self.states.get(rid)
+        return list(state.generated) if state else list(self.outputs.get(rid, []))
+
+    def run(self, batch, context: Mapping[str, int] | None = None) -> dict[str, int]:
+        """Execute ``batch``; return the new token of every request that got one.
+
+        ``context`` (the engine's view of each request's cached positions) is checked against
+        the executor's own, so a replay that drifts out of step fails loudly.
+        """
+        segments = [self._decode_segment(rid) for rid in batch.decode]
+        segments += [self._prefill_segment(c.id, c.tokens) for c in batch.prefill]
+        if context is not None:
+            for seg in segments:
+                if context.get(seg.id) != seg.start:
+                    raise ExecutionError(
+                        f"request '{seg.id}': engine says {context.get(seg.id)} cached positions, "
+                        f"executor has {seg.start}"
+                    )
+        tokens, positions, plan = self._plan(segments)
+        logits = self.model(tokens, positions, plan, self.cache)
+        picked = logits.argmax(dim=-1).tolist()  # waits for the device: the step is done here
+        return self._postprocess(batch, segments, picked)
+
+    def _decode_segment(self, rid: str) -> Segment:
+        state = self._state(rid)
+        if state.prefilled < len(state.prompt) or not state.generated or state.finished:
+            raise ExecutionError(f"decode of '{rid}': it is not in its decode phase")
+        return Segment(rid, [state.generated[-1]], state.context)
+
+    def _prefill_segment(self, rid: str, tokens: int) -> Segment:
+        state = self._state(rid)
+        end = state.prefilled + tokens
+        if tokens < 1 or end > len(state.prompt):
+            raise ExecutionError(f"prefill of '{rid}': {tokens} tokens from {state.prefilled}")
+        return Segment(rid, state.prompt[state.prefilled : end], state.prefilled)
+
+    def _state(self, rid: str) -> RequestState:
+        if rid not in self.states:
+            raise ExecutionError(f"unknown or finished request '{rid}'")
+        return self.states[rid]
+
+    def _plan(self, segments: list[Segment]):
+        slots = self.cache.reserve({seg.id: len(seg.tokens) for seg in segments})
+        rows, positions, flat_slots, query_rows, query_pos, last_rows = [], [], [], [], [], []
+        width = max(len(seg.tokens) for seg in segments)
+        for seg in segments:
+            n, offset = len(seg.tokens), len(rows)
+            rows += seg.tokens
+            positions += range(seg.start, seg.start + n)
+            flat_slots += slots[seg.id]
+            query_rows.append([offset + j if j < n else 0 for j in range(width)])
+            # padding queries sit on the last real position so no mask row is empty
+            query_pos.append([seg.start + min(j, n - 1) for j in range(width)])
+            last_rows.append(offset + n - 1)
+        dev = self.device
+        block_tables = self.cache.block_tables([seg.id for seg in segments], dev)
+        key_pos = torch.arange(block_tables.shape[1] * self.cache.page_tokens, device=dev)
+        query_pos_t = torch.tensor(query_pos, device=dev)
+        lengths = torch.tensor([len(seg.tokens) for seg in segments], device=dev)
+        plan = AttentionPlan(
+            slots=torch.tensor(flat_slots, device=dev),
+            block_tables=block_tables,
+            query_rows=torch.tensor(query_rows, device=dev),
+            query_valid=torch.arange(width, device=dev)[None, :] < lengths[:, None],
+            mask=(key_pos[None, None, :] <= query_pos_t[:, :, None])[:, None],
+            last_rows=torch.tensor(last_rows, device=dev),
+        )
+        return torch.tensor(rows, device=dev), torch.tensor(positions, device=dev), plan
+
+    def _postprocess(self, batch, segments, picked) -> dict[str, int]:
+        new_tokens = {}
+        for seg, token in zip(segments, picked):
+            state = self.states[seg.id]
+            if seg.id in batch.decode:
+                state.generated.append(token)
+                new_tokens[seg.id] = token
+            else:
+                state.prefilled += len(seg.tokens)
+                if state.prefilled == len(state.prompt):
+                    state.generated.append(token)
+                    new_tokens[seg.id] = token
+            if state.finished:
+                self.cache.free(seg.id)
+                self.outputs[seg.id] = self.states.pop(seg.id).generated
+        return new_tokens
