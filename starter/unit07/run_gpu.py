@@ -10,7 +10,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 try:
-    from realdevice.cli import main  # noqa: E402
+    from realdevice.cli import main
 except ImportError as exc:
     sys.exit(f"run_gpu.py: error: {exc}")
 

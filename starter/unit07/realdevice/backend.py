@@ -41,6 +41,7 @@ class RealDevice:
     def __init__(
         self,
         model: str | ModelConfig = "tiny",
+        *,
         device: str = "cpu",
         dtype: str | None = None,
         page_tokens: int = 16,
@@ -91,7 +92,7 @@ class RealDevice:
 
     def warm_up(self, prompt: int = 32, steps: int = 4) -> None:
         """Run a throwaway request so first-call costs (allocation, kernels) stay out of runs."""
-        from servesim import Batch, PrefillChunk  # noqa: PLC0415 - lab package
+        from servesim import Batch, PrefillChunk  # the lab package, on sys.path by now
 
         self.executor.add_request(WARMUP_ID, prompt, steps + 1)
         self.executor.run(Batch(prefill=(PrefillChunk(WARMUP_ID, prompt),)))

@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import importlib
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import torch
-
 from servesim.cli import EXIT_BAD_INPUT, EXIT_POLICY, UsageError, _device, build_parser
 from servesim.engine import PolicyError
 from servesim.labconfig import load_lab
@@ -26,7 +24,7 @@ from .backend import DTYPES, RealDevice
 from .config import MODELS
 from .executor import ExecutionError
 from .kv_cache import KVCacheFullError
-from .runner import MODES, RUNNERS
+from .runner import MODES, RUNNERS, PolicyRun
 
 
 def build_run_parser(lab):
@@ -42,7 +40,9 @@ def build_run_parser(lab):
     real.add_argument("--dtype", choices=sorted(DTYPES), help="default: float32 (cpu), bfloat16")
     real.add_argument("--page-tokens", type=int, help="KV page size (default: the profile's)")
     real.add_argument("--kv-pages", type=int, help="KV pages in the pool (default: memory budget)")
-    real.add_argument("--threads", type=int, help="CPU threads for torch")
+    real.add_argument(
+        "--threads", type=int, help="CPU threads for torch (default on cpu: 1, steadier timings)"
+    )
     real.add_argument(
         "--calibrate",
         action="store_true",
@@ -54,7 +54,7 @@ def build_run_parser(lab):
 
 
 def policy_functions(lab, policies_module, selected: str, args):
-    """(name, params, policy) for each selected policy, in the lab's order."""
+    """A ``PolicyRun`` for each selected policy, in the lab's order."""
     chosen = []
     for spec in lab.policies:
         if selected not in (spec.name, "both"):
@@ -66,23 +66,27 @@ def policy_functions(lab, policies_module, selected: str, args):
             try:
                 return function(view, **params)
             except NotImplementedError:
-                raise PolicyError(f"{function.__name__}() in policies.py is not implemented yet")
+                raise PolicyError(
+                    f"{function.__name__}() in policies.py is not implemented yet"
+                ) from None
 
-        chosen.append((spec.name, params, policy))
+        chosen.append(PolicyRun(spec.name, params, policy))
     return chosen
 
 
 def _real_device(args, profile) -> RealDevice:
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    if args.threads is not None and args.threads < 1:
+        raise UsageError(f"--threads must be >= 1, got {args.threads}")
+    if args.threads or device == "cpu":
+        torch.set_num_threads(args.threads or 1)
     for flag, value in (("--page-tokens", args.page_tokens), ("--kv-pages", args.kv_pages)):
         if value is not None and value < 1:
             raise UsageError(f"{flag} must be >= 1, got {value}")
     return RealDevice(
         args.model,
-        device,
-        args.dtype,
+        device=device,
+        dtype=args.dtype,
         page_tokens=args.page_tokens or profile.page_tokens,
         kv_pages=args.kv_pages or profile.kv_pages,
     )
@@ -127,10 +131,7 @@ def main(argv=None, policies_module=None, lab_dir: Path | None = None) -> int:
 
 
 def _run(real, profile, trace, policies, args):
-    runs = [
-        RUNNERS[args.mode](trace, name, params, policy, profile, real, args.fault)
-        for name, params, policy in policies
-    ]
+    runs = [RUNNERS[args.mode](trace, spec, profile, real, fault=args.fault) for spec in policies]
     lines = [render_table(trace.name, runs), ""]
     desc = real.describe()
     lines.append(
@@ -144,9 +145,13 @@ def _run(real, profile, trace, policies, args):
         extra = ""
         if args.mode == "live":
             same = run["realDevice"]["sameScheduleAsVirtual"]
-            extra = ", same schedule as the virtual device" if same else (
-                f", schedule differs from the virtual device from submission "
-                f"{run['realDevice']['firstDifferentSubmission']}"
+            extra = (
+                ", same schedule as the virtual device"
+                if same
+                else (
+                    f", schedule differs from the virtual device from submission "
+                    f"{run['realDevice']['firstDifferentSubmission']}"
+                )
             )
         lines.append(
             f"  {run['policy']}: {len(run['events'])} submissions, measured {measured:.2f} ms "
@@ -158,13 +163,9 @@ def _run(real, profile, trace, policies, args):
 def _calibrate(real, base, traces, policies, quiet: bool):
     grid = calibrate.GRIDS[real.device.type]
     samples, shapes = calibrate.measure(real, grid)
-    profile = fit.fit_profile(samples, replace(base))
+    profile = fit.fit_profile(fit.medians(samples, shapes), base)
     held = fit.held_out(samples, shapes, base)
-    entries = [
-        report.compare(trace, name, params, policy, profile, real)
-        for trace in traces
-        for name, params, policy in policies
-    ]
+    entries = [report.compare(trace, spec, profile, real) for trace in traces for spec in policies]
     trace_rows = [row for e in entries for row in e["residuals"]]
     summary = {
         "gridFit": fit.error_summary(fit.residuals(profile, samples)),
@@ -179,12 +180,14 @@ def _calibrate(real, base, traces, policies, quiet: bool):
             "summary": summary,
             "samples": [
                 {"shape": shape, **row}
-                for shape, row in zip(shapes, fit.residuals(profile, samples))
+                for shape, row in zip(shapes, fit.residuals(profile, samples), strict=True)
             ],
             "lessonTraces": entries,
         },
     }
-    coef = "\n".join(f"  {k}: {v:.6g}" for k, v in profile.to_json().items())
+    coef = "\n".join(
+        f"  {k}: {v:.6g}" for k, v in profile.to_json().items() if isinstance(v, float)
+    )
     lines = [
         f"calibrated {real.config.name} on {real.describe()['backend']}: "
         f"{len(samples)} grid samples",
@@ -207,5 +210,3 @@ def _error_line(label: str, err: dict) -> str:
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())
-
-

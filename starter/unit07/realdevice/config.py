@@ -48,7 +48,9 @@ MODELS = {
     for config in (
         ModelConfig("tiny", vocab=256, d_model=64, layers=2, heads=4, kv_heads=2, d_ff=176),
         ModelConfig("small", vocab=8192, d_model=512, layers=8, heads=8, kv_heads=4, d_ff=1408),
-        ModelConfig("medium", vocab=32000, d_model=1024, layers=16, heads=16, kv_heads=4, d_ff=2816),
+        ModelConfig(
+            "medium", vocab=32000, d_model=1024, layers=16, heads=16, kv_heads=4, d_ff=2816
+        ),
         ModelConfig("large", vocab=32000, d_model=1536, layers=24, heads=16, kv_heads=4, d_ff=4096),
     )
 }

@@ -138,7 +138,7 @@ class Executor:
 
     def _postprocess(self, batch, segments, picked) -> dict[str, int]:
         new_tokens = {}
-        for seg, token in zip(segments, picked):
+        for seg, token in zip(segments, picked, strict=True):
             state = self.states[seg.id]
             if seg.id in batch.decode:
                 state.generated.append(token)

@@ -4,10 +4,13 @@ The model is the virtual device's own formula (``DeviceProfile.duration_ms``) wi
 per-context-token costs switched on::
 
     duration = overhead + prefill_ms_per_token * L + prefill_ms_per_context_token * L * C
-             + [decode] decode_batch_ms + decode_ms_per_seq * B + decode_ms_per_context_token * sum(c)
+             + [decode] decode_batch_ms + decode_ms_per_seq * B
+                        + decode_ms_per_context_token * sum(c)
 
 Least squares on relative error (each row divided by its measurement, so 1 ms steps count as
 much as 100 ms ones), with every coefficient kept >= 0 by dropping negative ones and refitting.
+Each grid shape is represented by its median sample, so a step slowed down by something else on
+the machine does not pull the fit.
 """
 
 from __future__ import annotations
@@ -40,6 +43,18 @@ def features(sub) -> list[float]:
     ]
 
 
+def medians(samples, shapes: list[str]) -> list:
+    """The sample with the median measured duration of each shape."""
+    groups: dict[str, list] = {}
+    for sample, shape in zip(samples, shapes, strict=True):
+        groups.setdefault(shape, []).append(sample)
+    picked = []
+    for group in groups.values():
+        ordered = sorted(group, key=lambda s: s.measured_ms)
+        picked.append(ordered[(len(ordered) - 1) // 2])
+    return picked
+
+
 def fit_profile(samples, base):
     """``base`` (a DeviceProfile) with its cost coefficients fitted to ``samples``."""
     x = torch.tensor([features(s) for s in samples], dtype=torch.float64)
@@ -50,13 +65,13 @@ def fit_profile(samples, base):
     while active:
         a = x[:, active] * weight[:, None]
         solution = torch.linalg.lstsq(a, y * weight, driver="gelsd").solution
-        negative = [j for j, value in zip(active, solution.tolist()) if value < 0]
+        negative = [j for j, value in zip(active, solution.tolist(), strict=True) if value < 0]
         if not negative:
             coef[active] = solution
             break
         worst = min(negative, key=lambda j: solution[active.index(j)].item())
         active.remove(worst)
-    values = {name: float(v) for name, v in zip(COEFFICIENTS, coef.tolist())}
+    values = {name: float(v) for name, v in zip(COEFFICIENTS, coef.tolist(), strict=True)}
     return replace(base, **values)
 
 
@@ -94,11 +109,11 @@ def held_out(samples, shapes: list[str], base, share: float = 0.25, seed: int = 
     and report the error on the shapes left out."""
     distinct = sorted(set(shapes))
     left_out = set(random.Random(seed).sample(distinct, max(1, round(share * len(distinct)))))
-    train = [s for s, shape in zip(samples, shapes) if shape not in left_out]
-    test = [s for s, shape in zip(samples, shapes) if shape in left_out]
-    profile = fit_profile(train, base)
+    train = [(s, shape) for s, shape in zip(samples, shapes, strict=True) if shape not in left_out]
+    test = [s for s, shape in zip(samples, shapes, strict=True) if shape in left_out]
+    profile = fit_profile(medians(*zip(*train, strict=True)), base)
     return {
-        "trainSamples": len(train),
+        "trainShapes": len(distinct) - len(left_out),
         "heldOutShapes": len(left_out),
         **error_summary(residuals(profile, test)),
     }

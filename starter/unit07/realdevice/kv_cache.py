@@ -115,7 +115,9 @@ class PagedKVCache:
     def block_tables(self, rids: list[str], device) -> torch.Tensor:
         """``[len(rids), max pages]`` page ids, padded with page 0 (masked out by lengths)."""
         width = max(len(self.tables[rid].pages) for rid in rids)
-        rows = [self.tables[rid].pages + [0] * (width - len(self.tables[rid].pages)) for rid in rids]
+        rows = [
+            self.tables[rid].pages + [0] * (width - len(self.tables[rid].pages)) for rid in rids
+        ]
         return torch.tensor(rows, dtype=torch.long, device=device)
 
     def free(self, rid: str) -> None:

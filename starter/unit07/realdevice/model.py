@@ -82,12 +82,12 @@ class Attention(nn.Module):
         return t.repeat_interleave(self.config.heads // self.config.kv_heads, dim=-3)
 
     def forward(self, x, positions, plan: AttentionPlan, k_cache, v_cache):
-        """``x`` ``[T, d_model]``; ``k_cache``/``v_cache`` are this layer's ``[pages, page, kvh, hd]``."""
+        """``x``: ``[T, d_model]``; ``k_cache``, ``v_cache``: this layer's pages."""
         c = self.config
         q, k, v = self._qkv(x, positions)
         k_cache.view(-1, c.kv_heads, c.head_dim).index_copy_(0, plan.slots, k)
         v_cache.view(-1, c.kv_heads, c.head_dim).index_copy_(0, plan.slots, v)
-        segments, pages = plan.block_tables.shape
+        segments = plan.block_tables.shape[0]
         keys = k_cache[plan.block_tables].reshape(segments, -1, c.kv_heads, c.head_dim)
         values = v_cache[plan.block_tables].reshape(segments, -1, c.kv_heads, c.head_dim)
         keys = self._expand_kv(keys.transpose(1, 2))  # [S, heads, K, hd]

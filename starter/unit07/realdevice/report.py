@@ -14,24 +14,24 @@ from servesim.engine import simulate
 from servesim.runfile import build_run
 
 from .fit import error_summary, residuals
-from .runner import run_live
+from .runner import PolicyRun, run_live
 
 
-def compare(trace, name, params, policy, profile, real) -> dict:
+def compare(trace, spec: PolicyRun, profile, real) -> dict:
     first = len(real.submissions)
-    live = run_live(trace, name, params, policy, profile, real)
+    live = run_live(trace, spec, profile, real)
     rows = residuals(profile, real.submissions[first:])
-    sim = build_run(name, params, profile, simulate(trace, policy, profile), None)
+    sim = build_run(spec.name, spec.params, profile, simulate(trace, spec.policy, profile), None)
     real_by_id = {r["id"]: r for r in live["requests"]}
     ttft_errors, itl_errors = [], []
     for req in sim["requests"]:
         truth = real_by_id[req["id"]]
         ttft_errors.append((req["ttftMs"] - truth["ttftMs"], truth["ttftMs"]))
-        itl_errors += [(a - b, b) for a, b in zip(req["itlMs"], truth["itlMs"])]
+        itl_errors += [(a - b, b) for a, b in zip(req["itlMs"], truth["itlMs"], strict=True)]
     return {
         "trace": trace.name,
-        "policy": name,
-        "params": params,
+        "policy": spec.name,
+        "params": spec.params,
         "sameScheduleAsSimulation": live["realDevice"]["sameScheduleAsVirtual"],
         "residuals": rows,
         "residualError": error_summary(rows),
@@ -55,7 +55,9 @@ def render(entries: list[dict], per_submission: bool = True) -> str:
     """Plain-text report: residual tables and the TTFT/ITL error of each trace and policy."""
     lines = []
     for e in entries:
-        label = f"{e['trace']} / {e['policy']}" + "".join(f" {k}={v}" for k, v in e["params"].items())
+        label = f"{e['trace']} / {e['policy']}" + "".join(
+            f" {k}={v}" for k, v in e["params"].items()
+        )
         err = e["residualError"]
         lines.append(
             f"{label}: {err['count']} submissions, |error| median {err['medianAbsPct']:.1f}% "

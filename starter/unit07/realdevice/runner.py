@@ -14,6 +14,7 @@ and ``virtualMs`` (what the virtual device charges for the same batch).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from servesim.engine import Event, Timeline, simulate
 from servesim.runfile import build_run
@@ -24,12 +25,21 @@ from .backend import RealDevice
 MODES = ("replay", "live")
 
 
-def run_live(trace, name, params, policy: Callable, profile, real: RealDevice, fault=None) -> dict:
+@dataclass(frozen=True)
+class PolicyRun:
+    """A policy as the lab names it, its parameters, and the callable the engine calls."""
+
+    name: str
+    params: dict
+    policy: Callable
+
+
+def run_live(trace, spec: PolicyRun, profile, real: RealDevice, *, fault=None) -> dict:
     real.add_requests(trace.requests)
     first = len(real.submissions)
-    timeline = simulate(trace, policy, profile, execute=real.execute)
-    virtual = simulate(trace, policy, profile)
-    run = build_run(name, params, profile, timeline, fault)
+    timeline = simulate(trace, spec.policy, profile, execute=real.execute)
+    virtual = simulate(trace, spec.policy, profile)
+    run = build_run(spec.name, spec.params, profile, timeline, fault)
     _annotate(run, timeline.events, real.submissions[first:], profile)
     diverged = _first_difference(timeline.events, virtual.events)
     run["realDevice"] = {
@@ -42,8 +52,8 @@ def run_live(trace, name, params, policy: Callable, profile, real: RealDevice, f
     return run
 
 
-def run_replay(trace, name, params, policy: Callable, profile, real: RealDevice, fault=None) -> dict:
-    virtual = simulate(trace, policy, profile)
+def run_replay(trace, spec: PolicyRun, profile, real: RealDevice, *, fault=None) -> dict:
+    virtual = simulate(trace, spec.policy, profile)
     real.add_requests(trace.requests)
     first = len(real.submissions)
     seqs = [Sequence.of(request, order) for order, request in enumerate(trace.requests)]
@@ -58,9 +68,9 @@ def run_replay(trace, name, params, policy: Callable, profile, real: RealDevice,
         events.append(Event(ev.index, start, end, ev.work_ms, ev.batch, ev.prefill_from))
         previous_end = end
     timeline = Timeline(tuple(seqs), tuple(events))
-    run = build_run(name, params, profile, timeline, fault)
+    run = build_run(spec.name, spec.params, profile, timeline, fault)
     _annotate(run, events, real.submissions[first:], profile)
-    for entry, ev in zip(run["events"], virtual.events):
+    for entry, ev in zip(run["events"], virtual.events, strict=True):
         entry["virtualStartMs"], entry["virtualEndMs"] = ev.start_ms, ev.end_ms
     run["realDevice"] = {**real.describe(), "mode": "replay"}
     return run
@@ -83,14 +93,14 @@ def _hand_out_tokens(batch, by_id, end: float) -> None:
 def _annotate(run: dict, events, submissions, profile) -> None:
     if len(submissions) != len(events):
         raise RuntimeError(f"{len(events)} events but {len(submissions)} measured submissions")
-    for entry, ev, sub in zip(run["events"], events, submissions):
+    for entry, ev, sub in zip(run["events"], events, submissions, strict=True):
         entry["measuredMs"] = sub.measured_ms
         entry["wallMs"] = sub.wall_ms
         entry["virtualMs"] = profile.overhead_ms + ev.work_ms
 
 
 def _first_difference(events, virtual_events) -> int | None:
-    for index, (a, b) in enumerate(zip(events, virtual_events)):
+    for index, (a, b) in enumerate(zip(events, virtual_events, strict=False)):
         if a.batch != b.batch:
             return index
     if len(events) != len(virtual_events):
