@@ -49,6 +49,11 @@ def build_run_parser(lab):
         help="measure step costs, fit a device profile, compare on the lesson traces; "
         "--output gets the profile (simulate.py --device-profile accepts it)",
     )
+    real.add_argument(
+        "--grid",
+        choices=sorted(calibrate.GRIDS),
+        help="calibration grid (default: the device type's; quick: a small one for tests)",
+    )
     real.add_argument("--quiet", action="store_true", help="calibration: no per-submission rows")
     return parser
 
@@ -117,7 +122,8 @@ def main(argv=None, policies_module=None, lab_dir: Path | None = None) -> int:
     policies = policy_functions(lab, policies_module, args.policy, args)
     try:
         if args.calibrate:
-            document, text = _calibrate(real, profile, traces, policies, args.quiet)
+            grid = calibrate.GRIDS[args.grid or real.device.type]
+            document, text = _calibrate(real, profile, traces, policies, grid, quiet=args.quiet)
         else:
             document, text = _run(real, profile, traces[0], policies, args)
     except (PolicyError, KVCacheFullError, ExecutionError) as exc:
@@ -160,8 +166,7 @@ def _run(real, profile, trace, policies, args):
     return build_document(trace, runs), "\n".join(lines)
 
 
-def _calibrate(real, base, traces, policies, quiet: bool):
-    grid = calibrate.GRIDS[real.device.type]
+def _calibrate(real, base, traces, policies, grid, *, quiet: bool):
     samples, shapes = calibrate.measure(real, grid)
     profile = fit.fit_profile(fit.medians(samples, shapes), base)
     held = fit.held_out(samples, shapes, base)

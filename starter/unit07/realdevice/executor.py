@@ -61,6 +61,7 @@ class Executor:
         self.device = torch.device(device)
         self.states: dict[str, RequestState] = {}
         self.outputs: dict[str, list[int]] = {}  # generated ids of finished requests
+        self.last_logits: dict[str, torch.Tensor] = {}  # per request of the last batch (tests)
 
     def add_request(self, rid: str, input_tokens: int, output_tokens: int) -> None:
         vocab = self.model.config.vocab
@@ -88,6 +89,7 @@ class Executor:
         tokens, positions, plan = self._plan(segments)
         logits = self.model(tokens, positions, plan, self.cache)
         picked = logits.argmax(dim=-1).tolist()  # waits for the device: the step is done here
+        self.last_logits = {seg.id: row for seg, row in zip(segments, logits, strict=True)}
         return self._postprocess(batch, segments, picked)
 
     def _decode_segment(self, rid: str) -> Segment:
