@@ -21,7 +21,9 @@ def test_hook_returning_model_duration_changes_nothing(unit, solution, trace_nam
     assert [(e.start_ms, e.end_ms, e.batch) for e in hooked.events] == [
         (e.start_ms, e.end_ms, e.batch) for e in plain.events
     ]
-    assert [s.token_times_ms for s in hooked.sequences] == [s.token_times_ms for s in plain.sequences]
+    assert [s.token_times_ms for s in hooked.sequences] == [
+        s.token_times_ms for s in plain.sequences
+    ]
 
 
 def test_hook_duration_drives_the_clock(unit, solution):

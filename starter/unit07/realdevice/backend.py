@@ -90,10 +90,13 @@ class RealDevice:
             raise RuntimeError(f"measured duration {timing.device_ms!r} ms is not positive")
         return timing.device_ms
 
-    def warm_up(self, prompt: int = 32, steps: int = 4) -> None:
+    def warm_up(self) -> None:
         """Run a throwaway request so first-call costs (allocation, kernels) stay out of runs."""
         from servesim import Batch, PrefillChunk  # the lab package, on sys.path by now
 
+        room = self.cache.pool.capacity * self.cache.page_tokens  # never more than the pool
+        prompt = max(1, min(32, room // 2))
+        steps = min(4, room - prompt)
         self.executor.add_request(WARMUP_ID, prompt, steps + 1)
         self.executor.run(Batch(prefill=(PrefillChunk(WARMUP_ID, prompt),)))
         for _ in range(steps):
