@@ -7,10 +7,9 @@ import pytest
 
 def test_fit_recovers_a_known_profile(torch_cpu):
     import servesim
-    from servesim import Batch, PrefillChunk
-
     from realdevice.backend import Submission
     from realdevice.fit import error_summary, fit_profile, held_out, residuals
+    from servesim import Batch, PrefillChunk
 
     truth = servesim.DeviceProfile(
         prefill_ms_per_token=0.03,

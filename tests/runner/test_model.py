@@ -45,7 +45,6 @@ def _generate(executor, rid, prompt, steps, chunk):
 def _dense_greedy(executor, rid, prompt, steps):
     """Greedy tokens from the no-cache forward over the whole sequence, one token at a time."""
     import torch
-
     from realdevice.executor import prompt_ids
 
     ids = prompt_ids(rid, prompt, executor.model.config.vocab)
@@ -113,9 +112,8 @@ def test_decode_batch_equals_single_decodes(torch_cpu):
 
 
 def test_page_pool_capacity_and_release(torch_cpu):
-    from servesim import Batch, PrefillChunk
-
     from realdevice.kv_cache import KVCacheFullError
+    from servesim import Batch, PrefillChunk
 
     ex = _device(torch_cpu, page_tokens=4, pages=3)
     ex.add_request("a", 8, 2)  # 8 prompt tokens: 2 pages
@@ -132,9 +130,8 @@ def test_page_pool_capacity_and_release(torch_cpu):
 
 
 def test_executor_rejects_out_of_step_batches(torch_cpu):
-    from servesim import Batch, PrefillChunk
-
     from realdevice.executor import ExecutionError
+    from servesim import Batch, PrefillChunk
 
     ex = _device(torch_cpu)
     ex.add_request("a", 4, 3)

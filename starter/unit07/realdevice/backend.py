@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import platform
+import time
 from dataclasses import dataclass
 
 import torch
@@ -21,6 +22,10 @@ from .timing import Stopwatch
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 DEFAULT_KV_BUDGET_BYTES = {"cpu": 256 << 20, "cuda": 16 << 30}
 WARMUP_ID = "__warmup__"
+
+
+class TimeBudgetExceeded(RuntimeError):
+    """``execute`` was called after ``RealDevice.deadline`` (a ``time.monotonic()`` value)."""
 
 
 @dataclass(frozen=True)
@@ -63,6 +68,7 @@ class RealDevice:
         self.executor = Executor(self.model, self.cache, self.device)
         self.stopwatch = Stopwatch(self.device)
         self.submissions: list[Submission] = []
+        self.deadline: float | None = None  # time.monotonic() after which execute refuses
         if warmup:
             self.warm_up()
 
@@ -72,6 +78,8 @@ class RealDevice:
 
     def execute(self, batch, context) -> float:
         """Run ``batch`` for real; return its measured duration in ms (the engine's hook)."""
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise TimeBudgetExceeded("the time budget ran out")
         _, timing = self.stopwatch.time(lambda: self.executor.run(batch, context))
         prefill_context = sum(chunk.tokens * context[chunk.id] for chunk in batch.prefill)
         self.submissions.append(

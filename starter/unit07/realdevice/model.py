@@ -77,9 +77,21 @@ class Attention(nn.Module):
         v = self.wv(x).view(-1, c.kv_heads, c.head_dim)
         return apply_rotary(q, positions, c.rope_theta), apply_rotary(k, positions, c.rope_theta), v
 
-    def _expand_kv(self, t: torch.Tensor) -> torch.Tensor:
-        """``[..., kv_heads, K, hd]`` -> ``[..., heads, K, hd]`` (each K/V head serves a group)."""
-        return t.repeat_interleave(self.config.heads // self.config.kv_heads, dim=-3)
+    def _grouped(self, q: torch.Tensor) -> torch.Tensor:
+        """``[S, Q, heads, hd]`` -> ``[S, kv_heads, group * Q, hd]``: the query heads that share a
+        K/V head are stacked along the query axis, so K and V are never copied per head."""
+        c = self.config
+        s, length = q.shape[0], q.shape[1]
+        group = c.heads // c.kv_heads
+        q = q.view(s, length, c.kv_heads, group, c.head_dim).permute(0, 2, 3, 1, 4)
+        return q.reshape(s, c.kv_heads, group * length, c.head_dim)
+
+    def _ungrouped(self, out: torch.Tensor, length: int) -> torch.Tensor:
+        """Inverse of ``_grouped``: ``[S, kv_heads, group * Q, hd]`` -> ``[S, Q, heads, hd]``."""
+        c = self.config
+        s = out.shape[0]
+        out = out.view(s, c.kv_heads, c.heads // c.kv_heads, length, c.head_dim)
+        return out.permute(0, 3, 1, 2, 4).reshape(s, length, c.heads, c.head_dim)
 
     def forward(self, x, positions, plan: AttentionPlan, k_cache, v_cache):
         """``x``: ``[T, d_model]``; ``k_cache``, ``v_cache``: this layer's pages."""
@@ -90,20 +102,23 @@ class Attention(nn.Module):
         segments = plan.block_tables.shape[0]
         keys = k_cache[plan.block_tables].reshape(segments, -1, c.kv_heads, c.head_dim)
         values = v_cache[plan.block_tables].reshape(segments, -1, c.kv_heads, c.head_dim)
-        keys = self._expand_kv(keys.transpose(1, 2))  # [S, heads, K, hd]
-        values = self._expand_kv(values.transpose(1, 2))
-        queries = q[plan.query_rows].transpose(1, 2)  # [S, heads, Q, hd]
-        out = F.scaled_dot_product_attention(queries, keys, values, attn_mask=plan.mask)
-        out = out.transpose(1, 2)[plan.query_valid]  # [T, heads, hd], token order
+        length = plan.query_rows.shape[1]
+        queries = self._grouped(q[plan.query_rows])  # [S, kv_heads, group * Q, hd]
+        group = c.heads // c.kv_heads
+        mask = plan.mask.repeat(1, 1, group, 1)  # [S, 1, group * Q, K]
+        out = F.scaled_dot_product_attention(
+            queries, keys.transpose(1, 2), values.transpose(1, 2), attn_mask=mask
+        )
+        out = self._ungrouped(out, length)[plan.query_valid]  # [T, heads, hd], token order
         return self.wo(out.reshape(-1, c.heads * c.head_dim))
 
     def forward_dense(self, x, positions):
         """Plain causal attention over one whole sequence, no cache."""
         q, k, v = self._qkv(x, positions)
-        q, k, v = (t.transpose(0, 1) for t in (q, k, v))  # [heads, L, hd]
-        out = F.scaled_dot_product_attention(
-            q, self._expand_kv(k), self._expand_kv(v), is_causal=True
-        )
+        group = self.config.heads // self.config.kv_heads
+        # textbook GQA: each K/V head copied to the query heads of its group
+        k, v = (t.repeat_interleave(group, dim=1).transpose(0, 1) for t in (k, v))
+        out = F.scaled_dot_product_attention(q.transpose(0, 1), k, v, is_causal=True)
         return self.wo(out.transpose(0, 1).reshape(x.shape[0], -1))
 
 

@@ -22,12 +22,6 @@ def compare(trace, spec: PolicyRun, profile, real) -> dict:
     live = run_live(trace, spec, profile, real)
     rows = residuals(profile, real.submissions[first:])
     sim = build_run(spec.name, spec.params, profile, simulate(trace, spec.policy, profile), None)
-    real_by_id = {r["id"]: r for r in live["requests"]}
-    ttft_errors, itl_errors = [], []
-    for req in sim["requests"]:
-        truth = real_by_id[req["id"]]
-        ttft_errors.append((req["ttftMs"] - truth["ttftMs"], truth["ttftMs"]))
-        itl_errors += [(a - b, b) for a, b in zip(req["itlMs"], truth["itlMs"], strict=True)]
     return {
         "trace": trace.name,
         "policy": spec.name,
@@ -35,8 +29,22 @@ def compare(trace, spec: PolicyRun, profile, real) -> dict:
         "sameScheduleAsSimulation": live["realDevice"]["sameScheduleAsVirtual"],
         "residuals": rows,
         "residualError": error_summary(rows),
-        "ttft": _error(ttft_errors, live["summary"]["ttftMs"], sim["summary"]["ttftMs"]),
-        "itl": _error(itl_errors, live["summary"]["itlMs"], sim["summary"]["itlMs"]),
+        **metric_errors(live, sim),
+    }
+
+
+def metric_errors(real_run: dict, sim_run: dict) -> dict:
+    """TTFT and ITL of a simulated run against a real one, request by request, gap by gap."""
+    real_by_id = {r["id"]: r for r in real_run["requests"]}
+    ttft_errors, itl_errors = [], []
+    for req in sim_run["requests"]:
+        truth = real_by_id[req["id"]]
+        ttft_errors.append((req["ttftMs"] - truth["ttftMs"], truth["ttftMs"]))
+        itl_errors += [(a - b, b) for a, b in zip(req["itlMs"], truth["itlMs"], strict=True)]
+    real, sim = real_run["summary"], sim_run["summary"]
+    return {
+        "ttft": _error(ttft_errors, real["ttftMs"], sim["ttftMs"]),
+        "itl": _error(itl_errors, real["itlMs"], sim["itlMs"]),
     }
 
 
