@@ -103,12 +103,14 @@ def trace_figures(subs, wall_s: float) -> dict:
     }
 
 
-def kv_pages(args, trace, page_tokens: int = 16) -> int:
-    """Pages for every request of ``trace`` at once, or what ``--kv-gib`` allows if less."""
+def kv_pages(args, trace, grid, page_tokens: int = 16) -> int:
+    """Pages for the calibration grid and for every request of ``trace`` at once, or what
+    ``--kv-gib`` allows if less."""
     from realdevice.backend import DTYPES
     from realdevice.config import MODELS
 
     need = sum(-(-(r.input_tokens + r.output_tokens) // page_tokens) for r in trace.requests)
+    need = max(need, grid.pages_needed(page_tokens))
     config = MODELS[args.model]
     dtype = DTYPES["bfloat16" if args.device == "cuda" else "float32"]
     per_page = config.kv_bytes_per_token(torch.finfo(dtype).bits // 8) * page_tokens
@@ -163,14 +165,14 @@ def main(argv=None) -> int:
         print(f"gpu_check.py: error: {exc}", file=sys.stderr)
         return 2
     started = time.monotonic()
-    real = RealDevice(args.model, device=args.device, kv_pages=kv_pages(args, azure))
+    grid = calibrate.GRIDS[args.grid or args.device]
+    real = RealDevice(args.model, device=args.device, kv_pages=kv_pages(args, azure, grid))
     desc = real.describe()
     print(
         f"device {desc['backend']} ({desc['deviceName']}), model {args.model} "
         f"({real.config.parameters / 1e6:.1f} M parameters, {desc['dtype']}), torch {desc['torch']}"
     )
 
-    grid = calibrate.GRIDS[args.grid or real.device.type]
     samples, shapes = calibrate.measure(real, grid)
     profile = fit.fit_profile(fit.medians(samples, shapes), lab.device)
     held = fit.held_out(samples, shapes, lab.device)

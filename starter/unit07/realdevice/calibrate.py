@@ -24,6 +24,19 @@ class Grid:
     repeats: int = 3
     decode_steps: int = 3
 
+    def pages_needed(self, page_tokens: int) -> int:
+        """KV pages the largest setup holds at once (requests are freed between setups)."""
+        pages = lambda tokens: -(-tokens // page_tokens)  # noqa: E731
+        prefill = max(
+            pages(length + context) for length in self.chunk_lengths for context in self.contexts
+        )
+        decode = max(
+            size * pages(context + self.decode_steps + 1)
+            for size in self.batch_sizes
+            for context in self.decode_contexts
+        )
+        return max(prefill, decode)
+
     def to_json(self) -> dict:
         return {
             "chunkLengths": list(self.chunk_lengths),

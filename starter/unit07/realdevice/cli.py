@@ -79,7 +79,7 @@ def policy_functions(lab, policies_module, selected: str, args):
     return chosen
 
 
-def _real_device(args, profile) -> RealDevice:
+def _real_device(args, profile, traces) -> RealDevice:
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     if args.threads is not None and args.threads < 1:
         raise UsageError(f"--threads must be >= 1, got {args.threads}")
@@ -88,12 +88,18 @@ def _real_device(args, profile) -> RealDevice:
     for flag, value in (("--page-tokens", args.page_tokens), ("--kv-pages", args.kv_pages)):
         if value is not None and value < 1:
             raise UsageError(f"{flag} must be >= 1, got {value}")
+    page_tokens = args.page_tokens or profile.page_tokens
+    kv_pages = args.kv_pages or profile.kv_pages
+    if kv_pages is None and args.calibrate:  # room for the grid and for every lesson request
+        grid = calibrate.GRIDS[args.grid or device].pages_needed(page_tokens)
+        lesson = sum(
+            -(-(r.input_tokens + r.output_tokens) // page_tokens)
+            for trace in traces
+            for r in trace.requests
+        )
+        kv_pages = max(grid, lesson)
     return RealDevice(
-        args.model,
-        device=device,
-        dtype=args.dtype,
-        page_tokens=args.page_tokens or profile.page_tokens,
-        kv_pages=args.kv_pages or profile.kv_pages,
+        args.model, device=device, dtype=args.dtype, page_tokens=page_tokens, kv_pages=kv_pages
     )
 
 
@@ -112,7 +118,7 @@ def main(argv=None, policies_module=None, lab_dir: Path | None = None) -> int:
             if args.trace
             else [read_trace_file(resolve_trace(t, lab.traces_dir)) for t in lab.public_traces]
         )
-        real = _real_device(args, profile)
+        real = _real_device(args, profile, traces)
     except (TraceError, UsageError, RuntimeError) as exc:
         print(f"{parser.prog}: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
