@@ -57,3 +57,19 @@ def test_context_costs_and_json(unit):
     assert profile.work_ms(decode, {"a": 4, "b": 8}) == 1.0 + 0.25 * 12
     with pytest.raises(ValueError, match="decodeMsPerContextToken"):
         servesim.DeviceProfile.from_json(doc | {"decodeMsPerContextToken": -1})
+
+
+def test_pure_simulator_never_imports_torch(unit):
+    import ast
+
+    lab = unit.lab_dir
+    files = [*sorted((lab / "servesim").glob("*.py")), lab / "simulate.py", lab / "policies.py"]
+    for path in files:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [node.module or ""]
+            assert not any(n.split(".")[0] in {"torch", "realdevice"} for n in names), path
