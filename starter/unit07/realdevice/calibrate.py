@@ -61,6 +61,7 @@ GRIDS = {
     ),
 }
 SETUP_CHUNK = 512  # untimed context prefill goes in pieces of at most this many tokens
+SETUP_BATCH = 16  # ... for this many requests at once
 
 
 def measure(real: RealDevice, grid: Grid) -> tuple[list[Submission], list[str]]:
@@ -106,11 +107,12 @@ def _setup(real, rids, context, extra_prompt, decode_steps=0):
         # a decode setup prefills its whole prompt and gets its first token: the next decode
         # step then sees ``context`` cached positions
         ex.add_request(rid, context + extra_prompt, decode_steps + 2)
-    for rid in rids:
+    for first in range(0, len(rids), SETUP_BATCH):
+        group = rids[first : first + SETUP_BATCH]
         done = 0
         while done < context:
             step = min(SETUP_CHUNK, context - done)
-            ex.run(Batch(prefill=(PrefillChunk(rid, step),)))
+            ex.run(Batch(prefill=tuple(PrefillChunk(rid, step) for rid in group)))
             done += step
 
 
