@@ -130,13 +130,18 @@ def run_trace(real, trace, spec, profile) -> dict:
     subs = real.submissions[first:]
     out = {"policy": spec.name, "params": spec.params, "truncated": truncated}
     out |= trace_figures(subs, wall)
-    out["residualError"] = fit.error_summary(fit.residuals(profile, subs)) if subs else None
+    rows = fit.residuals(profile, subs)
+    out["residualError"] = fit.error_summary(rows) if subs else None
+    out["measuredBusyS"] = sum(r["measuredMs"] for r in rows) / 1000
+    out["predictedBusyS"] = sum(r["predictedMs"] for r in rows) / 1000
     if timeline is not None:
         live = build_run(spec.name, spec.params, profile, timeline, None)
-        sim = build_run(
-            spec.name, spec.params, profile, simulate(trace, spec.policy, profile), None
-        )
+        virtual = simulate(trace, spec.policy, profile)
+        sim = build_run(spec.name, spec.params, profile, virtual, None)
         out |= report.metric_errors(live, sim)
+        out["realAllDoneS"] = live["summary"]["allDoneMs"] / 1000
+        out["simAllDoneS"] = sim["summary"]["allDoneMs"] / 1000
+        out["simBusyS"] = sim["summary"]["busyMs"] / 1000
     return out
 
 
@@ -216,6 +221,15 @@ def main(argv=None) -> int:
             print(
                 f"    calibrated profile on these steps: median |error| {e['medianAbsPct']:.1f}%, "
                 f"p90 {e['p90AbsPct']:.1f}%"
+            )
+        print(
+            f"    busy time of these steps: measured {r['measuredBusyS']:.2f} s, calibrated "
+            f"prediction {r['predictedBusyS']:.2f} s"
+        )
+        if "simAllDoneS" in r:
+            print(
+                f"    all done: real {r['realAllDoneS']:.2f} s, calibrated simulation "
+                f"{r['simAllDoneS']:.2f} s (simulated busy {r['simBusyS']:.2f} s)"
             )
         for metric in ("ttft", "itl"):
             if r.get(metric):

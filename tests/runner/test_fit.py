@@ -40,11 +40,13 @@ def test_fit_recovers_a_known_profile(torch_cpu):
 
 
 def _sub(cls, batch, context, ms):
+    from servesim.device import prefill_context_pairs
+
     return cls(
         batch,
         context,
         batch.prefill_tokens,
-        sum(c.tokens * context[c.id] for c in batch.prefill),
+        prefill_context_pairs(batch, context),
         len(batch.decode),
         sum(context[rid] for rid in batch.decode),
         ms,

@@ -139,3 +139,14 @@ def test_executor_rejects_out_of_step_batches(torch_cpu):
         ex.run(Batch(decode=("a",)))
     with pytest.raises(ExecutionError, match="engine says 1 cached"):
         ex.run(Batch(prefill=(PrefillChunk("a", 2),)), context={"a": 1})
+
+
+def test_length_groups_bound_padding_and_calls(torch_cpu):
+    from realdevice.executor import length_groups
+
+    lengths = [8 + 16 * i for i in range(40)] + [3, 3, 2000]
+    groups = length_groups(lengths, max_groups=4)
+    assert sorted(i for g in groups for i in g) == list(range(len(lengths)))
+    assert len(groups) <= 4
+    assert length_groups([5, 6, 7, 9]) == [[0, 1, 2, 3]]  # within 2x: one call
+    assert length_groups([1, 100]) == [[0], [1]]

@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass
 
 import torch
+from servesim.device import prefill_context_pairs
 
 from .config import MODELS, ModelConfig
 from .executor import Executor
@@ -35,7 +36,7 @@ class Submission:
     batch: object  # the servesim.Batch
     context: dict  # cached positions of each request in the batch, before it ran
     prefill_tokens: int
-    prefill_context: int  # sum over chunks of tokens x cached positions before the chunk
+    prefill_context: int  # servesim.device.prefill_context_pairs of the batch
     decode_seqs: int
     decode_context: int  # cached positions summed over the decoded requests
     measured_ms: float
@@ -81,7 +82,7 @@ class RealDevice:
         if self.deadline is not None and time.monotonic() > self.deadline:
             raise TimeBudgetExceeded("the time budget ran out")
         _, timing = self.stopwatch.time(lambda: self.executor.run(batch, context))
-        prefill_context = sum(chunk.tokens * context[chunk.id] for chunk in batch.prefill)
+        prefill_context = prefill_context_pairs(batch, context)
         self.submissions.append(
             Submission(
                 batch,

@@ -16,7 +16,9 @@ from dataclasses import dataclass, field
 import torch
 
 from .kv_cache import PagedKVCache
-from .model import AttentionPlan, Transformer
+from .model import AttentionPlan, SegmentGroup, Transformer
+
+MAX_GROUPS = 4  # attention calls per layer at most (see length_groups)
 
 
 @dataclass
@@ -48,6 +50,26 @@ def prompt_ids(rid: str, length: int, vocab: int) -> list[int]:
     """The prompt of request ``rid``: the same ids on every run and every device."""
     generator = torch.Generator().manual_seed(zlib.crc32(rid.encode("utf-8")))
     return torch.randint(vocab, (length,), generator=generator).tolist()
+
+
+def length_groups(key_lengths: list[int], max_groups: int = MAX_GROUPS) -> list[list[int]]:
+    """Indices of the segments, grouped by key length so that padding stays bounded.
+
+    Sorted by length, a group closes when the next length exceeds ``ratio`` times the group's
+    shortest; ``ratio`` starts at 2 and grows until at most ``max_groups`` groups remain (each
+    group is one attention call per layer, so fewer groups mean fewer kernel launches).
+    """
+    order = sorted(range(len(key_lengths)), key=lambda i: key_lengths[i])
+    ratio = 2.0
+    while True:
+        groups = [[order[0]]]
+        for i in order[1:]:
+            if key_lengths[i] > ratio * key_lengths[groups[-1][0]]:
+                groups.append([])
+            groups[-1].append(i)
+        if len(groups) <= max_groups:
+            return [sorted(g) for g in groups]
+        ratio *= 2.0
 
 
 class ExecutionError(RuntimeError):
@@ -112,31 +134,46 @@ class Executor:
 
     def _plan(self, segments: list[Segment]):
         slots = self.cache.reserve({seg.id: len(seg.tokens) for seg in segments})
-        rows, positions, flat_slots, query_rows, query_pos, last_rows = [], [], [], [], [], []
-        width = max(len(seg.tokens) for seg in segments)
+        rows, positions, flat_slots, last_rows, offsets = [], [], [], [], []
         for seg in segments:
-            n, offset = len(seg.tokens), len(rows)
+            offsets.append(len(rows))
             rows += seg.tokens
-            positions += range(seg.start, seg.start + n)
+            positions += range(seg.start, seg.start + len(seg.tokens))
             flat_slots += slots[seg.id]
+            last_rows.append(len(rows) - 1)
+        groups = tuple(
+            self._group([segments[i] for i in members], [offsets[i] for i in members])
+            for members in length_groups([seg.start + len(seg.tokens) for seg in segments])
+        )
+        dev = self.device
+        plan = AttentionPlan(
+            slots=torch.tensor(flat_slots, device=dev),
+            groups=groups,
+            last_rows=torch.tensor(last_rows, device=dev),
+        )
+        return torch.tensor(rows, device=dev), torch.tensor(positions, device=dev), plan
+
+    def _group(self, segments: list[Segment], offsets: list[int]) -> SegmentGroup:
+        dev = self.device
+        width = max(len(seg.tokens) for seg in segments)
+        query_rows, query_pos, real_rows = [], [], []
+        for seg, offset in zip(segments, offsets, strict=True):
+            n = len(seg.tokens)
             query_rows.append([offset + j if j < n else 0 for j in range(width)])
             # padding queries sit on the last real position so no mask row is empty
             query_pos.append([seg.start + min(j, n - 1) for j in range(width)])
-            last_rows.append(offset + n - 1)
-        dev = self.device
+            real_rows += range(offset, offset + n)
         block_tables = self.cache.block_tables([seg.id for seg in segments], dev)
         key_pos = torch.arange(block_tables.shape[1] * self.cache.page_tokens, device=dev)
         query_pos_t = torch.tensor(query_pos, device=dev)
         lengths = torch.tensor([len(seg.tokens) for seg in segments], device=dev)
-        plan = AttentionPlan(
-            slots=torch.tensor(flat_slots, device=dev),
+        return SegmentGroup(
+            rows=torch.tensor(real_rows, device=dev),
             block_tables=block_tables,
             query_rows=torch.tensor(query_rows, device=dev),
             query_valid=torch.arange(width, device=dev)[None, :] < lengths[:, None],
             mask=(key_pos[None, None, :] <= query_pos_t[:, :, None])[:, None],
-            last_rows=torch.tensor(last_rows, device=dev),
         )
-        return torch.tensor(rows, device=dev), torch.tensor(positions, device=dev), plan
 
     def _postprocess(self, batch, segments, picked) -> dict[str, int]:
         new_tokens = {}

@@ -3,7 +3,8 @@
 The model is the virtual device's own formula (``DeviceProfile.duration_ms``) with the two
 per-context-token costs switched on::
 
-    duration = overhead + prefill_ms_per_token * L + prefill_ms_per_context_token * L * C
+    duration = overhead + prefill_ms_per_token * L
+             + prefill_ms_per_context_token * (L * C + L * (L - 1) / 2)
              + [decode] decode_batch_ms + decode_ms_per_seq * B
                         + decode_ms_per_context_token * sum(c)
 

@@ -23,19 +23,32 @@ from .config import ModelConfig
 
 
 @dataclass(frozen=True)
-class AttentionPlan:
-    """Where a batch's tokens go in the cache and what each query may attend to.
+class SegmentGroup:
+    """Segments of similar length that attend in one padded call.
 
-    Token rows are laid out segment after segment. ``S`` segments, ``Q`` = longest segment,
-    ``K`` = key columns gathered per segment (its pages, padded to the widest block table).
+    ``S`` segments, ``Q`` = longest segment, ``K`` = key columns gathered per segment (its
+    pages, padded to the widest block table of the group).
     """
 
-    slots: torch.Tensor  # [T] flat cache slot (page * page_tokens + offset) of each token
+    rows: torch.Tensor  # [queries] token row of each real query, in (segment, position) order
     block_tables: torch.Tensor  # [S, P] page ids, padded
     query_rows: torch.Tensor  # [S, Q] token row of each query (0 for padding)
     query_valid: torch.Tensor  # [S, Q] bool: a real query, not padding
     mask: torch.Tensor  # [S, 1, Q, K] bool: True where the query may attend the key
-    last_rows: torch.Tensor  # [S] token row of each segment's last token
+
+
+@dataclass(frozen=True)
+class AttentionPlan:
+    """Where a batch's tokens go in the cache and what each query may attend to.
+
+    Token rows are laid out segment after segment. Segments are split into groups of similar
+    key length so that a short request decoded next to a long one does not pay for the long
+    one's padding (a real paged-attention kernel pays for neither).
+    """
+
+    slots: torch.Tensor  # [T] flat cache slot (page * page_tokens + offset) of each token
+    groups: tuple[SegmentGroup, ...]
+    last_rows: torch.Tensor  # [segments] token row of each segment's last token
 
 
 class RMSNorm(nn.Module):
@@ -99,18 +112,26 @@ class Attention(nn.Module):
         q, k, v = self._qkv(x, positions)
         k_cache.view(-1, c.kv_heads, c.head_dim).index_copy_(0, plan.slots, k)
         v_cache.view(-1, c.kv_heads, c.head_dim).index_copy_(0, plan.slots, v)
-        segments = plan.block_tables.shape[0]
-        keys = k_cache[plan.block_tables].reshape(segments, -1, c.kv_heads, c.head_dim)
-        values = v_cache[plan.block_tables].reshape(segments, -1, c.kv_heads, c.head_dim)
-        length = plan.query_rows.shape[1]
-        queries = self._grouped(q[plan.query_rows])  # [S, kv_heads, group * Q, hd]
-        group = c.heads // c.kv_heads
-        mask = plan.mask.repeat(1, 1, group, 1)  # [S, 1, group * Q, K]
+        if len(plan.groups) == 1:
+            out = self._attend(q, plan.groups[0], k_cache, v_cache)
+        else:
+            out = torch.empty_like(q)
+            for group in plan.groups:
+                out.index_copy_(0, group.rows, self._attend(q, group, k_cache, v_cache))
+        return self.wo(out.reshape(-1, c.heads * c.head_dim))
+
+    def _attend(self, q, g: SegmentGroup, k_cache, v_cache) -> torch.Tensor:
+        """``[queries, heads, hd]`` attention output of one group, in ``g.rows`` order."""
+        c = self.config
+        segments, length = g.query_rows.shape
+        keys = k_cache[g.block_tables].reshape(segments, -1, c.kv_heads, c.head_dim)
+        values = v_cache[g.block_tables].reshape(segments, -1, c.kv_heads, c.head_dim)
+        queries = self._grouped(q[g.query_rows])  # [S, kv_heads, group * Q, hd]
+        mask = g.mask.repeat(1, 1, c.heads // c.kv_heads, 1)  # [S, 1, group * Q, K]
         out = F.scaled_dot_product_attention(
             queries, keys.transpose(1, 2), values.transpose(1, 2), attn_mask=mask
         )
-        out = self._ungrouped(out, length)[plan.query_valid]  # [T, heads, hd], token order
-        return self.wo(out.reshape(-1, c.heads * c.head_dim))
+        return self._ungrouped(out, length)[g.query_valid]
 
     def forward_dense(self, x, positions):
         """Plain causal attention over one whole sequence, no cache."""

@@ -26,7 +26,7 @@ class DeviceProfile:
     max_active: int | None = None  # K: sequences holding KV at once (None: no cap)
     kv_pages: int | None = None  # M: KV pages in the pool (None: no budget)
     page_tokens: int = 16
-    prefill_ms_per_context_token: float = 0.0  # per prefill token, per token already cached
+    prefill_ms_per_context_token: float = 0.0  # per prefill token, per position before it
     decode_ms_per_context_token: float = 0.0  # per decoded sequence, per token in its cache
 
     def work_ms(self, batch: Batch, context: Mapping[str, int]) -> float:
@@ -39,8 +39,7 @@ class DeviceProfile:
         if batch.decode:
             work += self.decode_batch_ms + self.decode_ms_per_seq * len(batch.decode)
         if self.prefill_ms_per_context_token:
-            pairs = sum(chunk.tokens * context[chunk.id] for chunk in batch.prefill)
-            work += self.prefill_ms_per_context_token * pairs
+            work += self.prefill_ms_per_context_token * prefill_context_pairs(batch, context)
         if self.decode_ms_per_context_token:
             cached = sum(context[rid] for rid in batch.decode)
             work += self.decode_ms_per_context_token * cached
@@ -87,6 +86,15 @@ class DeviceProfile:
                 raise ValueError(f"{source}: {_camel(name)} must be null or an integer >= 1")
         if not isinstance(self.page_tokens, int) or self.page_tokens < 1:
             raise ValueError(f"{source}: pageTokens must be an integer >= 1")
+
+
+def prefill_context_pairs(batch: Batch, context: Mapping[str, int]) -> int:
+    """Positions each prefill token of ``batch`` finds before it, summed: a chunk of ``n``
+    tokens on top of ``c`` cached ones contributes ``n * c + n * (n - 1) / 2``."""
+    return sum(
+        chunk.tokens * context[chunk.id] + chunk.tokens * (chunk.tokens - 1) // 2
+        for chunk in batch.prefill
+    )
 
 
 _OMITTED_WHEN_ZERO = ("prefill_ms_per_context_token", "decode_ms_per_context_token")
