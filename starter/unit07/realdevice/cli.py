@@ -14,6 +14,7 @@ from pathlib import Path
 import torch
 from servesim.cli import EXIT_BAD_INPUT, EXIT_POLICY, UsageError, _device, build_parser
 from servesim.engine import PolicyError
+from servesim.faults import FAULTS
 from servesim.labconfig import load_lab
 from servesim.runfile import build_document, dumps, write_atomic
 from servesim.table import render as render_table
@@ -37,7 +38,9 @@ def build_run_parser(lab):
     real.add_argument("--mode", choices=MODES, default="replay", help="default: replay")
     real.add_argument("--device", choices=("cpu", "cuda"), help="default: cuda if available")
     real.add_argument("--model", choices=sorted(MODELS), default="tiny", help="default: tiny")
-    real.add_argument("--dtype", choices=sorted(DTYPES), help="default: float32 (cpu), bfloat16")
+    real.add_argument(
+        "--dtype", choices=sorted(DTYPES), help="default: float32 on cpu, bfloat16 on cuda"
+    )
     real.add_argument("--page-tokens", type=int, help="KV page size (default: the profile's)")
     real.add_argument("--kv-pages", type=int, help="KV pages in the pool (default: memory budget)")
     real.add_argument(
@@ -107,6 +110,10 @@ def main(argv=None, policies_module=None, lab_dir: Path | None = None) -> int:
     lab = load_lab(lab_dir) if lab_dir else load_lab()
     parser = build_run_parser(lab)
     args = parser.parse_args(argv)
+    if args.list_faults:
+        for fault in FAULTS.values():
+            print(f"{fault.name:26} {fault.summary}")
+        return 0
     if not args.trace and not args.calibrate:
         parser.error("--trace is required (or --calibrate)")
     if args.calibrate and not args.output:
