@@ -65,7 +65,7 @@ def parse_args(argv=None):
     parser.add_argument("--chunk", type=int, default=2, help="chunk for the lesson traces")
     parser.add_argument("--azure-chunk", type=int, default=512, help="chunk for the Azure trace")
     parser.add_argument("--grid", choices=sorted(calibrate.GRIDS), help="calibration grid")
-    parser.add_argument("--budget-s", type=float, default=270.0, help="stop trace runs after this")
+    parser.add_argument("--budget-s", type=float, default=240.0, help="stop trace runs after this")
     parser.add_argument("--threads", type=int, default=1, help="CPU threads for torch")
     parser.add_argument("--output", type=Path, default=Path("runs") / "gpu-check.json")
     args = parser.parse_args(argv)
