@@ -23,6 +23,20 @@ def _simulate(args, extra: list[str]) -> int:
     return simulate_main(extra, policies_module=policies, lab_dir=unit.lab_dir)
 
 
+def _run_gpu(args, extra: list[str]) -> int:
+    unit = load_unit(args.unit)
+    if not args.reference:
+        print("infralab run-gpu: only --reference runs are supported here", file=sys.stderr)
+        return 2
+    policies = reference.solution_policies(unit)
+    try:
+        from realdevice.cli import main as run_gpu_main  # needs torch
+    except ImportError as exc:
+        print(f"infralab run-gpu: error: {exc}", file=sys.stderr)
+        return 2
+    return run_gpu_main(extra, policies_module=policies, lab_dir=unit.lab_dir)
+
+
 def _starter_sync(args, extra: list[str]) -> int:
     unit = load_unit(args.unit)
     reference.engine(unit)
@@ -204,6 +218,17 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.add_argument("--unit", required=True)
     simulate.add_argument("--reference", action="store_true", help="use the reference solution")
     simulate.set_defaults(handler=_simulate, passthrough=True)
+
+    run_gpu = commands.add_parser(
+        "run-gpu",
+        help="run the lab's run_gpu.py (real device, PyTorch) with the reference policies",
+        description="Run the lab's run_gpu.py with the reference solution. Flags after the "
+        "known ones go to run_gpu.py (e.g. --trace mixed --mode live, or --calibrate --output "
+        "profile.json).",
+    )
+    run_gpu.add_argument("--unit", required=True)
+    run_gpu.add_argument("--reference", action="store_true", help="use the reference solution")
+    run_gpu.set_defaults(handler=_run_gpu, passthrough=True)
 
     starter_cmd = commands.add_parser("starter", help="starter (lab folder) files")
     starter_sub = starter_cmd.add_subparsers(dest="action", required=True)

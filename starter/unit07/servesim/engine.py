@@ -8,7 +8,7 @@ The policy only decides; the engine owns the clock and every sequence's state.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from .batch import Batch
@@ -57,10 +57,18 @@ class Timeline:
 
 
 Policy = Callable[[SchedulerView], Batch]
+Execute = Callable[[Batch, Mapping[str, int]], float]
 
 
-def simulate(trace: Trace, policy: Policy, device: DeviceProfile) -> Timeline:
-    """Run ``policy`` over ``trace`` on ``device`` until every request has all its tokens."""
+def simulate(
+    trace: Trace, policy: Policy, device: DeviceProfile, execute: Execute | None = None
+) -> Timeline:
+    """Run ``policy`` over ``trace`` on ``device`` until every request has all its tokens.
+
+    ``execute`` (optional) runs each checked batch somewhere real, given the batch and the
+    context map, and returns its measured duration in ms (> 0); the clock then advances by
+    that instead of by the device model. ``Event.work_ms`` keeps the model's figure.
+    """
     seqs = [Sequence.of(request, order) for order, request in enumerate(trace.requests)]
     arrivals = deque(sorted(seqs, key=lambda s: (s.arrival_ms, s.order)))
     waiting: list[Sequence] = []
@@ -82,7 +90,10 @@ def simulate(trace: Trace, policy: Policy, device: DeviceProfile) -> Timeline:
         starts = check_batch(batch, view)
         context = {seq.id: seq.context_tokens for seq in (*waiting, *running)}
         work = device.work_ms(batch, context)
-        end = clock + device.overhead_ms + work
+        if execute is None:
+            end = clock + device.overhead_ms + work
+        else:
+            end = clock + execute(batch, context)
         _postprocess(batch, {s.id: s for s in (*waiting, *running)}, end, waiting, running)
         events.append(Event(len(events), clock, end, work, batch, starts))
         clock, previous = end, batch

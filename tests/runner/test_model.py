@@ -1,0 +1,152 @@
+"""Correctness of the real device on CPU: chunked prefill, paged cache, batched decode.
+
+Tolerance for logits (float32, logits of order 1): max absolute difference 1e-4 between the
+paged cache with small pages and a contiguous cache; generated tokens must be identical.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+LOGIT_ATOL = 1e-4
+PROMPT, STEPS = 11, 6
+
+
+def _device(torch_cpu, page_tokens=2, pages=64):
+    from realdevice.config import MODELS
+    from realdevice.executor import Executor
+    from realdevice.kv_cache import PagedKVCache
+    from realdevice.model import Transformer
+
+    config = MODELS["tiny"]
+    model = _device.cache.setdefault(config, Transformer.build(config))
+    return Executor(model, PagedKVCache(config, pages, page_tokens), "cpu")
+
+
+_device.cache = {}
+
+
+def _generate(executor, rid, prompt, steps, chunk):
+    from servesim import Batch, PrefillChunk
+
+    executor.add_request(rid, prompt, steps + 1)
+    logits, done = [], 0
+    while done < prompt:
+        n = min(chunk, prompt - done)
+        executor.run(Batch(prefill=(PrefillChunk(rid, n),)))
+        done += n
+    logits.append(executor.last_logits[rid])
+    for _ in range(steps):
+        executor.run(Batch(decode=(rid,)))
+        logits.append(executor.last_logits[rid])
+    return executor.generated(rid), logits
+
+
+def _dense_greedy(executor, rid, prompt, steps):
+    """Greedy tokens from the no-cache forward over the whole sequence, one token at a time."""
+    import torch
+    from realdevice.executor import prompt_ids
+
+    ids = prompt_ids(rid, prompt, executor.model.config.vocab)
+    out = []
+    for _ in range(steps + 1):
+        logits = executor.model.forward_dense(torch.tensor(ids + out))
+        out.append(int(logits[-1].argmax()))
+    return out
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 5])
+def test_chunked_prefill_gives_the_same_tokens(torch_cpu, chunk):
+    full, _ = _generate(_device(torch_cpu), "req", PROMPT, STEPS, chunk=PROMPT)
+    chunked, _ = _generate(_device(torch_cpu), "req", PROMPT, STEPS, chunk=chunk)
+    assert len(full) == STEPS + 1
+    assert chunked == full
+    assert full == _dense_greedy(_device(torch_cpu), "req", PROMPT, STEPS)
+
+
+def test_small_pages_match_a_contiguous_cache(torch_cpu):
+    # page_tokens=64 > prompt + steps: one page per request, i.e. a contiguous buffer
+    contiguous_tokens, contiguous = _generate(_device(torch_cpu, 64), "q", PROMPT, STEPS, 3)
+    for page_tokens in (1, 2, 3):
+        tokens, paged = _generate(_device(torch_cpu, page_tokens), "q", PROMPT, STEPS, 3)
+        assert tokens == contiguous_tokens
+        for a, b in zip(paged, contiguous, strict=True):
+            assert (a - b).abs().max().item() <= LOGIT_ATOL
+
+
+def test_interleaved_requests_do_not_share_pages(torch_cpu):
+    """Two requests growing in turn get interleaved pages; each must still see only its own."""
+    from servesim import Batch, PrefillChunk
+
+    alone = _generate(_device(torch_cpu), "x", 7, 4, chunk=2)[0]
+    ex = _device(torch_cpu, page_tokens=2)
+    ex.add_request("x", 7, 5)
+    ex.add_request("y", 9, 5)
+    for _ in range(5):  # x and y prefill in turns, 2 tokens each (x done after 4 chunks)
+        for rid, prompt in (("x", 7), ("y", 9)):
+            left = prompt - ex.states[rid].prefilled
+            if left:
+                ex.run(Batch(prefill=(PrefillChunk(rid, min(2, left)),)))
+    assert len(set(ex.cache.tables["x"].pages) & set(ex.cache.tables["y"].pages)) == 0
+    for _ in range(4):
+        ex.run(Batch(decode=("x", "y")))
+    assert ex.generated("x") == alone
+
+
+def test_decode_batch_equals_single_decodes(torch_cpu):
+    from servesim import Batch, PrefillChunk
+
+    prompts = {"a": 3, "b": 9, "c": 1, "d": 14}
+    batched, single = _device(torch_cpu), _device(torch_cpu)
+    for ex in (batched, single):
+        for rid, n in prompts.items():
+            ex.add_request(rid, n, STEPS + 1)
+            ex.run(Batch(prefill=(PrefillChunk(rid, n),)))
+    for _ in range(STEPS):
+        batched.run(Batch(decode=tuple(prompts)))
+        for rid in prompts:
+            single.run(Batch(decode=(rid,)))
+    for rid in prompts:
+        assert len(batched.generated(rid)) == STEPS + 1
+        assert batched.generated(rid) == single.generated(rid)
+
+
+def test_page_pool_capacity_and_release(torch_cpu):
+    from realdevice.kv_cache import KVCacheFullError
+    from servesim import Batch, PrefillChunk
+
+    ex = _device(torch_cpu, page_tokens=4, pages=3)
+    ex.add_request("a", 8, 2)  # 8 prompt tokens: 2 pages
+    ex.add_request("b", 8, 1)
+    ex.run(Batch(prefill=(PrefillChunk("a", 8),)))
+    assert ex.cache.pool.free == 1
+    with pytest.raises(KVCacheFullError, match="needs 2 more page"):
+        ex.run(Batch(prefill=(PrefillChunk("b", 8),)))
+    assert ex.cache.pool.free == 1 and "b" not in ex.cache.tables  # all or nothing
+    ex.run(Batch(decode=("a",)))  # a's 2nd token: a finishes, its pages go back
+    assert ex.cache.pool.free == 3 and ex.generated("a") and "a" not in ex.states
+    ex.run(Batch(prefill=(PrefillChunk("b", 8),)))
+    assert ex.cache.pool.free == 3  # b had one output token: done at the end of its prefill
+
+
+def test_executor_rejects_out_of_step_batches(torch_cpu):
+    from realdevice.executor import ExecutionError
+    from servesim import Batch, PrefillChunk
+
+    ex = _device(torch_cpu)
+    ex.add_request("a", 4, 3)
+    with pytest.raises(ExecutionError, match="not in its decode phase"):
+        ex.run(Batch(decode=("a",)))
+    with pytest.raises(ExecutionError, match="engine says 1 cached"):
+        ex.run(Batch(prefill=(PrefillChunk("a", 2),)), context={"a": 1})
+
+
+def test_length_groups_bound_padding_and_calls(torch_cpu):
+    from realdevice.executor import length_groups
+
+    lengths = [8 + 16 * i for i in range(40)] + [3, 3, 2000]
+    groups = length_groups(lengths, max_groups=4)
+    assert sorted(i for g in groups for i in g) == list(range(len(lengths)))
+    assert len(groups) <= 4
+    assert length_groups([5, 6, 7, 9]) == [[0, 1, 2, 3]]  # within 2x: one call
+    assert length_groups([1, 100]) == [[0], [1]]
