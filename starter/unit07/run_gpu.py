@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Run the unit's policies on a real transformer (PyTorch needed), or calibrate the device.
 
-Optional part of the lab: simulate.py never needs this. See REAL_DEVICE.md, or --help.
+Optional part of the lab: simulate.py never needs this. See the last part of README.md, or --help.
 """
 
 import sys
