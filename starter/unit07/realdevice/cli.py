@@ -12,7 +12,14 @@ import sys
 from pathlib import Path
 
 import torch
-from servesim.cli import EXIT_BAD_INPUT, EXIT_POLICY, UsageError, _device, build_parser
+from servesim.cli import (
+    EXIT_BAD_INPUT,
+    EXIT_POLICY,
+    UsageError,
+    build_parser,
+    device_from_args,
+    selected_policies,
+)
 from servesim.engine import PolicyError
 from servesim.faults import FAULTS
 from servesim.labconfig import load_lab
@@ -63,23 +70,10 @@ def build_run_parser(lab):
 
 def policy_functions(lab, policies_module, selected: str, args):
     """A ``PolicyRun`` for each selected policy, in the lab's order."""
-    chosen = []
-    for spec in lab.policies:
-        if selected not in (spec.name, "both"):
-            continue
-        params = {name: getattr(args, name) for name in spec.params}
-        function = getattr(policies_module, spec.function)
-
-        def policy(view, function=function, params=params):
-            try:
-                return function(view, **params)
-            except NotImplementedError:
-                raise PolicyError(
-                    f"{function.__name__}() in policies.py is not implemented yet"
-                ) from None
-
-        chosen.append(PolicyRun(spec.name, params, policy))
-    return chosen
+    return [
+        PolicyRun(spec.name, params, policy)
+        for spec, params, policy in selected_policies(lab, policies_module, selected, args)
+    ]
 
 
 def _real_device(args, profile, traces) -> RealDevice:
@@ -119,7 +113,7 @@ def main(argv=None, policies_module=None, lab_dir: Path | None = None) -> int:
     if args.calibrate and not args.output:
         parser.error("--calibrate needs --output (the profile file)")
     try:
-        profile = _device(lab, args)
+        profile = device_from_args(lab, args)
         traces = (
             [read_trace_file(resolve_trace(args.trace, lab.traces_dir))]
             if args.trace

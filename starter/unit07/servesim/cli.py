@@ -79,7 +79,8 @@ def build_parser(lab: LabConfig, prog: str = "simulate.py") -> argparse.Argument
     return parser
 
 
-def _device(lab: LabConfig, args) -> DeviceProfile:
+def device_from_args(lab: LabConfig, args) -> DeviceProfile:
+    """The lab's device, replaced by ``--device-profile`` and adjusted by ``--overhead-ms``."""
     device = lab.device
     if args.device_profile:
         path = Path(args.device_profile)
@@ -98,24 +99,33 @@ def _device(lab: LabConfig, args) -> DeviceProfile:
     return device
 
 
-def run_policies(lab: LabConfig, policies_module, trace, device, selected, args, fault):
-    """Simulate each selected policy; return the run entries in the lab's policy order."""
-    runs = []
+def selected_policies(lab: LabConfig, policies_module, selected: str, args):
+    """``(spec, params, policy)`` for each selected policy, in the lab's order.
+
+    ``policy(view)`` calls the student's function with its parameters; a stub that still raises
+    ``NotImplementedError`` becomes a ``PolicyError`` that names the function.
+    """
     for spec in lab.policies:
         if selected not in (spec.name, "both"):
             continue
         params = {name: getattr(args, name) for name in spec.params}
         function = getattr(policies_module, spec.function)
 
-        def policy(view, function=function, params=params):
-            return function(view, **params)
+        def policy(view, function=function, params=params, name=spec.function):
+            try:
+                return function(view, **params)
+            except NotImplementedError:
+                raise PolicyError(f"{name}() in policies.py is not implemented yet") from None
 
-        try:
-            timeline = simulate(trace, policy, device)
-        except NotImplementedError:
-            raise PolicyError(f"{spec.function}() in policies.py is not implemented yet") from None
-        runs.append(build_run(spec.name, params, device, timeline, fault))
-    return runs
+        yield spec, params, policy
+
+
+def run_policies(lab: LabConfig, policies_module, trace, device, selected, args, fault):
+    """Simulate each selected policy; return the run entries in the lab's policy order."""
+    return [
+        build_run(spec.name, params, device, simulate(trace, policy, device), fault)
+        for spec, params, policy in selected_policies(lab, policies_module, selected, args)
+    ]
 
 
 def main(argv=None, policies_module=None, lab_dir: Path | None = None) -> int:
@@ -130,7 +140,7 @@ def main(argv=None, policies_module=None, lab_dir: Path | None = None) -> int:
         parser.error("--trace is required")
     try:
         trace = read_trace_file(resolve_trace(args.trace, lab.traces_dir))
-        device = _device(lab, args)
+        device = device_from_args(lab, args)
     except (TraceError, UsageError) as exc:
         print(f"{parser.prog}: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -77,6 +77,7 @@ def write_atomic(path: Path, text: str) -> None:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp makes the file private; a run file is not
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
