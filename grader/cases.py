@@ -1,0 +1,179 @@
+"""Graded cases of a unit: trace x policy x parameters, from the ``grading`` part of unit.yaml.
+
+A case names a trace (a public lab trace or a hidden one under ``traces/<unit>/hidden/``), a
+policy, its parameters, an optional overhead override and an optional metamorphic transform
+(ids relabelled, arrivals shifted) that turns a known trace into one no answer can be keyed to.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+
+from . import metamorphic
+from .units import Unit, UnitError
+
+_CASE_ID = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+DEFAULT_TIMEOUT_S = 20.0
+
+
+class Visibility(Enum):
+    PUBLIC = "public"
+    HIDDEN = "hidden"
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    trace: str  # trace name
+    policy: str
+    params: dict
+    part: str
+    points: float
+    visibility: Visibility
+    overhead_ms: float | None = None  # None: the unit's device default
+    transform: metamorphic.Transform | None = None
+    spec: dict = field(default_factory=dict, compare=False, repr=False)  # as written in unit.yaml
+
+    @property
+    def hidden(self) -> bool:
+        return self.visibility is Visibility.HIDDEN
+
+    def argv(self) -> list[str]:
+        """simulate.py flags (besides --trace and --output) that run this case."""
+        argv = ["--policy", self.policy]
+        for name, value in self.params.items():
+            argv += [f"--{name}", str(value)]
+        if self.overhead_ms is not None:
+            argv += ["--overhead-ms", repr(float(self.overhead_ms))]
+        return argv
+
+    def label(self) -> str:
+        """A name that is safe to show for a hidden case too (no trace content)."""
+        return self.id
+
+
+@dataclass(frozen=True)
+class GradingConfig:
+    cases: tuple[Case, ...]
+    timeout_s: float
+
+    def by_id(self, case_id: str) -> Case:
+        for case in self.cases:
+            if case.id == case_id:
+                return case
+        raise UnitError(f"unknown case '{case_id}' (known: {', '.join(self.ids)})")
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        return tuple(c.id for c in self.cases)
+
+    @property
+    def parts(self) -> tuple[str, ...]:
+        seen: dict[str, None] = {}
+        for case in self.cases:
+            seen.setdefault(case.part, None)
+        return tuple(seen)
+
+
+def load_grading(unit: Unit) -> GradingConfig:
+    """The unit's graded cases; raises ``UnitError`` naming the first bad entry."""
+    doc = unit.doc.get("grading")
+    where = f"labs/{unit.id}/unit.yaml: grading"
+    if not isinstance(doc, dict) or not isinstance(doc.get("cases"), list) or not doc["cases"]:
+        raise UnitError(f"{where}: must be a mapping with a non-empty 'cases' list")
+    policies = {p["name"]: p for p in unit.policies}
+    cases, seen = [], set()
+    for number, item in enumerate(doc["cases"], start=1):
+        case = _parse_case(item, f"{where}.cases #{number}", policies)
+        if case.id in seen:
+            raise UnitError(f"{where}.cases #{number}: duplicate id '{case.id}'")
+        seen.add(case.id)
+        cases.append(case)
+    timeout = doc.get("timeout_s", DEFAULT_TIMEOUT_S)
+    if not isinstance(timeout, (int, float)) or timeout <= 0:
+        raise UnitError(f"{where}.timeout_s: must be a number > 0")
+    return GradingConfig(tuple(cases), float(timeout))
+
+
+def _parse_case(item, where: str, policies: dict) -> Case:
+    if not isinstance(item, dict):
+        raise UnitError(f"{where}: must be a mapping")
+    known = {"id", "trace", "policy", "params", "part", "points", "visibility", "overheadMs"}
+    known.add("transform")
+    unknown = sorted(set(item) - known)
+    if unknown:
+        raise UnitError(f"{where}: unknown field(s) {', '.join(unknown)}")
+    for key in ("id", "trace", "policy", "points", "visibility"):
+        if key not in item:
+            raise UnitError(f"{where}: field '{key}' is missing")
+    case_id = item["id"]
+    if not isinstance(case_id, str) or not _CASE_ID.match(case_id):
+        raise UnitError(f"{where}: id must be lower-case letters, digits, '.', '_' or '-'")
+    where = f"{where} ('{case_id}')"
+    policy = policies.get(item["policy"])
+    if policy is None:
+        raise UnitError(f"{where}: unknown policy '{item['policy']}'")
+    params = dict(item.get("params") or {})
+    for name, meta in policy["params"].items():
+        params.setdefault(name, meta["default"])
+    unknown = sorted(set(params) - set(policy["params"]))
+    if unknown:
+        raise UnitError(f"{where}: policy {policy['name']} has no parameter(s) {unknown}")
+    for name, value in params.items():
+        low = policy["params"][name].get("min", 1)
+        if not isinstance(value, int) or isinstance(value, bool) or value < low:
+            raise UnitError(f"{where}: parameter {name} must be an integer >= {low}")
+    points = item["points"]
+    if not isinstance(points, (int, float)) or isinstance(points, bool) or points <= 0:
+        raise UnitError(f"{where}: points must be a number > 0")
+    try:
+        visibility = Visibility(item["visibility"])
+    except ValueError:
+        raise UnitError(f"{where}: visibility must be 'public' or 'hidden'") from None
+    overhead = item.get("overheadMs")
+    if overhead is not None and (not isinstance(overhead, (int, float)) or overhead < 0):
+        raise UnitError(f"{where}: overheadMs must be a number >= 0")
+    transform = None
+    if item.get("transform") is not None:
+        try:
+            transform = metamorphic.Transform.from_json(item["transform"])
+        except ValueError as exc:
+            raise UnitError(f"{where}: transform: {exc}") from None
+    return Case(
+        id=case_id,
+        trace=str(item["trace"]),
+        policy=policy["name"],
+        params=params,
+        part=str(item.get("part", policy["name"])),
+        points=float(points),
+        visibility=visibility,
+        overhead_ms=None if overhead is None else float(overhead),
+        transform=transform,
+        spec=dict(item),
+    )
+
+
+def trace_path(unit: Unit, case: Case) -> Path:
+    """The source file of a case's trace: hidden traces first for hidden cases, then public."""
+    hidden = unit.traces_dir / "hidden" / f"{case.trace}.json"
+    public = unit.lab_dir / "traces" / f"{case.trace}.json"
+    order = (hidden, public) if case.hidden else (public, hidden)
+    for path in order:
+        if path.is_file():
+            return path
+    raise UnitError(f"case '{case.id}': trace '{case.trace}' not found (looked in {order[0]})")
+
+
+def sha256_file(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def case_trace_doc(unit: Unit, case: Case) -> dict:
+    """The trace document the case runs on (transformed when the case says so)."""
+    doc = json.loads(trace_path(unit, case).read_text(encoding="utf-8"))
+    return case.transform.apply(doc) if case.transform else doc

@@ -1,0 +1,150 @@
+"""Golden results: the reference solution's run for every graded case.
+
+``traces/<unit>/golden/<case>.json`` holds the reference run entry together with what it was
+made from (the case as written in unit.yaml, the trace file's sha256, the engine version), so
+``infralab golden --check`` can tell a stale file from a good one without trusting dates.
+Golden files are written only by ``infralab golden`` (``write_golden`` here).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+
+from . import reference
+from .cases import Case, case_trace_doc, load_grading, sha256_file, trace_path
+from .units import REPO_ROOT, Unit, UnitError
+
+
+class GoldenState(Enum):
+    OK = "ok"
+    MISSING = "missing"
+    STALE = "stale"
+    ORPHAN = "orphan"  # a golden file no case uses
+
+
+@dataclass(frozen=True)
+class GoldenStatus:
+    path: Path
+    state: GoldenState
+    reason: str = ""
+
+
+def golden_dir(unit: Unit) -> Path:
+    return unit.traces_dir / "golden"
+
+
+def golden_path(unit: Unit, case: Case) -> Path:
+    return golden_dir(unit) / f"{case.id}.json"
+
+
+def case_device(unit: Unit, case: Case):
+    """The device profile a case runs on (the unit's, with the case's overhead if set)."""
+    if case.overhead_ms is None:
+        return reference.device_profile(unit)
+    return reference.device_profile(unit, overhead_ms=case.overhead_ms)
+
+
+def _rel(path: Path) -> str:
+    try:
+        return Path(path).resolve().relative_to(REPO_ROOT).as_posix()
+    except ValueError:
+        return Path(path).name
+
+
+def build_golden(unit: Unit, case: Case) -> dict:
+    """The golden document of ``case``, computed now with the reference solution."""
+    servesim = reference.engine(unit)
+    source = trace_path(unit, case)
+    doc = case_trace_doc(unit, case)
+    trace = servesim.parse_trace(doc, source=case.trace)
+    device = case_device(unit, case)
+    run = reference.run_reference(unit, trace, case.policy, case.params, device)
+    return {
+        "generatedBy": f"infralab golden --unit {unit.id}",
+        "engineVersion": servesim.ENGINE_VERSION,
+        "case": case.spec,
+        "trace": {"name": case.trace, "file": _rel(source), "sha256": sha256_file(source)},
+        "device": device.to_json(),
+        "run": run,
+    }
+
+
+def _text(doc: dict) -> str:
+    return json.dumps(doc, indent=1, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def check_golden(unit: Unit) -> list[GoldenStatus]:
+    """The state of every case's golden file, plus orphans; writes nothing."""
+    grading = load_grading(unit)
+    statuses = []
+    for case in grading.cases:
+        path = golden_path(unit, case)
+        if not path.is_file():
+            statuses.append(GoldenStatus(path, GoldenState.MISSING, "no golden file"))
+            continue
+        statuses.append(GoldenStatus(path, *_freshness(unit, case, path)))
+    wanted = {golden_path(unit, c) for c in grading.cases}
+    for path in sorted(golden_dir(unit).glob("*.json")):
+        if path not in wanted:
+            statuses.append(GoldenStatus(path, GoldenState.ORPHAN, "no case uses it"))
+    return statuses
+
+
+def _freshness(unit: Unit, case: Case, path: Path) -> tuple[GoldenState, str]:
+    try:
+        current = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        return GoldenState.STALE, f"unreadable ({exc})"
+    expected = build_golden(unit, case)
+    if current.get("trace", {}).get("sha256") != expected["trace"]["sha256"]:
+        return GoldenState.STALE, "the trace changed (sha256 differs)"
+    if current.get("engineVersion") != expected["engineVersion"]:
+        return GoldenState.STALE, "made by another engine version"
+    if current.get("case") != expected["case"]:
+        return GoldenState.STALE, "the case changed in unit.yaml"
+    if _text(current) != _text(expected):
+        return GoldenState.STALE, "the reference result changed"
+    return GoldenState.OK, ""
+
+
+def write_golden(unit: Unit) -> list[Path]:
+    """Regenerate every golden file that is missing or differs; remove orphans. Returns changes."""
+    from servesim.runfile import write_atomic
+
+    grading = load_grading(unit)
+    docs = {golden_path(unit, case): _text(build_golden(unit, case)) for case in grading.cases}
+    changed = []
+    for path, text in docs.items():
+        if not path.is_file() or path.read_text(encoding="utf-8") != text:
+            write_atomic(path, text)
+            changed.append(path)
+    for path in sorted(golden_dir(unit).glob("*.json")):
+        if path not in docs:
+            path.unlink()
+            changed.append(path)
+    return changed
+
+
+def load_golden(unit: Unit, case: Case) -> dict:
+    """A case's golden document; raises ``UnitError`` when it is missing or out of date.
+
+    Only the cheap checks run here (trace sha256, engine version, case spec); the full
+    regeneration belongs to ``infralab golden --check``.
+    """
+    path = golden_path(unit, case)
+    hint = f"run: infralab golden --unit {unit.id}"
+    if not path.is_file():
+        raise UnitError(f"golden file for case '{case.id}' is missing ({hint})")
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise UnitError(f"{_rel(path)}: unreadable golden file ({exc})") from None
+    servesim = reference.engine(unit)
+    if doc.get("trace", {}).get("sha256") != sha256_file(trace_path(unit, case)):
+        raise UnitError(f"golden file for case '{case.id}' is stale: its trace changed ({hint})")
+    if doc.get("engineVersion") != servesim.ENGINE_VERSION or doc.get("case") != case.spec:
+        raise UnitError(f"golden file for case '{case.id}' is stale ({hint})")
+    return doc

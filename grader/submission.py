@@ -1,0 +1,131 @@
+"""Read a submission (a folder or a .zip) and keep only the unit's editable files.
+
+Each editable file is found by its name at the shallowest level it occurs (students often zip
+a folder, so ``infra-lab/policies.py`` counts as ``policies.py``). Everything else is ignored
+and listed. A zip whose entries escape its folder, a link, an oversized file or an unreadable
+archive is refused with one ``SubmissionError`` naming the problem.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+MAX_FILE_BYTES = 1024 * 1024  # one editable file
+MAX_TOTAL_BYTES = 64 * 1024 * 1024  # uncompressed size of the whole zip
+MAX_ENTRIES = 10_000
+IGNORED_DIRS = {"__pycache__", ".git", ".ipynb_checkpoints", "__MACOSX"}
+
+
+class SubmissionError(Exception):
+    """A submission that cannot be graded; the message says why."""
+
+
+@dataclass
+class Submission:
+    files: dict[str, bytes]  # editable name -> content
+    ignored: list[str] = field(default_factory=list)  # other files found, relative paths
+    missing: list[str] = field(default_factory=list)  # editable files not in the submission
+    source: str = ""
+
+
+def load_submission(path: Path, editable: tuple[str, ...]) -> Submission:
+    path = Path(path)
+    if path.is_dir():
+        entries = _folder_entries(path)
+    elif path.is_file():
+        entries = _zip_entries(path)
+    else:
+        raise SubmissionError(f"submission {path}: no such file or folder")
+    return _select(entries, editable, path)
+
+
+def _select(entries: dict[PurePosixPath, callable], editable, source: Path) -> Submission:
+    chosen: dict[str, PurePosixPath] = {}
+    for name in editable:
+        candidates = [p for p in entries if p.name == name and not IGNORED_DIRS & set(p.parts)]
+        if not candidates:
+            continue
+        depth = min(len(p.parts) for p in candidates)
+        shallowest = sorted(p for p in candidates if len(p.parts) == depth)
+        if len(shallowest) > 1:
+            listed = ", ".join(str(p) for p in shallowest)
+            raise SubmissionError(f"submission {source}: more than one {name} ({listed})")
+        chosen[name] = shallowest[0]
+    if not chosen:
+        raise SubmissionError(
+            f"submission {source}: none of the editable files ({', '.join(editable)}) is in it"
+        )
+    files = {name: entries[rel]() for name, rel in chosen.items()}
+    used = set(chosen.values())
+    ignored = sorted(str(p) for p in entries if p not in used and not IGNORED_DIRS & set(p.parts))
+    missing = [name for name in editable if name not in chosen]
+    return Submission(files, ignored, missing, str(source))
+
+
+def _folder_entries(root: Path) -> dict:
+    entries = {}
+    for folder, dirs, names in os.walk(root, followlinks=False):
+        dirs[:] = sorted(d for d in dirs if d not in IGNORED_DIRS)
+        for name in sorted(names):
+            path = Path(folder) / name
+            rel = PurePosixPath(path.relative_to(root).as_posix())
+            if path.is_symlink():
+                raise SubmissionError(f"submission {root}: '{rel}' is a symbolic link")
+            if path.is_file():
+                entries[rel] = _reader_file(path, rel, root)
+    return entries
+
+
+def _reader_file(path: Path, rel, root):
+    def read() -> bytes:
+        if path.stat().st_size > MAX_FILE_BYTES:
+            raise SubmissionError(f"submission {root}: '{rel}' is larger than 1 MiB")
+        return path.read_bytes()
+
+    return read
+
+
+def _zip_entries(path: Path) -> dict:
+    try:
+        archive = zipfile.ZipFile(path)
+        infos = archive.infolist()
+    except (zipfile.BadZipFile, OSError, ValueError) as exc:
+        raise SubmissionError(f"submission {path}: not a readable zip file ({exc})") from None
+    if len(infos) > MAX_ENTRIES:
+        raise SubmissionError(f"submission {path}: more than {MAX_ENTRIES} entries")
+    if sum(i.file_size for i in infos) > MAX_TOTAL_BYTES:
+        raise SubmissionError(f"submission {path}: more than 64 MiB once unpacked")
+    entries = {}
+    for info in infos:
+        name = info.filename
+        posix = name.replace("\\", "/")
+        rel = PurePosixPath(posix)
+        if posix.startswith("/") or ".." in rel.parts or (rel.parts and ":" in rel.parts[0]):
+            raise SubmissionError(f"submission {path}: entry '{name}' escapes the zip's folder")
+        if stat.S_ISLNK(info.external_attr >> 16):
+            raise SubmissionError(f"submission {path}: entry '{name}' is a symbolic link")
+        if info.is_dir():
+            continue
+        entries[rel] = _reader_zip(archive, info, path)
+    return entries
+
+
+def _reader_zip(archive: zipfile.ZipFile, info: zipfile.ZipInfo, path: Path):
+    def read() -> bytes:
+        if info.file_size > MAX_FILE_BYTES:
+            raise SubmissionError(f"submission {path}: '{info.filename}' is larger than 1 MiB")
+        try:
+            data = archive.read(info)
+        except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
+            raise SubmissionError(
+                f"submission {path}: cannot read '{info.filename}' ({exc})"
+            ) from None
+        if len(data) > MAX_FILE_BYTES:
+            raise SubmissionError(f"submission {path}: '{info.filename}' is larger than 1 MiB")
+        return data
+
+    return read
