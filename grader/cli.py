@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 
 from . import reference, starter
+from .grading import GradingError
+from .tracegen import SpecError
 from .units import REPO_ROOT, UnitError, load_unit
 
 
@@ -63,7 +65,7 @@ def _golden(args, extra: list[str]) -> int:
 
 
 def _grade(args, extra: list[str]) -> int:
-    from .grading import GradingError, grade_submission
+    from .grading import grade_submission
     from .sandbox import Limits
 
     outputs = [Path(p) for p in (args.json, args.gradescope) if p]
@@ -87,6 +89,86 @@ def _grade(args, extra: list[str]) -> int:
         write_json(Path(args.gradescope), report.to_gradescope())
         print(f"wrote {args.gradescope}")
     return 0
+
+
+def _trace_new(args, extra: list[str]) -> int:
+    from . import tracetools
+
+    unit = load_unit(args.unit)
+    dest = tracetools.new_trace(unit, Path(args.spec), args.output, args.data)
+    print(f"wrote {_show_path(dest)}")
+    return 0
+
+
+def _trace_import(args, extra: list[str]) -> int:
+    from . import tracetools
+
+    unit = load_unit(args.unit)
+    dest, doc = tracetools.import_trace(
+        unit,
+        Path(args.azure),
+        args.output,
+        args.spec_out,
+        start=args.start,
+        duration=args.duration,
+        scale=args.scale,
+        time_scale=args.time_scale,
+        max_requests=args.max_requests,
+        name=args.name,
+    )
+    print(f"wrote {_show_path(dest)} ({len(doc['requests'])} requests)")
+    if args.spec_out:
+        print(f"wrote {_show_path(Path(args.spec_out))}")
+    return 0
+
+
+def _trace_check(args, extra: list[str]) -> int:
+    from . import tracetools
+
+    if not args.paths and not args.unit:
+        raise UnitError("give trace files to check, or --unit to check all of a unit's traces")
+    unit = load_unit(args.unit or "unit07")
+    if args.paths:
+        lines = [tracetools.check_file(unit, Path(p), args.data) for p in args.paths]
+    else:
+        lines = tracetools.check_unit_traces(unit, args.data)
+    for line in lines:
+        print(f"{'ok' if line.ok else 'error'}: {_show_path(line.path)}: {line.message}")
+    bad = sum(1 for line in lines if not line.ok)
+    if bad:
+        print(f"{bad} problem(s)", file=sys.stderr)
+    return 1 if bad else 0
+
+
+def _trace_mutants(args, extra: list[str]) -> int:
+    from . import mutants
+
+    unit = load_unit(args.unit)
+    selected = mutants.list_mutants(unit)
+    if args.mutant:
+        known = {m.name: m for m in selected}
+        missing = [name for name in args.mutant if name not in known]
+        if missing:
+            raise UnitError(f"unknown mutant(s) {', '.join(missing)} (known: {', '.join(known)})")
+        selected = [known[name] for name in args.mutant]
+    if not selected:
+        raise UnitError(f"no mutants for {unit.id} in {mutants.MUTANTS_DIR / unit.id}")
+    try:
+        results = mutants.kill_matrix(unit, selected)
+    except GradingError as exc:
+        raise UnitError(str(exc)) from None
+    print(mutants.render_matrix(results))
+    survivors = [r.mutant.name for r in results if not r.killed_by_hidden]
+    for name in survivors:
+        print(f"warning: mutant {name} survives every hidden case", file=sys.stderr)
+    return 1 if survivors and args.strict else 0
+
+
+def _show_path(path: Path) -> str:
+    try:
+        return str(Path(path).resolve().relative_to(REPO_ROOT))
+    except ValueError:
+        return str(path)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -141,6 +223,51 @@ def build_parser() -> argparse.ArgumentParser:
         help="show hidden-case details (never give this to students)",
     )
     grade.set_defaults(handler=_grade)
+
+    trace = commands.add_parser("trace", help="make, import and check traces; mutant report")
+    trace_sub = trace.add_subparsers(dest="action", required=True)
+    new = trace_sub.add_parser(
+        "new",
+        help="write a trace from a YAML spec (explicit list, seeded generator or Azure import)",
+    )
+    new.add_argument("--unit", required=True)
+    new.add_argument("--spec", required=True, help="the YAML spec")
+    new.add_argument(
+        "--output", help="trace file to write (default traces/<unit>/hidden/<name>.json)"
+    )
+    new.add_argument("--data", help="folder holding the Azure CSV files of import specs")
+    new.set_defaults(handler=_trace_new)
+
+    imp = trace_sub.add_parser("import", help="turn a window of the Azure LLM trace into a trace")
+    imp.add_argument("--unit", required=True)
+    imp.add_argument("--azure", required=True, metavar="CSV", help="an Azure LLM inference CSV")
+    imp.add_argument("--start", type=float, default=0.0, help="window start, seconds after row 1")
+    imp.add_argument("--duration", type=float, required=True, help="window length in seconds")
+    imp.add_argument("--scale", type=float, required=True, help="divide token counts by this")
+    imp.add_argument("--time-scale", type=float, help="divide times by this (default: --scale)")
+    imp.add_argument("--max-requests", type=int, help="keep at most this many requests")
+    imp.add_argument("--name", help="trace name (default azure-<service>-<start>s)")
+    imp.add_argument(
+        "--output", help="trace file to write (default traces/<unit>/hidden/<name>.json)"
+    )
+    imp.add_argument("--spec-out", help="also write the YAML spec that remakes this trace")
+    imp.set_defaults(handler=_trace_import)
+
+    check = trace_sub.add_parser(
+        "check", help="validate traces (JSON or YAML) with the lab's own errors"
+    )
+    check.add_argument("paths", nargs="*", help="trace files (default: every trace of --unit)")
+    check.add_argument("--unit", help="check the unit's public and hidden traces and specs")
+    check.add_argument("--data", help="folder holding the Azure CSV files of import specs")
+    check.set_defaults(handler=_trace_check)
+
+    mut = trace_sub.add_parser("mutants", help="which graded cases kill which mutant policy")
+    mut.add_argument("--unit", required=True)
+    mut.add_argument("--mutant", action="append", help="only this mutant (repeatable)")
+    mut.add_argument(
+        "--strict", action="store_true", help="exit 1 when a mutant survives the hidden set"
+    )
+    mut.set_defaults(handler=_trace_mutants)
     return parser
 
 
@@ -151,9 +278,20 @@ def main(argv=None) -> int:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         return args.handler(args, extra)
-    except UnitError as exc:
+    except Exception as exc:
+        if not isinstance(exc, _user_errors()):
+            raise
         print(f"infralab: error: {exc}", file=sys.stderr)
         return 2
+
+
+def _user_errors() -> tuple[type[Exception], ...]:
+    """Errors that mean bad input (one line, exit 2) rather than a bug in infralab."""
+    errors = [UnitError, GradingError, SpecError, OSError]
+    servesim = sys.modules.get("servesim")
+    if servesim is not None:
+        errors.append(servesim.TraceError)
+    return tuple(errors)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,97 @@
+"""The mutant corpus: plausible wrong ``policies.py`` files, and which graded cases kill them.
+
+Mutants live in ``grader/mutants/<unit>/<name>.py``; the first line of each docstring says what
+is wrong. ``kill_matrix`` grades every mutant on every case (in-process: mutants are staff code)
+and ``infralab trace mutants`` prints the matrix and warns about mutants no hidden case kills.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+
+from .grading import GradeReport, Status, grade_submission
+from .inprocess import run_in_process
+from .submission import Submission
+from .units import Unit
+
+MUTANTS_DIR = Path(__file__).resolve().parent / "mutants"
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    path: Path
+
+    @property
+    def summary(self) -> str:
+        doc = ast.get_docstring(ast.parse(self.path.read_text(encoding="utf-8"))) or ""
+        return " ".join(doc.split()).removeprefix("Mutant: ")
+
+    def submission(self) -> Submission:
+        return Submission({"policies.py": self.path.read_bytes()}, source=str(self.path))
+
+
+def list_mutants(unit: Unit) -> list[Mutant]:
+    folder = MUTANTS_DIR / unit.id
+    return [Mutant(p.stem, p) for p in sorted(folder.glob("*.py")) if not p.name.startswith("_")]
+
+
+@dataclass(frozen=True)
+class MutantResult:
+    mutant: Mutant
+    report: GradeReport
+
+    def status(self, case_id: str) -> Status:
+        return next(c.status for c in self.report.cases if c.id == case_id)
+
+    @property
+    def killed_by(self) -> list[str]:
+        return [c.id for c in self.report.cases if c.points < c.max_points]
+
+    @property
+    def killed_by_hidden(self) -> list[str]:
+        return self.report.killed_by()
+
+
+def kill_matrix(unit: Unit, mutants: list[Mutant] | None = None) -> list[MutantResult]:
+    mutants = list_mutants(unit) if mutants is None else mutants
+    return [
+        MutantResult(m, grade_submission(unit, m.submission(), runner=run_in_process))
+        for m in mutants
+    ]
+
+
+CODES = {
+    Status.PASSED: ".",
+    Status.WRONG_SCHEDULE: "W",
+    Status.INVALID_SCHEDULE: "I",
+    Status.INCONSISTENT_STATS: "S",
+    Status.CRASH: "C",
+    Status.TIMEOUT: "T",
+    Status.NOT_IMPLEMENTED: "N",
+}
+
+
+def render_matrix(results: list[MutantResult]) -> str:
+    """One row per mutant: a status letter per case, then the hidden cases that kill it."""
+    if not results:
+        return "no mutants"
+    cases = results[0].report.cases
+    lines = ["cases (columns):"]
+    for n, case in enumerate(cases):
+        lines.append(f"  {n + 1:>2} {case.id} ({case.visibility.value})")
+    legend = ", ".join(f"{code} {status.value}" for status, code in CODES.items())
+    lines.append(f"legend: {legend}")
+    width = max(len(r.mutant.name) for r in results)
+    lines.append("")
+    lines.append(
+        f"{'mutant'.ljust(width)}  {''.join(str((n + 1) % 10) for n in range(len(cases)))}"
+    )
+    for result in results:
+        row = "".join(CODES[c.status] for c in result.report.cases)
+        hidden = result.killed_by_hidden
+        tail = f"killed by hidden: {', '.join(hidden)}" if hidden else "SURVIVES the hidden set"
+        lines.append(f"{result.mutant.name.ljust(width)}  {row}  {tail}")
+    return "\n".join(lines)

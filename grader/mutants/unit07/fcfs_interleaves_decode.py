@@ -1,0 +1,21 @@
+"""Mutant: fcfs runs a decode batch between two whole prefills (chunked prefill with an unlimited
+chunk).
+"""
+
+from servesim import Batch, PrefillChunk, SchedulerView  # noqa: F401
+
+
+def fcfs(view: SchedulerView) -> Batch:
+    decoded_last = view.previous is not None and bool(view.previous.decode)
+    if view.running and (not decoded_last or not view.waiting):
+        return Batch.decode_of(view.running)
+    head = view.waiting[0]
+    return Batch.prefill_of(head, head.remaining_prefill)
+
+
+def chunked(view: SchedulerView, chunk: int) -> Batch:
+    decoded_last = view.previous is not None and bool(view.previous.decode)
+    if view.running and (not decoded_last or not view.waiting):
+        return Batch.decode_of(view.running)
+    head = view.waiting[0]
+    return Batch.prefill_of(head, min(chunk, head.remaining_prefill))
