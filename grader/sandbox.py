@@ -28,7 +28,10 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import dataclasses
 import functools
+import json
+import math
 import os
 import resource
 import secrets
@@ -40,6 +43,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,7 +52,6 @@ MODE_ENV = "INFRALAB_SANDBOX"  # "auto" (default), "bwrap" (required) or "rlimit
 UID_RANGE = (200_000, 260_000)  # dedicated child uids (no passwd entry needed)
 CASE_DIR = "/lab"  # where the case folder appears inside bubblewrap
 OUT_DIR = "/out"
-PR_SET_NO_NEW_PRIVS = 38
 PR_SET_CHILD_SUBREAPER = 36
 
 
@@ -59,13 +62,14 @@ class SandboxError(RuntimeError):
 @dataclass(frozen=True)
 class Limits:
     wall_s: float = 20.0
-    cpu_s: int = 10
+    cpu_s: float = 10  # CPU seconds per case (the rlimit rounds up to whole seconds)
     memory_mb: int = 1024  # address space
     file_mb: int = 64  # largest file the child may write (stdout/stderr included)
     open_files: int = 64
     processes: int = 64  # tasks of the child's uid (only enforceable with a dedicated uid)
     output_mb: int = 16  # largest run file the parent reads back
     tmp_mb: int = 64  # size of the child's private /tmp (bubblewrap only)
+    one_child_per_case: bool = False  # grading: a fresh interpreter per case (slower)
 
 
 @dataclass(frozen=True)
@@ -185,14 +189,16 @@ def _works(plan: _Plan) -> bool:
             for path in (tmp, case, out):
                 os.chown(path, uid, uid)
         command = _bwrap_command(plan, case, out, [plan.python.path, "-I", "-S", "-c", "pass"])
+        prefix, preexec = _launcher(Limits(), uid, _own_tasks() if uid is None else 0)
         try:
             done = subprocess.run(
-                command,
+                [*prefix, *command],
                 capture_output=True,
                 check=False,
                 timeout=10,
                 env={},
-                preexec_fn=functools.partial(_child_setup, Limits(), uid, 0),
+                start_new_session=True,
+                preexec_fn=preexec,
             )
         except (OSError, subprocess.TimeoutExpired):
             return False
@@ -233,26 +239,51 @@ def _own_tasks() -> int:
     return count
 
 
-def _child_setup(limits: Limits, uid: int | None, nproc_base: int) -> None:
-    """Runs in the forked child before exec: new session, rlimits, then the unprivileged uid."""
-    os.setsid()
-    cpu = max(1, int(limits.cpu_s))
-    rlimits = [
-        (resource.RLIMIT_CPU, (cpu, cpu + 1)),
-        (resource.RLIMIT_AS, (limits.memory_mb << 20,) * 2),
-        (resource.RLIMIT_FSIZE, (limits.file_mb << 20,) * 2),
-        (resource.RLIMIT_NOFILE, (limits.open_files,) * 2),
-        (resource.RLIMIT_NPROC, (limits.processes + nproc_base,) * 2),
-        (resource.RLIMIT_CORE, (0, 0)),
+def _rlimits(limits: Limits, nproc_base: int) -> list[tuple[str, int, int, int]]:
+    """(prlimit option, resource, soft, hard) for every limit the child gets."""
+    cpu = max(1, math.ceil(limits.cpu_s))
+    return [
+        ("--cpu", resource.RLIMIT_CPU, cpu, cpu + 1),  # SIGXCPU at soft, SIGKILL at hard
+        ("--as", resource.RLIMIT_AS, limits.memory_mb << 20, limits.memory_mb << 20),
+        ("--fsize", resource.RLIMIT_FSIZE, limits.file_mb << 20, limits.file_mb << 20),
+        ("--nofile", resource.RLIMIT_NOFILE, limits.open_files, limits.open_files),
+        ("--nproc", resource.RLIMIT_NPROC, *(limits.processes + nproc_base,) * 2),
+        ("--core", resource.RLIMIT_CORE, 0, 0),
     ]
-    for which, value in rlimits:
-        resource.setrlimit(which, value)
+
+
+def _launcher(limits: Limits, uid: int | None, nproc_base: int) -> tuple[list[str], object]:
+    """(command prefix, preexec_fn) that applies the rlimits and the uid before the child runs.
+
+    util-linux's ``prlimit`` and ``setpriv`` do it in the exec chain (safe with threads, and
+    ``--no-new-privs`` on top); without them, a ``preexec_fn`` does the same in the fork.
+    """
+    prlimit, setpriv = shutil.which("prlimit"), shutil.which("setpriv")
+    if prlimit and (uid is None or setpriv):
+        prefix = [
+            prlimit,
+            *(f"{opt}={soft}:{hard}" for opt, _, soft, hard in _rlimits(limits, nproc_base)),
+        ]
+        if uid is not None:
+            prefix += [
+                setpriv,
+                f"--reuid={uid}",
+                f"--regid={uid}",
+                "--clear-groups",
+                "--no-new-privs",
+            ]
+        return [*prefix, "--"], None
+    return [], functools.partial(_child_setup, limits, uid, nproc_base)
+
+
+def _child_setup(limits: Limits, uid: int | None, nproc_base: int) -> None:
+    """Fallback ``preexec_fn`` (no util-linux): rlimits, then the unprivileged uid."""
+    for _, which, soft, hard in _rlimits(limits, nproc_base):
+        resource.setrlimit(which, (soft, hard))
     if uid is not None:
         os.setgroups([])
         os.setresgid(uid, uid, uid)
         os.setresuid(uid, uid, uid)
-    with contextlib.suppress(Exception):
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
 
 
 def _become_subreaper() -> None:
@@ -279,19 +310,21 @@ def _reap_orphans(uid: int) -> None:
 
 
 def _kill_uid(uid: int) -> None:
-    """Kill every process of ``uid`` (a forked helper becomes that uid and signals -1), then
-    reap those that were re-parented to the grader."""
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - runs in the helper
-        try:
-            os.setresgid(uid, uid, uid)
-            os.setresuid(uid, uid, uid)
-            for _ in range(3):
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(-1, signal.SIGKILL)
-        finally:
-            os._exit(0)
-    os.waitpid(pid, 0)
+    """Kill every process of ``uid`` (``kill -KILL -1`` run as that uid), then reap those that
+    were re-parented to the grader."""
+    kill = shutil.which("kill") or "/bin/kill"
+    for _ in range(2):
+        with contextlib.suppress(OSError):
+            subprocess.run(
+                [kill, "-KILL", "--", "-1"],
+                user=uid,
+                group=uid,
+                extra_groups=[],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                check=False,
+                env={},
+            )
     _reap_orphans(uid)
 
 
@@ -328,8 +361,13 @@ def _child_env() -> dict[str, str]:
 
 
 def _prepare_case(
-    root: Path, lab_dir: Path, submission_files: dict[str, bytes], trace_path: Path
+    root: Path,
+    lab_dir: Path,
+    submission_files: dict[str, bytes],
+    traces: list[Path],
+    extra: dict[str, bytes],
 ) -> Path:
+    """The case folder: pristine lab copy, then the editable files, then traces and extras."""
     case = root / "lab"
     shutil.copytree(
         lab_dir, case, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "tests", "runs")
@@ -340,7 +378,10 @@ def _prepare_case(
             raise SandboxError(f"submission file name escapes the lab folder: {name!r}")
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
-    shutil.copyfile(trace_path, case / "case-trace.json")
+    for number, trace in enumerate(traces):
+        shutil.copyfile(trace, case / f"case-{number}.json")
+    for name, data in extra.items():
+        (case / name).write_bytes(data)
     return case
 
 
@@ -396,19 +437,147 @@ def _which_limit(
     return sig, limit
 
 
-def _wait(child: subprocess.Popen, timeout: float) -> int:
-    """``child.wait(timeout)`` without its polling sleeps (a pidfd wakes us at once on Linux)."""
+@dataclass(frozen=True)
+class _Raw:
+    """How the child process ended, before its files are read."""
+
+    returncode: int | None
+    timed_out: bool
+    stdout: str
+    stderr: str
+    full: bool  # stdout or stderr reached the file-size limit
+    progress: int  # cases finished (batch runs), as counted while it ran
+    wall_s: float
+
+
+Build = Callable[[str, str], list[str]]  # (case folder, output folder) -> the child's argv
+Collect = Callable[[Path, _Raw, str], list[ChildResult]]
+
+
+def _launch(
+    lab_dir: Path,
+    submission_files: dict[str, bytes],
+    traces: list[Path],
+    *,
+    extra: dict[str, bytes],
+    build: Build,
+    collect: Collect,
+    limits: Limits,
+    watch: Callable[[Path], int] | None = None,
+) -> list[ChildResult]:
+    """Prepare a private case folder, run the child there under the plan, and ``collect``.
+
+    ``watch(out)`` (batch runs) counts finished cases; the wall limit then applies to each
+    case: the child is killed when no case finishes for ``limits.wall_s`` seconds.
+    """
+    plan = _plan(_requested_mode())
+    isolation = plan.mode + ("+uid" if plan.drop_uid else "")
+    uid = _fresh_uid() if plan.drop_uid else None
+    with tempfile.TemporaryDirectory(prefix="infralab-case-") as tmp:
+        root = Path(tmp)  # 0700, owned by the grader
+        private = root / "work"  # owned by the child's uid; the grader's own files stay outside
+        private.mkdir(mode=0o700)
+        case = _prepare_case(private, lab_dir, submission_files, traces, extra)
+        out = private / f"out-{secrets.token_hex(8)}"
+        out.mkdir()
+        if uid is not None:
+            os.chmod(root, 0o711)  # the child may pass through, not list
+            for path in (private, *private.rglob("*")):
+                os.lchown(path, uid, uid)
+        if plan.mode == "bwrap":
+            inner = [plan.python.path, "-I", "-S", "-B", *build(CASE_DIR, OUT_DIR)]
+            command = _bwrap_command(plan, case, out, inner, limits.tmp_mb)
+            env, cwd = {}, "/"
+        else:
+            command = [plan.python.path, "-I", "-S", "-B", *build(str(case), str(out))]
+            env, cwd = _child_env() | {"HOME": str(private), "TMPDIR": str(private)}, case
+        prefix, preexec = _launcher(limits, uid, 0 if uid is not None else _own_tasks())
+        started = time.monotonic()
+        with (
+            tempfile.TemporaryFile(dir=root) as stdout,
+            tempfile.TemporaryFile(dir=root) as stderr,
+        ):
+            try:
+                child = subprocess.Popen(
+                    [*prefix, *command],
+                    cwd=cwd,
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=stdout,
+                    stderr=stderr,
+                    start_new_session=True,
+                    preexec_fn=preexec,  # noqa: PLW1509 - only without util-linux
+                )
+            except OSError as exc:
+                raise SandboxError(f"cannot start the child process: {exc}") from None
+            timed_out, progress = False, 0
+            try:
+                returncode, progress = _wait(child, limits.wall_s, out if watch else None, watch)
+            except subprocess.TimeoutExpired:
+                timed_out, returncode = True, None
+                progress = watch(out) if watch else 0
+            finally:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(child.pid, signal.SIGKILL)
+                if uid is not None:
+                    _kill_uid(uid)
+                child.wait()
+            elapsed = time.monotonic() - started
+            out_text, err_text = _tail_text(stdout), _tail_text(stderr)
+            sizes = [os.fstat(f.fileno()).st_size for f in (stdout, stderr)]
+        if plan.mode == "bwrap" and returncode is not None and 128 < returncode < 128 + 65:
+            returncode = 128 - returncode  # bubblewrap reports a child's signal N as 128 + N
+        full = max(sizes) >= limits.file_mb << 20
+        raw = _Raw(returncode, timed_out, out_text, err_text, full, progress, elapsed)
+        return collect(out, raw, isolation)
+
+
+def _wait(child: subprocess.Popen, wall_s: float, out: Path | None, watch) -> tuple[int, int]:
+    """Wait for the child: (return code, cases finished). A pidfd wakes us the moment it exits
+    (no polling sleeps); with ``watch`` the deadline moves on whenever a case finishes."""
     try:
         fd = os.pidfd_open(child.pid)
     except (AttributeError, OSError):
-        return child.wait(timeout=timeout)
+        fd = None
+    progress, deadline = 0, time.monotonic() + wall_s
     try:
-        ready, _, _ = select.select([fd], [], [], timeout)
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise subprocess.TimeoutExpired(child.args, wall_s)
+            step = min(left, 0.1) if watch else left
+            if fd is not None:
+                if select.select([fd], [], [], step)[0]:
+                    break
+            else:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    child.wait(timeout=step)
+                    break
+            if watch:
+                now = watch(out)
+                if now > progress:
+                    progress, deadline = now, time.monotonic() + wall_s
     finally:
-        os.close(fd)
-    if not ready:
-        raise subprocess.TimeoutExpired(child.args, timeout)
-    return child.wait()
+        if fd is not None:
+            os.close(fd)
+    return child.wait(), (watch(out) if watch else 0)
+
+
+def _child_result(raw: _Raw, isolation: str, output: Path, limits: Limits) -> ChildResult:
+    sig, limit = _which_limit(raw.returncode, raw.timed_out, raw.stderr, raw.full)
+    data, output_error = _read_output(output, limits.output_mb << 20)
+    return ChildResult(
+        returncode=raw.returncode,
+        stdout=raw.stdout,
+        stderr=raw.stderr,
+        timed_out=raw.timed_out,
+        output=data,
+        isolation=isolation,
+        signal=sig,
+        limit=limit,
+        output_error=output_error,
+        wall_s=raw.wall_s,
+    )
 
 
 def run_simulation(
@@ -423,80 +592,147 @@ def run_simulation(
     Raises ``SandboxError`` only when the sandbox itself cannot run; whatever the submission
     does (crash, loop, exit early, write junk) comes back as a ``ChildResult``.
     """
-    plan = _plan(_requested_mode())
-    isolation = plan.mode + ("+uid" if plan.drop_uid else "")
-    uid = _fresh_uid() if plan.drop_uid else None
-    with tempfile.TemporaryDirectory(prefix="infralab-case-") as tmp:
-        root = Path(tmp)  # 0700, owned by the grader
-        private = root / "work"  # owned by the child's uid; the grader's own files stay outside
-        private.mkdir(mode=0o700)
-        case = _prepare_case(private, lab_dir, submission_files, trace_path)
-        out = private / f"out-{secrets.token_hex(8)}"
-        out.mkdir()
-        name = f"run-{secrets.token_hex(8)}.json"
-        if uid is not None:
-            os.chmod(root, 0o711)  # the child may pass through, not list
-            for path in (private, *private.rglob("*")):
-                os.lchown(path, uid, uid)
-        if plan.mode == "bwrap":
-            python = [plan.python.path, "-I", "-S", "-B"]
-            inner = [*python, "simulate.py", "--trace", f"{CASE_DIR}/case-trace.json", *argv]
-            command = _bwrap_command(
-                plan, case, out, [*inner, "--output", f"{OUT_DIR}/{name}"], limits.tmp_mb
-            )
-            env, cwd = {}, "/"
-        else:
-            python = [plan.python.path, "-I", "-S", "-B", "simulate.py"]
-            command = [*python, "--trace", str(case / "case-trace.json"), *argv]
-            command += ["--output", str(out / name)]
-            env, cwd = _child_env() | {"HOME": str(private), "TMPDIR": str(private)}, case
-        nproc_base = 0 if uid is not None else _own_tasks()
-        started = time.monotonic()
-        with (
-            tempfile.TemporaryFile(dir=root) as stdout,
-            tempfile.TemporaryFile(dir=root) as stderr,
-        ):
-            try:
-                child = subprocess.Popen(
-                    command,
-                    cwd=cwd,
-                    env=env,
-                    stdin=subprocess.DEVNULL,
-                    stdout=stdout,
-                    stderr=stderr,
-                    # preexec_fn: the grader forks no threads while a case runs
-                    preexec_fn=functools.partial(_child_setup, limits, uid, nproc_base),  # noqa: PLW1509
-                )
-            except OSError as exc:
-                raise SandboxError(f"cannot start the child process: {exc}") from None
-            timed_out = False
-            try:
-                returncode = _wait(child, limits.wall_s)
-            except subprocess.TimeoutExpired:
-                timed_out, returncode = True, None
-            finally:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(child.pid, signal.SIGKILL)
-                if uid is not None:
-                    _kill_uid(uid)
-                child.wait()
-            elapsed = time.monotonic() - started
-            out_text, err_text = _tail_text(stdout), _tail_text(stderr)
-            sizes = [os.fstat(f.fileno()).st_size for f in (stdout, stderr)]
-        if plan.mode == "bwrap" and returncode is not None and 128 < returncode < 128 + 65:
-            returncode = 128 - returncode  # bubblewrap reports a child's signal N as 128 + N
-        full = max(sizes) >= limits.file_mb << 20
-        sig, limit = _which_limit(returncode, timed_out, err_text, full)
-        data, output_error = _read_output(out / name, limits.output_mb << 20)
-        return ChildResult(
-            returncode=returncode,
-            stdout=out_text,
-            stderr=err_text,
-            timed_out=timed_out,
-            output=data,
-            isolation=isolation,
-            signal=sig,
-            limit=limit,
-            output_error=output_error,
-            wall_s=elapsed,
-        )
+    name = f"run-{secrets.token_hex(8)}.json"
+
+    def build(case: str, out: str) -> list[str]:
+        return ["simulate.py", "--trace", f"{case}/case-0.json", *argv, "--output", f"{out}/{name}"]
+
+    def collect(out: Path, raw: _Raw, isolation: str) -> list[ChildResult]:
+        return [_child_result(raw, isolation, out / name, limits)]
+
+    return _launch(
+        lab_dir,
+        submission_files,
+        [trace_path],
+        extra={},
+        build=build,
+        collect=collect,
+        limits=limits,
+    )[0]
+
+
+@dataclass(frozen=True)
+class CaseRun:
+    """One case of a batch: the trace file and the simulate.py flags (no --trace/--output)."""
+
+    trace_path: Path
+    argv: list[str]
+
+
+RUNNER = Path(__file__).with_name("case_runner.py")
+RUNNER_NAME = "_infralab_runner.py"
+
+
+def run_cases(
+    lab_dir: Path,
+    submission_files: dict[str, bytes],
+    runs: list[CaseRun],
+    limits: Limits = Limits(),
+) -> list[ChildResult]:
+    """Run several cases of one submission in ONE child (``case_runner.py``), in order.
+
+    Same isolation and limits as ``run_simulation``; per case, the runner re-imports
+    ``policies.py``, stops the case after ``limits.cpu_s`` CPU seconds and writes the run file,
+    the captured output and a status file. The parent trusts none of these beyond reading them
+    safely: each run file is verified like any other. When the child dies, times out or is
+    killed midway, the case it was on gets that fate and the cases after it run again in a
+    fresh child, so each case's result does not depend on the others'.
+    """
+    results: list[ChildResult | None] = [None] * len(runs)
+    pending = list(range(len(runs)))
+    while pending:
+        batch = _run_batch(lab_dir, submission_files, [runs[i] for i in pending], limits)
+        for index, result in zip(pending, batch, strict=True):
+            results[index] = result
+        pending = [i for i in pending if results[i] is None]
+    return results  # type: ignore[return-value]
+
+
+def _run_batch(lab_dir, submission_files, runs: list[CaseRun], limits: Limits):
+    """Results of the cases the child finished, the fate of the one it was on, None after."""
+    tag = secrets.token_hex(8)
+    names = [f"{tag}-{n}" for n in range(len(runs))]
+    cpu = max(0.1, float(limits.cpu_s))
+    batch_limits = dataclasses.replace(limits, cpu_s=math.ceil(cpu * len(runs)) + 1)
+
+    def build(case: str, out: str) -> list[str]:
+        return [RUNNER_NAME, f"{case}/jobs.json", out]
+
+    jobs = {
+        "cpuSeconds": cpu,
+        "cases": [
+            {"trace": f"case-{n}.json", "argv": list(run.argv), "name": names[n]}
+            for n, run in enumerate(runs)
+        ],
+    }
+
+    def watch(out: Path) -> int:
+        done = 0
+        while done < len(names) and os.path.lexists(out / f"{names[done]}.status"):
+            done += 1
+        return done
+
+    def collect(out: Path, raw: _Raw, isolation: str) -> list[ChildResult | None]:
+        results: list[ChildResult | None] = []
+        for name in names:
+            status = _read_status(out / f"{name}.status")
+            if status is None:
+                break
+            stdout = _read_tail(out / f"{name}.stdout")
+            stderr = _read_tail(out / f"{name}.stderr")
+            code, limit = status
+            case_raw = _Raw(code, False, stdout, stderr, False, 0, raw.wall_s)
+            result = _child_result(case_raw, isolation, out / f"{name}.json", limits)
+            if limit == "CPU time":
+                result = dataclasses.replace(result, limit=limit, returncode=None)
+            results.append(result)
+        if len(results) < len(names):  # the case the child was on when it ended
+            name = names[len(results)]
+            stdout = _join(_read_tail(out / f"{name}.stdout"), raw.stdout)
+            stderr = _join(_read_tail(out / f"{name}.stderr"), raw.stderr)
+            case_raw = dataclasses.replace(raw, stdout=stdout, stderr=stderr)
+            results.append(_child_result(case_raw, isolation, out / f"{name}.json", limits))
+        return results + [None] * (len(names) - len(results))
+
+    files = {RUNNER_NAME: RUNNER.read_bytes(), "jobs.json": json.dumps(jobs).encode()}
+    traces = [run.trace_path for run in runs]
+    return _launch(
+        lab_dir,
+        submission_files,
+        traces,
+        extra=files,
+        build=build,
+        collect=collect,
+        limits=batch_limits,
+        watch=watch,
+    )
+
+
+def _join(first: str, second: str) -> str:
+    return "\n".join(part for part in (first, second) if part)
+
+
+def _read_status(path: Path) -> tuple[int | None, str | None] | None:
+    data, error = _read_output(path, 4096)
+    if data is None or error:
+        return None
+    try:
+        doc = json.loads(data)
+        code, limit = doc["code"], doc.get("limit")
+    except (ValueError, KeyError, TypeError):
+        return None
+    if not (code is None or (isinstance(code, int) and not isinstance(code, bool))):
+        return None
+    return code, limit if limit in ("CPU time", "memory") else None
+
+
+def _read_tail(path: Path) -> str:
+    """The last ``OUTPUT_LIMIT`` bytes of a file the child wrote (no links, regular only)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return ""
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            return ""
+        return _tail_text(handle)

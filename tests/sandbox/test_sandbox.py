@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import socket
 import subprocess
@@ -107,7 +108,7 @@ def test_fallback_child_is_unprivileged_and_limited(unit, mode, tmp_path, monkey
     private.mkdir(mode=0o700)
     (private / "golden.json").write_text("{}")
     facts = probe(unit, [private / "golden.json"], [tmp_path.parent])
-    assert facts["limits"]["RLIMIT_CPU"] == FAST.cpu_s + 1
+    assert facts["limits"]["RLIMIT_CPU"] == math.ceil(FAST.cpu_s) + 1
     assert facts["limits"]["RLIMIT_AS"] == FAST.memory_mb << 20
     assert facts["limits"]["RLIMIT_FSIZE"] == FAST.file_mb << 20
     assert facts["limits"]["RLIMIT_NOFILE"] == FAST.open_files
@@ -229,3 +230,56 @@ def test_sandbox_runs_for_an_unprivileged_grader(unit):
     facts = json.loads(done.stdout.splitlines()[-1])
     assert facts == {"rc": 0, "iso": facts["iso"], "ok": True}
     assert facts["iso"] in ("bwrap", "rlimits")
+
+
+STUBBORN = """
+from servesim import Batch
+
+
+def fcfs(view):
+    while True:  # swallows the runner's CPU-timer exception and goes on looping
+        try:
+            while True:
+                pass
+        except BaseException:
+            pass
+
+
+def chunked(view, chunk):
+    if view.waiting:
+        return Batch.prefill_of(view.waiting[0], min(chunk, view.waiting[0].remaining_prefill))
+    return Batch.decode_of(view.running)
+"""
+
+
+def test_batch_child_killed_midway_reruns_the_remaining_cases(unit, mode):
+    """A case that defeats the runner's CPU timer is stopped by the parent's per-case wall
+    limit; the cases after it still run (in a fresh child) and keep their own results."""
+    trace = unit.lab_dir / "traces" / "prefill-only.json"
+    runs = [
+        sandbox.CaseRun(trace, ["--policy", "fcfs"]),
+        sandbox.CaseRun(trace, ["--policy", "chunked", "--chunk", "4"]),
+        sandbox.CaseRun(trace, ["--policy", "fcfs"]),
+        sandbox.CaseRun(trace, ["--policy", "chunked", "--chunk", "2"]),
+    ]
+    limits = Limits(wall_s=1.5, cpu_s=0.3)
+    results = sandbox.run_cases(unit.lab_dir, {"policies.py": STUBBORN.encode()}, runs, limits)
+    assert [r.timed_out for r in results] == [True, False, True, False]
+    assert [r.output is not None for r in results] == [False, True, False, True]
+    assert results[0].limit == "wall time"
+    assert results[1].returncode == 0
+
+
+def test_batch_runner_stops_a_plain_loop_at_its_cpu_share(unit, mode):
+    trace = unit.lab_dir / "traces" / "mixed.json"
+    source = (
+        (ADVERSARIAL / "raise_in_chunked.py")
+        .read_text()
+        .replace('raise ValueError("chunked scheduling is hard")', "while True:\n        pass")
+    )
+    runs = [sandbox.CaseRun(trace, ["--policy", p]) for p in ("chunked", "fcfs", "chunked")]
+    results = sandbox.run_cases(
+        unit.lab_dir, {"policies.py": source.encode()}, runs, Limits(wall_s=10, cpu_s=0.3)
+    )
+    assert [r.limit for r in results] == ["CPU time", None, "CPU time"]
+    assert results[1].returncode == 0 and json.loads(results[1].output)["runs"]

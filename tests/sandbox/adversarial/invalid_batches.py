@@ -1,7 +1,8 @@
 """Returns batches the device cannot run: fcfs prefills more tokens than the prompt has, and
-chunked returns None once anything runs.
+chunked returns None once anything runs (so it survives only traces where nothing
+runs while a prompt waits: an honest reading earns those cases).
 
-EARNS: none
+EARNS: replay
 """
 
 from servesim import Batch, SchedulerView

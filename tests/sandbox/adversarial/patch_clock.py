@@ -10,13 +10,6 @@ DeviceProfile.work_ms = lambda self, batch, context: 0.0
 DeviceProfile.duration_ms = lambda self, batch, context: 0.0
 
 
-def _zero_overhead(self):
-    return 0.0
-
-
-DeviceProfile.overhead_ms = property(_zero_overhead)
-
-
 def fcfs(view: SchedulerView) -> Batch:
     if view.waiting:
         first = view.waiting[0]

@@ -19,7 +19,9 @@ GUESSES = [
     "/root",
     "/home",
 ]
-MARKERS = ("BEGIN SOLUTION", '"golden"', "engineVersion")
+SOLUTION_MARK = "BEGIN " + "SOLUTION"  # spelled in two pieces so this file does not match
+MARKERS = (SOLUTION_MARK, '"golden"', "engineVersion")
+SELF = os.path.abspath(__file__)
 
 found_solution = None
 for guess in GUESSES:
@@ -34,11 +36,12 @@ for guess in GUESSES:
             pass
 
 for top, dirs, files in os.walk("/", onerror=lambda e: None):
-    dirs[:] = [d for d in dirs if d not in ("proc", "sys", "dev")]
+    if top == "/":
+        dirs[:] = [d for d in dirs if d not in ("proc", "sys", "dev", "usr")]
     for name in files:
-        if not name.endswith((".py", ".json", ".yaml")):
-            continue
         path = os.path.join(top, name)
+        if not name.endswith((".py", ".json", ".yaml")) or path == SELF:
+            continue
         try:
             with open(path, encoding="utf-8", errors="replace") as handle:
                 head = handle.read(200_000)
@@ -46,7 +49,7 @@ for top, dirs, files in os.walk("/", onerror=lambda e: None):
             continue
         if any(marker in head for marker in MARKERS):
             print("readable secret:", path, file=sys.stderr)
-            if "BEGIN SOLUTION" in head and found_solution is None:
+            if SOLUTION_MARK in head and found_solution is None:
                 found_solution = path
 
 if found_solution is None:
