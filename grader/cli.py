@@ -68,6 +68,12 @@ def _grade(args, extra: list[str]) -> int:
     from .grading import grade_submission
     from .sandbox import Limits
 
+    if len(args.submission) > 1 or args.out:
+        from . import batch
+
+        return batch.run_cli(args)
+    args.submission = args.submission[0]
+
     outputs = [Path(p) for p in (args.json, args.gradescope) if p]
     for path in outputs:
         if path.is_dir():
@@ -206,13 +212,22 @@ def build_parser() -> argparse.ArgumentParser:
 
     grade = commands.add_parser(
         "grade",
-        help="grade one submission (folder or .zip) on every graded case",
+        help="grade one submission (folder or .zip), or many in parallel (--out)",
         description="Grade a submission: each case runs in a child process, the parent verifies "
         "the run and compares it with golden. Exit 0 whatever the score; non-zero only when "
         "grading itself could not run.",
     )
     grade.add_argument("--unit", required=True)
-    grade.add_argument("submission", help="a folder or .zip holding the editable files")
+    grade.add_argument(
+        "submission",
+        nargs="+",
+        help="a folder or .zip holding the editable files; several: batch grading (needs --out)",
+    )
+    grade.add_argument("--out", metavar="DIR", help="batch: reports/<name>.json and scores.csv")
+    grade.add_argument(
+        "--jobs", type=int, metavar="N", help="batch: submissions at once (default: cores)"
+    )
+    grade.add_argument("--force", action="store_true", help="batch: regrade finished ones too")
     grade.add_argument("--json", metavar="REPORT", help="write the report as JSON here")
     grade.add_argument("--gradescope", metavar="RESULTS", help="write Gradescope results.json here")
     grade.add_argument("--case", action="append", help="grade only this case (repeatable)")
