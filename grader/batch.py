@@ -191,7 +191,12 @@ def _progress(total: int, initial: int, enabled: bool):
     from tqdm import tqdm
 
     return tqdm(
-        total=total, initial=initial, unit="sub", desc="grading", disable=not enabled, file=sys.stderr
+        total=total,
+        initial=initial,
+        unit="sub",
+        desc="grading",
+        disable=not enabled,
+        file=sys.stderr,
     )
 
 
