@@ -110,10 +110,8 @@ def csv_text(unit: Unit, names: list[str], out: Path) -> str:
             continue
         row_parts = [_num(doc.get("parts", {}).get(p, {}).get("score", 0.0)) for p in parts]
         most = doc.get("maxScore")
-        writer.writerow(
-            [name, _num(doc["score"]), "" if most is None else _num(most), *row_parts]
-            + [doc.get("error") or ""]
-        )
+        max_text = "" if most is None else _num(most)
+        writer.writerow([name, _num(doc["score"]), max_text, *row_parts, doc.get("error") or ""])
     return buffer.getvalue()
 
 
@@ -139,8 +137,8 @@ def grade_batch(
     for case_id in cases or []:
         grading.by_id(case_id)
     names: dict[str, Path] = {}
-    for path in submissions:
-        path = Path(path)
+    for given in submissions:
+        path = Path(given)
         if not path.exists():
             raise BatchError(f"submission {path}: no such file or folder")
         name = submission_name(path)
