@@ -97,6 +97,30 @@ def _grade(args, extra: list[str]) -> int:
     return 0
 
 
+def _release(args, extra: list[str]) -> int:
+    from . import release
+
+    unit = load_unit(args.unit)
+    out = Path(args.out) if args.out else REPO_ROOT / "dist" / unit.id
+    if out.exists() and not out.is_dir():
+        raise UnitError(f"--out {out}: exists and is not a folder")
+    if args.kind == "student":
+        dest = release.build_student_zip(unit, out / f"infra-lab-{unit.id}.zip")
+    else:
+        reference.engine(unit)
+        from . import golden
+
+        stale = [s for s in golden.check_golden(unit) if s.state is not golden.GoldenState.OK]
+        if stale:
+            raise UnitError(
+                f"golden files are not up to date ({stale[0].path.name}: {stale[0].reason}); "
+                f"run: infralab golden --unit {unit.id}"
+            )
+        dest = release.build_autograder_zip(unit, out / "autograder.zip")
+    print(f"wrote {_show_path(dest)}")
+    return 0
+
+
 def _trace_new(args, extra: list[str]) -> int:
     from . import tracetools
 
@@ -209,6 +233,18 @@ def build_parser() -> argparse.ArgumentParser:
         "--check", action="store_true", help="report stale files, write nothing"
     )
     golden_cmd.set_defaults(handler=_golden)
+
+    release_cmd = commands.add_parser(
+        "release",
+        help="build the student lab zip or the Gradescope autograder bundle",
+        description="student: the lab folder as students get it (infra-lab/...), no hidden "
+        "traces, golden files, solutions or grader code. autograder: Gradescope's "
+        "autograder.zip (setup.sh, run_autograder, grader, lab folder, hidden traces, golden).",
+    )
+    release_cmd.add_argument("kind", choices=["student", "autograder"])
+    release_cmd.add_argument("--unit", required=True)
+    release_cmd.add_argument("--out", metavar="DIR", help="output folder (default: dist/<unit>)")
+    release_cmd.set_defaults(handler=_release)
 
     grade = commands.add_parser(
         "grade",

@@ -59,6 +59,8 @@ def autograder_files(unit: Unit) -> dict[str, Path]:
                 files[rel.as_posix()] = path
 
     add_tree(REPO_ROOT / "grader", (".py",))
+    for name in [n for n in files if n.startswith("grader/mutants/")]:
+        del files[name]  # staff fixtures, not needed to grade
     add_tree(unit.lab_dir)
     add_tree(unit.traces_dir / "hidden")
     add_tree(unit.traces_dir / "golden")
