@@ -9,16 +9,26 @@ in-process, without any sandbox in the way).
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import shutil
+import stat
+import subprocess
+import sysconfig
+import tempfile
+from pathlib import Path
 
 import pytest
 from conftest import ADVERSARIAL
 
+from grader import sandbox
 from grader.cases import load_grading
 from grader.grading import Status, grade_submission
 from grader.inprocess import run_in_process
 from grader.sandbox import Limits
 from grader.submission import Submission
+from grader.units import REPO_ROOT
 
 LIMITS = Limits(wall_s=10, cpu_s=0.5, memory_mb=256, processes=32)
 FILES = sorted(ADVERSARIAL.glob("*.py"))
@@ -89,3 +99,63 @@ def test_adversarial_submission(unit, grading, path):
             assert FEEDBACK_WORDS[path.stem] in first, (case.id, first)
         if case.hidden:
             assert "\n" not in case.feedback
+
+
+def test_correct_submission_full_marks_as_root(unit, grading, solution, mode):
+    report = grade_submission(unit, Submission({"policies.py": solution}), limits=LIMITS)
+    assert report.score == sum(c.points for c in grading.cases)
+    assert report.isolation == mode + ("+uid" if os.geteuid() == 0 else "")
+
+
+def test_correct_submission_full_marks_with_an_unprivileged_grader(unit, grading, solution):
+    """The whole grader (CLI) runs as uid 65534: no uid switch, bubblewrap or plain rlimits."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to start the grader as an unprivileged user")
+    python = "/usr/bin/python3"
+    site = sysconfig.get_paths()["purelib"]
+    if not (sandbox._world_usable(python) and _world_readable_dir(site)):
+        pytest.skip(f"{python} or {site} is not usable by an unprivileged user here")
+    if not _world_readable_dir(str(REPO_ROOT)):
+        pytest.skip("the repository is not readable by an unprivileged user here")
+    work = Path(tempfile.mkdtemp(prefix="infralab-nobody-"))
+    try:
+        (work / "sub").mkdir()
+        (work / "sub" / "policies.py").write_bytes(solution)
+        for path in (work, work / "sub", work / "sub" / "policies.py"):
+            os.chown(path, 65534, 65534)
+        done = subprocess.run(
+            [
+                "setpriv",
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                python,
+                "-m",
+                "grader.cli",
+                "grade",
+                "--unit",
+                unit.id,
+                str(work / "sub"),
+                "--json",
+                str(work / "report.json"),
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=300,
+            cwd=REPO_ROOT,
+            env={"PATH": "/usr/bin:/bin", "HOME": str(work), "PYTHONPATH": f"{REPO_ROOT}:{site}"},
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        report = json.loads((work / "report.json").read_text())
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    assert report["score"] == report["maxScore"] == sum(c.points for c in grading.cases)
+    assert report["isolation"] in ("bwrap", "rlimits")
+
+
+def _world_readable_dir(path: str) -> bool:
+    parts = [Path(path), *Path(path).parents]
+    return all(os.stat(p).st_mode & stat.S_IXOTH for p in parts) and bool(
+        os.stat(path).st_mode & stat.S_IROTH
+    )
