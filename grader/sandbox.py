@@ -69,7 +69,7 @@ class Limits:
     processes: int = 64  # tasks of the child's uid (only enforceable with a dedicated uid)
     output_mb: int = 16  # largest run file the parent reads back
     tmp_mb: int = 64  # size of the child's private /tmp (bubblewrap only)
-    one_child_per_case: bool = False  # grading: a fresh interpreter per case (slower)
+    one_child_per_case: bool = False  # grading: a fresh sandbox per case (slower)
 
 
 @dataclass(frozen=True)
@@ -430,7 +430,7 @@ def _which_limit(
             return None, "file size"
         return None, None
     sig = signal.Signals(-returncode).name if -returncode in signal.valid_signals() else None
-    by_signal = {"SIGXCPU": "CPU time", "SIGXFSZ": "file size"}
+    by_signal = {"SIGXCPU": "CPU time", "SIGPROF": "CPU time", "SIGXFSZ": "file size"}
     limit = by_signal.get(sig or "")
     if sig == "SIGKILL":  # the hard CPU limit, or the kernel's OOM killer
         limit = "CPU time or memory"
@@ -631,11 +631,12 @@ def run_cases(
 ) -> list[ChildResult]:
     """Run several cases of one submission in ONE child (``case_runner.py``), in order.
 
-    Same isolation and limits as ``run_simulation``; per case, the runner re-imports
-    ``policies.py``, stops the case after ``limits.cpu_s`` CPU seconds and writes the run file,
-    the captured output and a status file. The parent trusts none of these beyond reading them
-    safely: each run file is verified like any other. When the child dies, times out or is
-    killed midway, the case it was on gets that fate and the cases after it run again in a
+    Same isolation and limits as ``run_simulation``. The runner imports the lab once and forks
+    one process per case (fresh ``policies`` import, real exit status), stops a case after
+    ``limits.cpu_s`` CPU seconds and writes its run file, captured output and status file.
+    The parent trusts none of these beyond reading them safely: each run file is verified like
+    any other. Should the child die, hang or be killed midway (``limits.wall_s`` without a
+    finished case), the case it was on gets that fate and the cases after it run again in a
     fresh child, so each case's result does not depend on the others'.
     """
     results: list[ChildResult | None] = [None] * len(runs)
@@ -650,9 +651,10 @@ def run_cases(
 
 def _run_batch(lab_dir, submission_files, runs: list[CaseRun], limits: Limits):
     """Results of the cases the child finished, the fate of the one it was on, None after."""
+    plan = _plan(_requested_mode())
     tag = secrets.token_hex(8)
     names = [f"{tag}-{n}" for n in range(len(runs))]
-    cpu = max(0.1, float(limits.cpu_s))
+    cpu = max(0.05, float(limits.cpu_s))
     batch_limits = dataclasses.replace(limits, cpu_s=math.ceil(cpu * len(runs)) + 1)
 
     def build(case: str, out: str) -> list[str]:
@@ -660,6 +662,8 @@ def _run_batch(lab_dir, submission_files, runs: list[CaseRun], limits: Limits):
 
     jobs = {
         "cpuSeconds": cpu,
+        # kill(-1) is safe only alone in a PID namespace or under a dedicated uid
+        "killLeftovers": plan.mode == "bwrap" or plan.drop_uid,
         "cases": [
             {"trace": f"case-{n}.json", "argv": list(run.argv), "name": names[n]}
             for n, run in enumerate(runs)
@@ -674,23 +678,23 @@ def _run_batch(lab_dir, submission_files, runs: list[CaseRun], limits: Limits):
 
     def collect(out: Path, raw: _Raw, isolation: str) -> list[ChildResult | None]:
         results: list[ChildResult | None] = []
+        cap = batch_limits.file_mb << 20
         for name in names:
-            status = _read_status(out / f"{name}.status")
-            if status is None:
+            found, code = _read_status(out / f"{name}.status")
+            if not found:
                 break
-            stdout = _read_tail(out / f"{name}.stdout")
-            stderr = _read_tail(out / f"{name}.stderr")
-            code, limit = status
-            case_raw = _Raw(code, False, stdout, stderr, False, 0, raw.wall_s)
-            result = _child_result(case_raw, isolation, out / f"{name}.json", limits)
-            if limit == "CPU time":
-                result = dataclasses.replace(result, limit=limit, returncode=None)
-            results.append(result)
+            stdout, out_size = _read_tail(out / f"{name}.stdout")
+            stderr, err_size = _read_tail(out / f"{name}.stderr")
+            full = max(out_size, err_size) >= cap
+            case_raw = _Raw(code, False, stdout, stderr, full, 0, raw.wall_s)
+            results.append(_child_result(case_raw, isolation, out / f"{name}.json", limits))
         if len(results) < len(names):  # the case the child was on when it ended
             name = names[len(results)]
-            stdout = _join(_read_tail(out / f"{name}.stdout"), raw.stdout)
-            stderr = _join(_read_tail(out / f"{name}.stderr"), raw.stderr)
-            case_raw = dataclasses.replace(raw, stdout=stdout, stderr=stderr)
+            stdout, _ = _read_tail(out / f"{name}.stdout")
+            stderr, _ = _read_tail(out / f"{name}.stderr")
+            case_raw = dataclasses.replace(
+                raw, stdout=_join(stdout, raw.stdout), stderr=_join(stderr, raw.stderr)
+            )
             results.append(_child_result(case_raw, isolation, out / f"{name}.json", limits))
         return results + [None] * (len(names) - len(results))
 
@@ -712,27 +716,28 @@ def _join(first: str, second: str) -> str:
     return "\n".join(part for part in (first, second) if part)
 
 
-def _read_status(path: Path) -> tuple[int | None, str | None] | None:
+def _read_status(path: Path) -> tuple[bool, int | None]:
+    """(found, exit code) from a case's status file; a junk file counts as not found."""
     data, error = _read_output(path, 4096)
     if data is None or error:
-        return None
+        return False, None
     try:
-        doc = json.loads(data)
-        code, limit = doc["code"], doc.get("limit")
+        code = json.loads(data)["code"]
     except (ValueError, KeyError, TypeError):
-        return None
-    if not (code is None or (isinstance(code, int) and not isinstance(code, bool))):
-        return None
-    return code, limit if limit in ("CPU time", "memory") else None
+        return False, None
+    if not isinstance(code, int) or isinstance(code, bool) or not -64 < code < 256:
+        return False, None
+    return True, code
 
 
-def _read_tail(path: Path) -> str:
-    """The last ``OUTPUT_LIMIT`` bytes of a file the child wrote (no links, regular only)."""
+def _read_tail(path: Path) -> tuple[str, int]:
+    """(last ``OUTPUT_LIMIT`` bytes as text, size) of a file the child wrote (regular only)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
-        return ""
+        return "", 0
     with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            return ""
-        return _tail_text(handle)
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            return "", 0
+        return _tail_text(handle), info.st_size
