@@ -52,10 +52,6 @@ class Case:
             argv += ["--overhead-ms", repr(float(self.overhead_ms))]
         return argv
 
-    def label(self) -> str:
-        """A name that is safe to show for a hidden case too (no trace content)."""
-        return self.id
-
 
 @dataclass(frozen=True)
 class GradingConfig:
@@ -104,7 +100,7 @@ def _parse_case(item, where: str, policies: dict) -> Case:
     if not isinstance(item, dict):
         raise UnitError(f"{where}: must be a mapping")
     known = {"id", "trace", "policy", "params", "part", "points", "visibility", "overheadMs"}
-    known.add("transform")
+    known |= {"transform"}
     unknown = sorted(set(item) - known)
     if unknown:
         raise UnitError(f"{where}: unknown field(s) {', '.join(unknown)}")

@@ -49,7 +49,7 @@ def _golden(args, extra: list[str]) -> int:
     if args.check:
         bad = [s for s in golden.check_golden(unit) if s.state is not golden.GoldenState.OK]
         for status in bad:
-            print(f"{status.state.value}: {status.path.relative_to(REPO_ROOT)} ({status.reason})")
+            print(f"{status.state.value}: {_show_path(status.path)} ({status.reason})")
         if bad:
             print(f"run: infralab golden --unit {unit.id}", file=sys.stderr)
             return 1
@@ -58,7 +58,7 @@ def _golden(args, extra: list[str]) -> int:
     changed = golden.write_golden(unit)
     for path in changed:
         verb = "wrote" if path.exists() else "removed"
-        print(f"{verb} {path.relative_to(REPO_ROOT)}")
+        print(f"{verb} {_show_path(path)}")
     if not changed:
         print("golden files are up to date")
     return 0
@@ -81,7 +81,7 @@ def _grade(args, extra: list[str]) -> int:
     limits = Limits(wall_s=args.timeout) if args.timeout else None
     try:
         report = grade_submission(
-            args.unit, Path(args.submission), cases=args.case or None, limits=limits
+            args.unit, Path(args.submission), cases=args.case or None, limits=limits, jobs=args.jobs
         )
     except GradingError as exc:
         raise UnitError(str(exc)) from None
@@ -260,14 +260,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="a folder or .zip holding the editable files; several: batch grading (needs --out)",
     )
     grade.add_argument("--out", metavar="DIR", help="batch: reports/<name>.json and scores.csv")
-    grade.add_argument(
-        "--jobs", type=int, metavar="N", help="batch: submissions at once (default: cores)"
-    )
     grade.add_argument("--force", action="store_true", help="batch: regrade finished ones too")
     grade.add_argument("--json", metavar="REPORT", help="write the report as JSON here")
     grade.add_argument("--gradescope", metavar="RESULTS", help="write Gradescope results.json here")
     grade.add_argument("--case", action="append", help="grade only this case (repeatable)")
     grade.add_argument("--timeout", type=float, help="wall seconds per case (default: unit.yaml)")
+    grade.add_argument(
+        "--jobs",
+        type=int,
+        metavar="N",
+        help="one submission: cases judged at once (default: up to 2); "
+        "several: submissions graded at once (default: the number of cores)",
+    )
     grade.add_argument(
         "--staff",
         action="store_true",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .verify import EPS_MS, REQUEST_STATS, Replay, _same_value, describe_batch
+from .verify import EPS_MS, REQUEST_STATS, Replay, describe_batch, same_value
 
 TIMELINE_CONTEXT = 3  # events shown before and after the divergence
 
@@ -85,7 +85,7 @@ def compare_with_golden(run: dict, replay: Replay, golden_run: dict) -> Comparis
     matching = 0
     for req in golden_run["requests"]:
         mine = replay.token_times.get(req["id"], [])
-        if _same_value(mine, req["tokenTimesMs"]):
+        if same_value(mine, req["tokenTimesMs"]):
             matching += 1
     mismatch = None
     for req in golden_run["requests"]:
@@ -93,7 +93,7 @@ def compare_with_golden(run: dict, replay: Replay, golden_run: dict) -> Comparis
         if metrics is None:
             mismatch = "requests"
             break
-        bad = [name for name in REQUEST_STATS if not _same_value(metrics[name], req[name])]
+        bad = [name for name in REQUEST_STATS if not same_value(metrics[name], req[name])]
         if bad:
             mismatch = bad[0]
             break
@@ -109,9 +109,8 @@ def timeline_text(events: list[dict], order: dict[str, int], around: int, width:
         if len(what) > width:
             what = what[: width - 1] + "…"
         mark = ">" if event["index"] == around else " "
-        lines.append(
-            f"{mark}#{event['index']:<3} {event['startMs']:7.2f}–{event['endMs']:<7.2f} {what}"
-        )
+        start, end = f"{event['startMs']:.2f}", f"{event['endMs']:.2f}"
+        lines.append(f"{mark}#{event['index']:<3} {start:>7}–{end:<7} {what}")
     return lines
 
 

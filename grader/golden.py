@@ -15,6 +15,7 @@ from pathlib import Path
 
 from . import reference
 from .cases import Case, case_trace_doc, load_grading, sha256_file, trace_path
+from .jsonio import write_text_atomic
 from .units import REPO_ROOT, Unit, UnitError
 
 
@@ -54,6 +55,13 @@ def _rel(path: Path) -> str:
         return Path(path).name
 
 
+def _trace_label(unit: Unit, source: Path) -> str:
+    """Where the trace lives, repo-relative and the same wherever the checkout is."""
+    if Path(source).parent == unit.traces_dir / "hidden":
+        return f"traces/{unit.id}/hidden/{Path(source).name}"
+    return f"{unit.doc['lab_folder']}/traces/{Path(source).name}"
+
+
 def build_golden(unit: Unit, case: Case) -> dict:
     """The golden document of ``case``, computed now with the reference solution."""
     servesim = reference.engine(unit)
@@ -66,7 +74,11 @@ def build_golden(unit: Unit, case: Case) -> dict:
         "generatedBy": f"infralab golden --unit {unit.id}",
         "engineVersion": servesim.ENGINE_VERSION,
         "case": case.spec,
-        "trace": {"name": case.trace, "file": _rel(source), "sha256": sha256_file(source)},
+        "trace": {
+            "name": case.trace,
+            "file": _trace_label(unit, source),
+            "sha256": sha256_file(source),
+        },
         "device": device.to_json(),
         "run": run,
     }
@@ -112,14 +124,12 @@ def _freshness(unit: Unit, case: Case, path: Path) -> tuple[GoldenState, str]:
 
 def write_golden(unit: Unit) -> list[Path]:
     """Regenerate every golden file that is missing or differs; remove orphans. Returns changes."""
-    from servesim.runfile import write_atomic
-
     grading = load_grading(unit)
     docs = {golden_path(unit, case): _text(build_golden(unit, case)) for case in grading.cases}
     changed = []
     for path, text in docs.items():
         if not path.is_file() or path.read_text(encoding="utf-8") != text:
-            write_atomic(path, text)
+            write_text_atomic(path, text)
             changed.append(path)
     for path in sorted(golden_dir(unit).glob("*.json")):
         if path not in docs:

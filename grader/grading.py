@@ -21,192 +21,40 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 import tempfile
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from enum import Enum
-from functools import cache
+from dataclasses import dataclass
 from pathlib import Path
 
 from . import compare, verify
-from .cases import Case, Visibility, case_trace_doc, load_grading, trace_path
+from .cases import Case, case_trace_doc, load_grading, trace_path
 from .golden import case_device, load_golden
-from .sandbox import CaseRun, ChildResult, Limits, run_cases, run_simulation
+from .report import CaseResult, GradeReport, Status
+from .runschema import validate_run_file
+from .sandbox import CaseRun, ChildResult, Limits, SandboxError, run_cases, run_simulation
 from .submission import Submission, load_submission
 from .units import Unit, UnitError, load_unit
 
+__all__ = [
+    "CaseResult",
+    "GradeReport",
+    "GradingError",
+    "Limits",
+    "Status",
+    "grade_case",
+    "grade_submission",
+    "judge",
+]
+
 WRONG_SCHEDULE_SHARE = 0.5  # most a wrong schedule can earn, times the share of right requests
 NOT_IMPLEMENTED = re.compile(r"is not implemented yet|NotImplementedError")
-SAFE_ERROR = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt))\b")
 
 
 class GradingError(Exception):
     """Grading itself could not run (bad unit, missing golden files, bad submission)."""
-
-
-class Status(Enum):
-    PASSED = "passed"
-    WRONG_SCHEDULE = "wrong_schedule"
-    INVALID_SCHEDULE = "invalid_schedule"
-    INCONSISTENT_STATS = "inconsistent_stats"
-    CRASH = "crash"
-    TIMEOUT = "timeout"
-    NOT_IMPLEMENTED = "not_implemented"
-
-    @property
-    def words(self) -> str:
-        return {
-            Status.PASSED: "passed",
-            Status.WRONG_SCHEDULE: "different schedule from the reference",
-            Status.INVALID_SCHEDULE: "invalid schedule",
-            Status.INCONSISTENT_STATS: "statistics inconsistent with the timeline",
-            Status.CRASH: "crash",
-            Status.TIMEOUT: "timeout",
-            Status.NOT_IMPLEMENTED: "not implemented",
-        }[self]
-
-
-@dataclass
-class CaseResult:
-    id: str
-    part: str
-    points: float
-    max_points: float
-    visibility: Visibility
-    status: Status
-    feedback: str
-    staff_detail: str = ""  # full detail for staff reports; never shown for hidden cases
-    seconds: float = 0.0
-
-    @property
-    def hidden(self) -> bool:
-        return self.visibility is Visibility.HIDDEN
-
-    def to_json(self, staff: bool = False) -> dict:
-        doc = {
-            "id": self.id,
-            "part": self.part,
-            "points": self.points,
-            "maxPoints": self.max_points,
-            "visibility": self.visibility.value,
-            "status": self.status.value,
-            "feedback": self.feedback,
-            "seconds": round(self.seconds, 3),
-        }
-        if staff:
-            doc["staffDetail"] = self.staff_detail
-        return doc
-
-
-@dataclass
-class GradeReport:
-    unit: str
-    cases: list[CaseResult]
-    isolation: str
-    ignored: list[str] = field(default_factory=list)
-    missing: list[str] = field(default_factory=list)
-    hidden_visibility: str = "after_published"
-    seconds: float = 0.0
-
-    @property
-    def score(self) -> float:
-        return round(sum(c.points for c in self.cases), 4)
-
-    @property
-    def max_score(self) -> float:
-        return round(sum(c.max_points for c in self.cases), 4)
-
-    @property
-    def parts(self) -> dict[str, tuple[float, float]]:
-        out: dict[str, tuple[float, float]] = {}
-        for c in self.cases:
-            got, most = out.get(c.part, (0.0, 0.0))
-            out[c.part] = (round(got + c.points, 4), round(most + c.max_points, 4))
-        return out
-
-    def part_note(self, part: str) -> str:
-        statuses = {c.status for c in self.cases if c.part == part}
-        if statuses == {Status.NOT_IMPLEMENTED}:
-            return "not implemented"
-        if statuses == {Status.PASSED}:
-            return "all cases pass"
-        return ""
-
-    def killed_by(self) -> list[str]:
-        """Ids of the hidden cases that lost points (used by the mutant report)."""
-        return [c.id for c in self.cases if c.hidden and c.points < c.max_points]
-
-    def to_json(self, staff: bool = False) -> dict:
-        return {
-            "unit": self.unit,
-            "score": self.score,
-            "maxScore": self.max_score,
-            "parts": {
-                name: {"score": got, "maxScore": most, "note": self.part_note(name)}
-                for name, (got, most) in self.parts.items()
-            },
-            "isolation": self.isolation,
-            "ignoredFiles": list(self.ignored),
-            "missingFiles": list(self.missing),
-            "seconds": round(self.seconds, 3),
-            "cases": [c.to_json(staff) for c in self.cases],
-        }
-
-    def to_gradescope(self) -> dict:
-        """Gradescope's results.json: top-level score, one test per case."""
-        tests = []
-        for c in self.cases:
-            tests.append(
-                {
-                    "name": f"{c.part}: {c.id}" + (" (hidden)" if c.hidden else ""),
-                    "score": c.points,
-                    "max_score": c.max_points,
-                    "status": "passed" if c.status is Status.PASSED else "failed",
-                    "output": c.feedback,
-                    "visibility": self.hidden_visibility if c.hidden else "visible",
-                }
-            )
-        return {
-            "score": self.score,
-            "execution_time": round(self.seconds, 3),
-            "output": self._summary_lines() + f"\nisolation: {self.isolation}",
-            "stdout_visibility": "hidden",
-            "tests": tests,
-        }
-
-    def _summary_lines(self) -> str:
-        lines = [f"{self.unit}: {_pts(self.score)} / {_pts(self.max_score)} points"]
-        for part, (got, most) in self.parts.items():
-            note = self.part_note(part)
-            lines.append(
-                f"  part {part}: {_pts(got)} / {_pts(most)}" + (f" ({note})" if note else "")
-            )
-        if self.ignored:
-            shown = ", ".join(self.ignored[:8]) + (" ..." if len(self.ignored) > 8 else "")
-            lines.append(f"ignored files (only the editable files are graded): {shown}")
-        if self.missing:
-            lines.append(f"not in the submission (starter version used): {', '.join(self.missing)}")
-        return "\n".join(lines)
-
-    def text(self, staff: bool = False) -> str:
-        lines = [self._summary_lines(), f"isolation: {self.isolation}", ""]
-        for c in self.cases:
-            mark = "PASS" if c.status is Status.PASSED else "FAIL"
-            vis = "hidden" if c.hidden else "public"
-            lines.append(
-                f"[{mark}] {c.id} ({vis}, part {c.part}): {_pts(c.points)} / {_pts(c.max_points)}"
-            )
-            if c.status is not Status.PASSED:
-                lines.extend("    " + line for line in c.feedback.splitlines())
-                if staff and c.hidden and c.staff_detail:
-                    lines.extend("    staff: " + line for line in c.staff_detail.splitlines())
-        return "\n".join(lines)
-
-
-def _pts(value: float) -> str:
-    return f"{value:g}"
 
 
 Runner = Callable[[Path, dict, Path, list, Limits], ChildResult]
@@ -245,7 +93,7 @@ def grade_submission(
             raise GradingError(str(exc)) from None
     run = runner or run_simulation
     limits = limits or Limits(wall_s=grading.timeout_s)
-    workers = jobs or min(2, os.cpu_count() or 1)
+    workers = max(1, jobs) if jobs else min(2, os.cpu_count() or 1)
     if getattr(run, "in_process", False):
         workers = 1
 
@@ -269,6 +117,7 @@ def grade_submission(
             outcomes = list(pool.map(one, selected))
     else:
         outcomes = [one(case) for case in selected]
+    _note_keyed_answers(selected, [result for result, _ in outcomes])
     isolation = sorted({iso for _, iso in outcomes if iso}) or ["none"]
     return GradeReport(
         unit=unit.id,
@@ -279,6 +128,28 @@ def grade_submission(
         hidden_visibility=str(unit.doc["grading"].get("hidden_visibility", "after_published")),
         seconds=time.monotonic() - started,
     )
+
+
+KEYED_NOTE = (
+    "the same policy passes on the trace this case was derived from (only request ids and "
+    "arrival times differ), so the policy seems to depend on ids or absolute times"
+)
+
+
+def _note_keyed_answers(selected: list[Case], results: list[CaseResult]) -> None:
+    """Metamorphic check: flag a transformed case that fails while its source case passes."""
+    by_id = {r.id: r for r in results}
+
+    def key(case: Case) -> tuple:
+        return (case.trace, case.policy, tuple(sorted(case.params.items())), case.overhead_ms)
+
+    plain = {key(c): by_id[c.id] for c in selected if c.transform is None}
+    for case in selected:
+        source = plain.get(key(case)) if case.transform is not None else None
+        result = by_id[case.id]
+        if source and source.status is Status.PASSED and result.status is not Status.PASSED:
+            result.feedback += f"\n{KEYED_NOTE}"
+            result.staff_detail += f"\n{KEYED_NOTE}"
 
 
 def grade_case(
@@ -300,7 +171,12 @@ def grade_case(
     if child is None:
         with tempfile.TemporaryDirectory(prefix="infralab-trace-") as tmp:
             path = _write_case_trace(unit, case, trace_doc, Path(tmp) / "trace.json")
-            child = runner(unit.lab_dir, files, path, case.argv(), limits)
+            try:
+                child = runner(unit.lab_dir, files, path, case.argv(), limits)
+            except (OSError, subprocess.SubprocessError, SandboxError) as exc:
+                raise GradingError(
+                    f"case '{case.id}': could not start the child run ({exc})"
+                ) from exc
     verdict = judge(unit, case, trace_doc, golden, child)
     points = _points(case, verdict)
     result = CaseResult(
@@ -329,14 +205,22 @@ def _write_case_trace(unit: Unit, case: Case, trace_doc: dict, path: Path) -> Pa
 def _run_all_cases(
     unit: Unit, selected: list[Case], files: dict[str, bytes], limits: Limits
 ) -> dict[str, ChildResult]:
-    """Every selected case in one sandboxed child (``sandbox.run_cases``), by case id."""
+    """Every selected case from one sandboxed child (``sandbox.run_cases``), by case id.
+
+    Visible cases go first: a case never sees a later case's trace, so no hidden trace can
+    reach a case whose output the student is shown.
+    """
+    selected = sorted(selected, key=lambda case: case.hidden)
     with tempfile.TemporaryDirectory(prefix="infralab-traces-") as tmp:
         runs = []
         for number, case in enumerate(selected):
             path = Path(tmp) / f"trace-{number}.json"
             _write_case_trace(unit, case, case_trace_doc(unit, case), path)
             runs.append(CaseRun(path, case.argv()))
-        results = run_cases(unit.lab_dir, files, runs, limits)
+        try:
+            results = run_cases(unit.lab_dir, files, runs, limits)
+        except (OSError, subprocess.SubprocessError, SandboxError) as exc:
+            raise GradingError(f"could not start the child run ({exc})") from exc
     return {case.id: result for case, result in zip(selected, results, strict=True)}
 
 
@@ -348,17 +232,17 @@ class Verdict:
     share: float = 0.0  # for WRONG_SCHEDULE: share of requests whose token times match
 
     def visible_text(self) -> str:
-        return f"{self.status.words}: {self.summary}" + (f"\n{self.detail}" if self.detail else "")
+        return self.hidden_text() + (f"\n{self.detail}" if self.detail else "")
 
     def hidden_text(self) -> str:
-        return f"{self.status.words}: {self.summary}"
+        return f"{self.status.words}: {self.summary}" if self.summary else self.status.words
 
 
 def _points(case: Case, verdict: Verdict) -> float:
     if verdict.status is Status.PASSED:
         return case.points
     if verdict.status is Status.WRONG_SCHEDULE:
-        return round(case.points * WRONG_SCHEDULE_SHARE * verdict.share, 4)
+        return round(case.points * WRONG_SCHEDULE_SHARE * verdict.share, 2)
     return 0.0
 
 
@@ -381,13 +265,13 @@ def judge(unit: Unit, case: Case, trace_doc: dict, golden: dict, child: ChildRes
         return Verdict(
             Status.CRASH,
             _crash_summary(child),
-            detail=_tail(stderr, 15),
+            detail=f"exit code {child.returncode}\n{student_traceback(stderr)}",
         )
     if child.output is None:
         return Verdict(Status.CRASH, "simulate.py exited without writing its run file")
     try:
         document = json.loads(child.output.decode("utf-8"), parse_constant=_reject_constant)
-    except (UnicodeDecodeError, ValueError):
+    except (UnicodeDecodeError, ValueError, RecursionError):
         return Verdict(Status.INVALID_SCHEDULE, "the run file is not valid JSON")
     schema_error = validate_run_file(unit, document)
     if schema_error:
@@ -409,14 +293,19 @@ def judge(unit: Unit, case: Case, trace_doc: dict, golden: dict, child: ChildRes
         )
     if problems:
         names = ", ".join(dict.fromkeys(p.statistic for p in problems))
+        detail = "\n".join(p.message for p in problems[:3])
+        if run["fault"]:
+            detail += f"\n(the run file says fault switch {run['fault']} was on)"
         return Verdict(
             Status.INCONSISTENT_STATS,
             f"reported {names} disagree(s) with the timeline",
-            detail="\n".join(p.message for p in problems[:3]),
+            detail=detail,
         )
+    if run["fault"]:
+        return Verdict(Status.INVALID_SCHEDULE, "the run file was made with a fault switch on")
     comparison = compare.compare_with_golden(run, replay, golden["run"])
     if comparison.same:
-        return Verdict(Status.PASSED, "")
+        return Verdict(Status.PASSED, "")  # feedback: "passed"
     share = comparison.matching_requests / comparison.total_requests
     detail = ""
     if comparison.divergence is not None:
@@ -430,7 +319,7 @@ def judge(unit: Unit, case: Case, trace_doc: dict, golden: dict, child: ChildRes
         detail = f"recomputed {comparison.metric_mismatch} differs from the reference"
     return Verdict(
         Status.WRONG_SCHEDULE,
-        "the schedule differs from the reference policy's",
+        "",
         detail=detail,
         share=share,
     )
@@ -440,22 +329,34 @@ def _reject_constant(token: str):
     raise ValueError(f"{token} is not valid JSON")
 
 
-def _tail(text: str, lines: int) -> str:
-    return "\n".join(text.strip().splitlines()[-lines:])
+_LAB_PATH = re.compile(r'File "[^"]*?/([^/"]+\.py)"')
+
+
+def student_traceback(stderr: str, limit: int = 20) -> str:
+    """The part of a child's stderr a student needs: their own frames and the error line.
+
+    Temp-folder paths are shortened to the file name; frames inside the engine before the
+    first frame of an editable file are dropped.
+    """
+    lines = _LAB_PATH.sub(r'File "\1"', stderr.strip()).splitlines()
+    starts = [n for n, line in enumerate(lines) if line.startswith("Traceback")]
+    if not starts:
+        return "\n".join(lines[-limit:])
+    block = lines[starts[-1] :]
+    own = next((n for n, line in enumerate(block) if 'File "policies.py"' in line), 1)
+    kept = [block[0], *block[max(own, 1) :]]
+    return "\n".join(kept[-limit:])
 
 
 def _crash_summary(child: ChildResult) -> str:
-    code = child.returncode
-    kind = ""
-    for line in reversed((child.stderr or "").strip().splitlines()):
-        match = SAFE_ERROR.match(line.strip())
-        if match:
-            kind = match.group(1)
-            break
-        if "simulate.py: error:" in line:
-            kind = "the engine rejected a batch"
-            break
-    return f"the run stopped with an error (exit code {code}{', ' + kind if kind else ''})"
+    """What stopped the child, in words safe for hidden cases.
+
+    Deliberately coarse: the exception's type or message would be a channel through which a
+    submission could smuggle details of a hidden trace out. Visible cases add the traceback.
+    """
+    if "simulate.py: error:" in (child.stderr or ""):
+        return "the engine rejected a batch the policy returned"
+    return "an exception was raised in the run"
 
 
 def _run_identity(unit: Unit, case: Case, document: dict, trace_doc: dict) -> str | None:
@@ -466,43 +367,8 @@ def _run_identity(unit: Unit, case: Case, document: dict, trace_doc: dict) -> st
     run = runs[0]
     if run["policy"] != case.policy or run["params"] != case.params:
         return "the run file is for another policy or other parameters"
-    if run["fault"] is not None:
-        return "the run file was made with a fault switch on"
     if run["device"] != case_device(unit, case).to_json():
         return "the run file's device profile is not the case's"
     if document["trace"] != trace_doc:
         return "the run file's trace is not the case's trace"
     return None
-
-
-@cache
-def _validator(schema_dir: str):
-    import jsonschema
-    from referencing import Registry, Resource
-
-    folder = Path(schema_dir)
-    run_schema = json.loads((folder / "run.schema.json").read_text(encoding="utf-8"))
-    trace_schema = json.loads((folder / "trace.schema.json").read_text(encoding="utf-8"))
-    registry = Registry().with_resources(
-        [
-            (run_schema["$id"], Resource.from_contents(run_schema)),
-            (trace_schema["$id"], Resource.from_contents(trace_schema)),
-            ("trace.schema.json", Resource.from_contents(trace_schema)),
-        ]
-    )
-    return jsonschema.Draft202012Validator(run_schema, registry=registry)
-
-
-def validate_run_file(unit: Unit, document) -> str | None:
-    """The first JSON Schema error of a run file as ``path: message`` (None when valid).
-
-    The path keeps field names and drops list positions, so it is safe for hidden cases.
-    """
-    validator = _validator(str(unit.lab_dir / "schemas"))
-    from jsonschema.exceptions import best_match
-
-    error = best_match(validator.iter_errors(document))
-    if error is None:
-        return None
-    path = "/".join(str(p) for p in error.absolute_path if not isinstance(p, int)) or "top level"
-    return f"at {path}: {error.validator} check failed"

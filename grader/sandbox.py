@@ -361,13 +361,9 @@ def _child_env() -> dict[str, str]:
 
 
 def _prepare_case(
-    root: Path,
-    lab_dir: Path,
-    submission_files: dict[str, bytes],
-    traces: list[Path],
-    extra: dict[str, bytes],
+    root: Path, lab_dir: Path, submission_files: dict[str, bytes], extra: dict[str, bytes]
 ) -> Path:
-    """The case folder: pristine lab copy, then the editable files, then traces and extras."""
+    """The case folder: pristine lab copy, then the editable files, then ``extra`` files."""
     case = root / "lab"
     shutil.copytree(
         lab_dir, case, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "tests", "runs")
@@ -378,8 +374,6 @@ def _prepare_case(
             raise SandboxError(f"submission file name escapes the lab folder: {name!r}")
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
-    for number, trace in enumerate(traces):
-        shutil.copyfile(trace, case / f"case-{number}.json")
     for name, data in extra.items():
         (case / name).write_bytes(data)
     return case
@@ -446,30 +440,56 @@ class _Raw:
     stdout: str
     stderr: str
     full: bool  # stdout or stderr reached the file-size limit
-    progress: int  # cases finished (batch runs), as counted while it ran
     wall_s: float
 
 
+class _Feed:
+    """Batch runs: the parent hands the runner one case at a time over its stdin, and learns
+    that a case is done from the runner's stdout (one line per case). A case's trace is sent
+    only once the case before it has finished, so no case process ever holds a later case's
+    trace; ``watch`` counts the finished cases (the wall limit then applies per case)."""
+
+    def __init__(self, messages: list[bytes]):
+        self.messages = messages
+        self.sent = 0
+        self.done = 0
+        self.pending = b""
+        self.closed = False
+        self._lines = b""
+
+    def advance(self) -> None:
+        if self.sent == self.done and self.sent < len(self.messages):
+            self.pending += self.messages[self.sent]
+            self.sent += 1
+
+    def heard(self, data: bytes) -> bool:
+        """Progress lines from the runner; True when another case finished."""
+        self._lines += data
+        *lines, self._lines = self._lines.split(b"\n")
+        before = self.done
+        self.done = min(self.sent, self.done + sum(1 for line in lines if line == b"done"))
+        return self.done > before
+
+    @property
+    def finished(self) -> bool:
+        return self.done >= len(self.messages)
+
+
 Build = Callable[[str, str], list[str]]  # (case folder, output folder) -> the child's argv
-Collect = Callable[[Path, _Raw, str], list[ChildResult]]
+Collect = Callable[[Path, _Raw, str], list]
 
 
 def _launch(
     lab_dir: Path,
     submission_files: dict[str, bytes],
-    traces: list[Path],
     *,
     extra: dict[str, bytes],
     build: Build,
     collect: Collect,
     limits: Limits,
-    watch: Callable[[Path], int] | None = None,
-) -> list[ChildResult]:
-    """Prepare a private case folder, run the child there under the plan, and ``collect``.
-
-    ``watch(out)`` (batch runs) counts finished cases; the wall limit then applies to each
-    case: the child is killed when no case finishes for ``limits.wall_s`` seconds.
-    """
+    feed: _Feed | None = None,
+) -> list:
+    """Prepare a private case folder, run the child there under the plan, and ``collect``."""
     plan = _plan(_requested_mode())
     isolation = plan.mode + ("+uid" if plan.drop_uid else "")
     uid = _fresh_uid() if plan.drop_uid else None
@@ -477,7 +497,7 @@ def _launch(
         root = Path(tmp)  # 0700, owned by the grader
         private = root / "work"  # owned by the child's uid; the grader's own files stay outside
         private.mkdir(mode=0o700)
-        case = _prepare_case(private, lab_dir, submission_files, traces, extra)
+        case = _prepare_case(private, lab_dir, submission_files, extra)
         out = private / f"out-{secrets.token_hex(8)}"
         out.mkdir()
         if uid is not None:
@@ -502,65 +522,92 @@ def _launch(
                     [*prefix, *command],
                     cwd=cwd,
                     env=env,
-                    stdin=subprocess.DEVNULL,
-                    stdout=stdout,
+                    stdin=subprocess.PIPE if feed else subprocess.DEVNULL,
+                    stdout=subprocess.PIPE if feed else stdout,
                     stderr=stderr,
                     start_new_session=True,
                     preexec_fn=preexec,  # noqa: PLW1509 - only without util-linux
                 )
             except OSError as exc:
                 raise SandboxError(f"cannot start the child process: {exc}") from None
-            timed_out, progress = False, 0
+            timed_out = False
             try:
-                returncode, progress = _wait(child, limits.wall_s, out if watch else None, watch)
+                returncode = _wait(child, limits.wall_s, feed)
             except subprocess.TimeoutExpired:
                 timed_out, returncode = True, None
-                progress = watch(out) if watch else 0
             finally:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(child.pid, signal.SIGKILL)
                 if uid is not None:
                     _kill_uid(uid)
                 child.wait()
+                for pipe in (child.stdin, child.stdout):
+                    if pipe:
+                        with contextlib.suppress(OSError):
+                            pipe.close()
             elapsed = time.monotonic() - started
             out_text, err_text = _tail_text(stdout), _tail_text(stderr)
             sizes = [os.fstat(f.fileno()).st_size for f in (stdout, stderr)]
         if plan.mode == "bwrap" and returncode is not None and 128 < returncode < 128 + 65:
             returncode = 128 - returncode  # bubblewrap reports a child's signal N as 128 + N
         full = max(sizes) >= limits.file_mb << 20
-        raw = _Raw(returncode, timed_out, out_text, err_text, full, progress, elapsed)
+        raw = _Raw(returncode, timed_out, out_text, err_text, full, elapsed)
         return collect(out, raw, isolation)
 
 
-def _wait(child: subprocess.Popen, wall_s: float, out: Path | None, watch) -> tuple[int, int]:
-    """Wait for the child: (return code, cases finished). A pidfd wakes us the moment it exits
-    (no polling sleeps); with ``watch`` the deadline moves on whenever a case finishes."""
+def _wait(child: subprocess.Popen, wall_s: float, feed: _Feed | None) -> int:
+    """Wait for the child; a pidfd wakes us the moment it exits (no polling sleeps).
+
+    With ``feed`` (batch runs) the parent also writes the next case to the runner when the
+    previous one is done, and the wall limit restarts whenever a case finishes.
+    """
     try:
-        fd = os.pidfd_open(child.pid)
+        pidfd = os.pidfd_open(child.pid)
     except (AttributeError, OSError):
-        fd = None
-    progress, deadline = 0, time.monotonic() + wall_s
+        pidfd = None
+    deadline = time.monotonic() + wall_s
+    progress = None
+    if feed:
+        os.set_blocking(child.stdin.fileno(), False)
+        progress = child.stdout.fileno()
+        feed.advance()
     try:
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise subprocess.TimeoutExpired(child.args, wall_s)
-            step = min(left, 0.1) if watch else left
-            if fd is not None:
-                if select.select([fd], [], [], step)[0]:
-                    break
-            else:
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    child.wait(timeout=step)
-                    break
-            if watch:
-                now = watch(out)
-                if now > progress:
-                    progress, deadline = now, time.monotonic() + wall_s
+            readers = [fd for fd in (pidfd, progress) if fd is not None]
+            writers = [child.stdin.fileno()] if feed and feed.pending else []
+            step = left if pidfd is not None else min(left, 0.05)
+            readable, writable, _ = select.select(readers, writers, [], step)
+            if (pidfd is not None and pidfd in readable) or child.poll() is not None:
+                break
+            if writable:
+                _write_some(child, feed)
+            if progress is not None and progress in readable:
+                data = os.read(progress, 4096)
+                if not data:  # the runner closed its stdout: only its exit is left to wait for
+                    progress = None
+                elif feed.heard(data):
+                    deadline = time.monotonic() + wall_s
+                    feed.advance()
+                if feed.finished and not feed.closed:
+                    feed.closed = True
+                    child.stdin.close()  # end of input: the runner exits
     finally:
-        if fd is not None:
-            os.close(fd)
-    return child.wait(), (watch(out) if watch else 0)
+        if pidfd is not None:
+            os.close(pidfd)
+    return child.wait()
+
+
+def _write_some(child: subprocess.Popen, feed: _Feed) -> None:
+    try:
+        sent = os.write(child.stdin.fileno(), feed.pending[:65536])
+        feed.pending = feed.pending[sent:]
+    except BlockingIOError:
+        pass
+    except OSError:  # the runner is gone; its exit wakes us next
+        feed.pending = b""
 
 
 def _child_result(raw: _Raw, isolation: str, output: Path, limits: Limits) -> ChildResult:
@@ -595,19 +642,15 @@ def run_simulation(
     name = f"run-{secrets.token_hex(8)}.json"
 
     def build(case: str, out: str) -> list[str]:
-        return ["simulate.py", "--trace", f"{case}/case-0.json", *argv, "--output", f"{out}/{name}"]
+        trace = f"{case}/{CASE_TRACE}"
+        return ["simulate.py", "--trace", trace, *argv, "--output", f"{out}/{name}"]
 
     def collect(out: Path, raw: _Raw, isolation: str) -> list[ChildResult]:
         return [_child_result(raw, isolation, out / name, limits)]
 
+    extra = {CASE_TRACE: Path(trace_path).read_bytes()}
     return _launch(
-        lab_dir,
-        submission_files,
-        [trace_path],
-        extra={},
-        build=build,
-        collect=collect,
-        limits=limits,
+        lab_dir, submission_files, extra=extra, build=build, collect=collect, limits=limits
     )[0]
 
 
@@ -619,6 +662,7 @@ class CaseRun:
     argv: list[str]
 
 
+CASE_TRACE = "case-trace.json"
 RUNNER = Path(__file__).with_name("case_runner.py")
 RUNNER_NAME = "_infralab_runner.py"
 
@@ -629,12 +673,15 @@ def run_cases(
     runs: list[CaseRun],
     limits: Limits = Limits(),
 ) -> list[ChildResult]:
-    """Run several cases of one submission in ONE child (``case_runner.py``), in order.
+    """Run several cases of one submission, in order, from ONE sandboxed child.
 
-    Same isolation and limits as ``run_simulation``. The runner imports the lab once and forks
-    one process per case (fresh ``policies`` import, real exit status), stops a case after
-    ``limits.cpu_s`` CPU seconds and writes its run file, captured output and status file.
-    The parent trusts none of these beyond reading them safely: each run file is verified like
+    Same isolation and limits as ``run_simulation``. The runner (``case_runner.py``) imports
+    the lab once and forks one process per case; that process reads its case (flags and
+    trace) from the parent over stdin, runs it with ``policies`` imported afresh and a CPU
+    share of ``limits.cpu_s``, and exits with its real status. The case folder holds no
+    trace, and a case's trace is sent only after the case before it finished, so a case never
+    sees a later case's trace: give visible cases first and hidden ones after them. The parent
+    trusts nothing the child writes beyond reading it safely; each run file is verified like
     any other. Should the child die, hang or be killed midway (``limits.wall_s`` without a
     finished case), the case it was on gets that fate and the cases after it run again in a
     fresh child, so each case's result does not depend on the others'.
@@ -652,29 +699,21 @@ def run_cases(
 def _run_batch(lab_dir, submission_files, runs: list[CaseRun], limits: Limits):
     """Results of the cases the child finished, the fate of the one it was on, None after."""
     plan = _plan(_requested_mode())
-    tag = secrets.token_hex(8)
-    names = [f"{tag}-{n}" for n in range(len(runs))]
+    names = [f"{secrets.token_hex(8)}-{n}" for n in range(len(runs))]
     cpu = max(0.05, float(limits.cpu_s))
     batch_limits = dataclasses.replace(limits, cpu_s=math.ceil(cpu * len(runs)) + 1)
+    # kill(-1) is safe only alone in a PID namespace or under a dedicated uid
+    leftovers = "kill" if plan.mode == "bwrap" or plan.drop_uid else "keep"
 
     def build(case: str, out: str) -> list[str]:
-        return [RUNNER_NAME, f"{case}/jobs.json", out]
+        return [RUNNER_NAME, out, repr(cpu), leftovers]
 
-    jobs = {
-        "cpuSeconds": cpu,
-        # kill(-1) is safe only alone in a PID namespace or under a dedicated uid
-        "killLeftovers": plan.mode == "bwrap" or plan.drop_uid,
-        "cases": [
-            {"trace": f"case-{n}.json", "argv": list(run.argv), "name": names[n]}
-            for n, run in enumerate(runs)
-        ],
-    }
-
-    def watch(out: Path) -> int:
-        done = 0
-        while done < len(names) and os.path.lexists(out / f"{names[done]}.status"):
-            done += 1
-        return done
+    messages = []
+    for name, run in zip(names, runs, strict=True):
+        body = json.dumps({"argv": list(run.argv), "trace": Path(run.trace_path).read_text()})
+        body = body.encode()
+        messages.append(b"case %d %s\n" % (len(body), name.encode()) + body)
+    feed = _Feed(messages)
 
     def collect(out: Path, raw: _Raw, isolation: str) -> list[ChildResult | None]:
         results: list[ChildResult | None] = []
@@ -686,29 +725,25 @@ def _run_batch(lab_dir, submission_files, runs: list[CaseRun], limits: Limits):
             stdout, out_size = _read_tail(out / f"{name}.stdout")
             stderr, err_size = _read_tail(out / f"{name}.stderr")
             full = max(out_size, err_size) >= cap
-            case_raw = _Raw(code, False, stdout, stderr, full, 0, raw.wall_s)
+            case_raw = _Raw(code, False, stdout, stderr, full, raw.wall_s)
             results.append(_child_result(case_raw, isolation, out / f"{name}.json", limits))
         if len(results) < len(names):  # the case the child was on when it ended
             name = names[len(results)]
             stdout, _ = _read_tail(out / f"{name}.stdout")
             stderr, _ = _read_tail(out / f"{name}.stderr")
-            case_raw = dataclasses.replace(
-                raw, stdout=_join(stdout, raw.stdout), stderr=_join(stderr, raw.stderr)
-            )
+            case_raw = dataclasses.replace(raw, stdout=stdout, stderr=_join(stderr, raw.stderr))
             results.append(_child_result(case_raw, isolation, out / f"{name}.json", limits))
         return results + [None] * (len(names) - len(results))
 
-    files = {RUNNER_NAME: RUNNER.read_bytes(), "jobs.json": json.dumps(jobs).encode()}
-    traces = [run.trace_path for run in runs]
+    extra = {RUNNER_NAME: RUNNER.read_bytes()}
     return _launch(
         lab_dir,
         submission_files,
-        traces,
-        extra=files,
+        extra=extra,
         build=build,
         collect=collect,
         limits=batch_limits,
-        watch=watch,
+        feed=feed,
     )
 
 

@@ -56,6 +56,10 @@ class SpecError(ValueError):
     """A trace spec or import request that cannot be used; the message names the field."""
 
 
+class DataMissing(SpecError):
+    """An import spec whose CSV is not on this machine (the shared data is not everywhere)."""
+
+
 def load_yaml_or_json(path: Path, what: str = "spec"):
     path = Path(path)
     try:
@@ -132,7 +136,7 @@ def resolve_data_file(name, data_dir: Path | None = None) -> Path:
     for folder in folders:
         if (folder / path.name).is_file():
             return folder / path.name
-    raise SpecError(f"import: CSV '{name}' not found (pass --data DIR or set {DATA_ENV})")
+    raise DataMissing(f"import: CSV '{name}' not found (pass --data DIR or set {DATA_ENV})")
 
 
 # --- the seeded generator ----------------------------------------------------------------------

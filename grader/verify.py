@@ -276,7 +276,7 @@ def _replay_events(events, trace, profile, *, timing, found, replay, servesim) -
                 found.add(
                     ProblemKind.INCONSISTENT_STATS,
                     "events[].endMs",
-                    f"{where}: endMs is {_ms(end_reported)}, but the submission lasts "
+                    f"events[{k}].endMs is {_ms(end_reported)}, but {where} lasts "
                     f"{_ms(duration)} by the device rules, so it ends at {_ms(end)}",
                     start,
                 )
@@ -284,6 +284,7 @@ def _replay_events(events, trace, profile, *, timing, found, replay, servesim) -
             end = end_reported
             if end < start:
                 found.add(bad, "events[].endMs", f"{where} ends before it starts", start)
+        _check_capacity(profile, event, by_id, prefilled, times, where=where, found=found)
         for chunk in event["prefill"]:
             before = prefilled[chunk["id"]]
             prefilled[chunk["id"]] = before + chunk["tokens"]
@@ -292,7 +293,6 @@ def _replay_events(events, trace, profile, *, timing, found, replay, servesim) -
                 times[chunk["id"]].append(end)
         for rid in event["decode"]:
             times[rid].append(end)
-        _check_capacity(profile, by_id, prefilled, times, where=where, start=start, found=found)
         replay.ends.append(end)
         prev_end = end
     for rid, req in by_id.items():
@@ -312,11 +312,18 @@ def _replay_events(events, trace, profile, *, timing, found, replay, servesim) -
     replay.token_times = times
 
 
-def _check_capacity(profile, by_id, prefilled, times, *, where, start, found) -> None:
+def _check_capacity(profile, event, by_id, prefilled, times, *, where, found) -> None:
+    """The device's caps, checked before the batch runs exactly as the engine checks them."""
     if profile.max_active is None and profile.kv_pages is None:
         return
+    start = event["startMs"]
+    growth = {c["id"]: c["tokens"] for c in event["prefill"]} | dict.fromkeys(event["decode"], 1)
     holders = [
-        rid for rid, req in by_id.items() if prefilled[rid] and len(times[rid]) < req.output_tokens
+        rid
+        for rid, req in by_id.items()
+        if req.arrival_ms <= start + EPS_MS
+        and (prefilled[rid] < req.input_tokens or len(times[rid]) < req.output_tokens)
+        and (prefilled[rid] or rid in growth)
     ]
     if profile.max_active is not None and len(holders) > profile.max_active:
         found.add(
@@ -326,12 +333,15 @@ def _check_capacity(profile, by_id, prefilled, times, *, where, start, found) ->
             start,
         )
     if profile.kv_pages is not None:
-        pages = sum(profile.pages_for(prefilled[r] + len(times[r])) for r in holders)
+        pages = sum(
+            profile.pages_for(prefilled[r] + max(len(times[r]) - 1, 0) + growth.get(r, 0))
+            for r in holders
+        )
         if pages > profile.kv_pages:
             found.add(
                 ProblemKind.INVALID_SCHEDULE,
                 "kvPages",
-                f"{where}: {pages} KV pages in use, budget {profile.kv_pages}",
+                f"{where}: needs {pages} KV pages, budget {profile.kv_pages}",
                 start,
             )
 
@@ -373,7 +383,7 @@ def _check_statistics(run: dict, trace, replay: Replay, found: _Collector, serve
         recomputed.append({**req, "tokenTimesMs": replay.token_times[spec.id], **metrics})
         for name in REQUEST_STATS:
             got, want = req.get(name), metrics[name]
-            if not _same_value(got, want):
+            if not same_value(got, want):
                 found.add(
                     stats,
                     name,
@@ -388,7 +398,7 @@ def _check_statistics(run: dict, trace, replay: Replay, found: _Collector, serve
         got = reported.get(name)
         if isinstance(want, dict) and isinstance(got, dict) and name not in ("weighting",):
             for sub, value in want.items():
-                if not _same_value(got.get(sub), value):
+                if not same_value(got.get(sub), value):
                     found.add(
                         stats,
                         f"summary.{name}",
@@ -396,7 +406,7 @@ def _check_statistics(run: dict, trace, replay: Replay, found: _Collector, serve
                         f"timeline gives {_show(value)}",
                     )
                     break
-        elif not _same_value(got, want):
+        elif not same_value(got, want):
             found.add(
                 stats,
                 f"summary.{name}",
@@ -404,18 +414,18 @@ def _check_statistics(run: dict, trace, replay: Replay, found: _Collector, serve
             )
 
 
-def _same_value(got, want) -> bool:
+def same_value(got, want) -> bool:
     if isinstance(want, list):
         return (
             isinstance(got, list)
             and len(got) == len(want)
-            and all(_same_value(a, b) for a, b in zip(got, want, strict=False))
+            and all(same_value(a, b) for a, b in zip(got, want, strict=False))
         )
     if isinstance(want, dict):
         return (
             isinstance(got, dict)
             and got.keys() == want.keys()
-            and all(_same_value(got[k], want[k]) for k in want)
+            and all(same_value(got[k], want[k]) for k in want)
         )
     if isinstance(want, (str, bool)):
         return got == want

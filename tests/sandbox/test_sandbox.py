@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import secrets
 import socket
 import subprocess
 import textwrap
@@ -286,3 +287,57 @@ def test_batch_runner_stops_a_plain_loop_at_its_cpu_share(unit, mode):
     )
     assert [r.limit for r in results] == ["CPU time", None, "CPU time"]
     assert results[1].returncode == 0 and json.loads(results[1].output)["runs"]
+
+
+SNOOP = """
+import os, sys
+from servesim import Batch
+
+mine = sys.argv[sys.argv.index("--trace") + 1]
+with open(mine) as handle:
+    me = int(handle.read().split("TOKEN-")[1][:2])
+later = [f"TOKEN-{n:02d}" for n in range(me + 1, 10)]
+found = set()
+for top in (os.path.dirname(mine), os.getcwd(), os.environ.get("TMPDIR", "/tmp"), "/tmp"):
+    for folder, dirs, files in os.walk(top):
+        if top == "/tmp":
+            dirs[:] = []  # the host's /tmp in the fallback: its top level only
+        for name in files:
+            try:
+                with open(os.path.join(folder, name), errors="replace") as handle:
+                    text = handle.read(1 << 20)
+            except OSError:
+                continue
+            found.update(mark for mark in later if mark in text)
+print("ME", me)
+print("LATER", sorted(found))
+print("STDIN", repr(sys.stdin.read()))
+
+
+def fcfs(view):
+    if view.waiting:
+        return Batch.prefill_of(view.waiting[0], view.waiting[0].remaining_prefill)
+    return Batch.decode_of(view.running)
+"""
+
+
+def test_batch_case_never_sees_a_later_cases_trace(unit, mode, tmp_path):
+    """A case's trace is sent only after the case before it finished: no later trace is in the
+    case folder, the output folder, /tmp or stdin (grading puts visible cases first)."""
+    token = secrets.token_hex(6)
+    runs = []
+    for n in range(3):
+        doc = json.loads((unit.lab_dir / "traces" / "mixed.json").read_text())
+        doc["name"] = f"{token}-{n:02d}"
+        path = tmp_path / f"t{n}.json"
+        path.write_text(json.dumps(doc))
+        runs.append(sandbox.CaseRun(path, ["--policy", "fcfs"]))
+    source = SNOOP.replace("TOKEN", token).encode()
+    results = sandbox.run_cases(unit.lab_dir, {"policies.py": source}, runs, FAST)
+    for n, result in enumerate(results):
+        assert result.returncode == 0, result.stderr
+        lines = dict(line.split(" ", 1) for line in result.stdout.splitlines()[:3])
+        assert lines["ME"] == str(n)
+        if mode == "bwrap" or as_root():  # a non-root fallback child can read the grader's /tmp
+            assert lines["LATER"] == "[]"
+        assert lines["STDIN"] == "''"

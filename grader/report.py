@@ -1,0 +1,176 @@
+"""The result of grading one submission: per-case statuses, points, feedback and formats.
+
+``GradeReport`` renders as text (``text()``), as the project's JSON (``to_json()``) and as
+Gradescope's ``results.json`` (``to_gradescope()``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+from .cases import Visibility
+
+
+class Status(Enum):
+    PASSED = "passed"
+    WRONG_SCHEDULE = "wrong_schedule"
+    INVALID_SCHEDULE = "invalid_schedule"
+    INCONSISTENT_STATS = "inconsistent_stats"
+    CRASH = "crash"
+    TIMEOUT = "timeout"
+    NOT_IMPLEMENTED = "not_implemented"
+
+    @property
+    def words(self) -> str:
+        return {
+            Status.PASSED: "passed",
+            Status.WRONG_SCHEDULE: "different schedule from the reference",
+            Status.INVALID_SCHEDULE: "invalid schedule",
+            Status.INCONSISTENT_STATS: "statistics inconsistent with the timeline",
+            Status.CRASH: "crash",
+            Status.TIMEOUT: "timeout",
+            Status.NOT_IMPLEMENTED: "not implemented",
+        }[self]
+
+
+@dataclass
+class CaseResult:
+    id: str
+    part: str
+    points: float
+    max_points: float
+    visibility: Visibility
+    status: Status
+    feedback: str
+    staff_detail: str = ""  # full detail for staff reports; never shown for hidden cases
+    seconds: float = 0.0
+
+    @property
+    def hidden(self) -> bool:
+        return self.visibility is Visibility.HIDDEN
+
+    def to_json(self, staff: bool = False) -> dict:
+        doc = {
+            "id": self.id,
+            "part": self.part,
+            "points": self.points,
+            "maxPoints": self.max_points,
+            "visibility": self.visibility.value,
+            "status": self.status.value,
+            "feedback": self.feedback,
+            "seconds": round(self.seconds, 3),
+        }
+        if staff:
+            doc["staffDetail"] = self.staff_detail
+        return doc
+
+
+@dataclass
+class GradeReport:
+    unit: str
+    cases: list[CaseResult]
+    isolation: str
+    ignored: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    hidden_visibility: str = "after_published"
+    seconds: float = 0.0
+
+    @property
+    def score(self) -> float:
+        return round(sum(c.points for c in self.cases), 4)
+
+    @property
+    def max_score(self) -> float:
+        return round(sum(c.max_points for c in self.cases), 4)
+
+    @property
+    def parts(self) -> dict[str, tuple[float, float]]:
+        out: dict[str, tuple[float, float]] = {}
+        for c in self.cases:
+            got, most = out.get(c.part, (0.0, 0.0))
+            out[c.part] = (round(got + c.points, 4), round(most + c.max_points, 4))
+        return out
+
+    def part_note(self, part: str) -> str:
+        statuses = {c.status for c in self.cases if c.part == part}
+        if statuses == {Status.NOT_IMPLEMENTED}:
+            return "not implemented"
+        if statuses == {Status.PASSED}:
+            return "all cases pass"
+        return ""
+
+    def killed_by(self) -> list[str]:
+        """Ids of the hidden cases that lost points (used by the mutant report)."""
+        return [c.id for c in self.cases if c.hidden and c.points < c.max_points]
+
+    def to_json(self, staff: bool = False) -> dict:
+        return {
+            "unit": self.unit,
+            "score": self.score,
+            "maxScore": self.max_score,
+            "parts": {
+                name: {"score": got, "maxScore": most, "note": self.part_note(name)}
+                for name, (got, most) in self.parts.items()
+            },
+            "isolation": self.isolation,
+            "ignoredFiles": list(self.ignored),
+            "missingFiles": list(self.missing),
+            "seconds": round(self.seconds, 3),
+            "cases": [c.to_json(staff) for c in self.cases],
+        }
+
+    def to_gradescope(self) -> dict:
+        """Gradescope's results.json: top-level score, one test per case."""
+        tests = []
+        for c in self.cases:
+            tests.append(
+                {
+                    "name": f"{c.part}: {c.id}" + (" (hidden)" if c.hidden else ""),
+                    "score": c.points,
+                    "max_score": c.max_points,
+                    "status": "passed" if c.status is Status.PASSED else "failed",
+                    "output": c.feedback,
+                    "visibility": self.hidden_visibility if c.hidden else "visible",
+                }
+            )
+        return {
+            "score": self.score,
+            "execution_time": round(self.seconds, 3),
+            "output": self._summary_lines() + f"\nisolation: {self.isolation}",
+            "stdout_visibility": "hidden",
+            "tests": tests,
+        }
+
+    def _summary_lines(self) -> str:
+        lines = [f"{self.unit}: {_pts(self.score)} / {_pts(self.max_score)} points"]
+        for part, (got, most) in self.parts.items():
+            note = self.part_note(part)
+            lines.append(
+                f"  part {part}: {_pts(got)} / {_pts(most)}" + (f" ({note})" if note else "")
+            )
+        if self.ignored:
+            shown = ", ".join(self.ignored[:8]) + (" ..." if len(self.ignored) > 8 else "")
+            lines.append(f"ignored files (only the editable files are graded): {shown}")
+        if self.missing:
+            lines.append(f"not in the submission (starter version used): {', '.join(self.missing)}")
+        return "\n".join(lines)
+
+    def text(self, staff: bool = False) -> str:
+        lines = [self._summary_lines(), f"isolation: {self.isolation}", ""]
+        for c in self.cases:
+            mark = "PASS" if c.status is Status.PASSED else "FAIL"
+            vis = "hidden" if c.hidden else "public"
+            lines.append(
+                f"[{mark}] {c.id} ({vis}, part {c.part}): {_pts(c.points)} / {_pts(c.max_points)}"
+            )
+            if c.status is not Status.PASSED:
+                lines.extend("    " + line for line in c.feedback.splitlines())
+                if staff and c.hidden and c.staff_detail != c.feedback:
+                    extra = c.staff_detail.splitlines()[1:]
+                    lines.extend("    staff: " + line for line in extra)
+        return "\n".join(lines)
+
+
+def _pts(value: float) -> str:
+    return f"{value:g}"

@@ -1,0 +1,76 @@
+"""Golden files: made only by `infralab golden`, and `--check` catches stale or missing ones."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from grader import golden
+from grader.cli import main
+from grader.grading import GradingError, grade_submission
+
+
+def test_repo_golden_files_are_up_to_date(capsys):
+    assert main(["golden", "--unit", "unit07", "--check"]) == 0
+    assert "golden files are up to date" in capsys.readouterr().out
+
+
+def test_golden_records_sha_and_engine_version(unit):
+    servesim = __import__("servesim")
+    for path in sorted(golden.golden_dir(unit).glob("*.json")):
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        assert doc["generatedBy"] == "infralab golden --unit unit07"
+        assert doc["engineVersion"] == servesim.ENGINE_VERSION
+        assert len(doc["trace"]["sha256"]) == 64
+
+
+def _states(moved):
+    return {s.path.name: s.state for s in golden.check_golden(moved)}
+
+
+def test_check_catches_changed_trace_and_writes_nothing(scratch_unit):
+    assert set(_states(scratch_unit).values()) == {golden.GoldenState.OK}
+    hidden = scratch_unit.traces_dir / "hidden" / "ties.json"
+    doc = json.loads(hidden.read_text(encoding="utf-8"))
+    doc["requests"][0]["inputTokens"] += 1
+    hidden.write_text(json.dumps(doc), encoding="utf-8")
+    before = {p: p.read_bytes() for p in (scratch_unit.traces_dir / "golden").iterdir()}
+    states = _states(scratch_unit)
+    stale = {name for name, state in states.items() if state is golden.GoldenState.STALE}
+    assert stale == {"fcfs-ties.json", "chunked-ties-chunk2.json"}
+    assert {p: p.read_bytes() for p in (scratch_unit.traces_dir / "golden").iterdir()} == before
+    # grading refuses stale golden results instead of grading against them
+    with pytest.raises(GradingError, match="stale"):
+        grade_submission(scratch_unit, scratch_unit.solutions_dir, cases=["fcfs-ties"])
+    # regenerating fixes exactly those two files
+    changed = golden.write_golden(scratch_unit)
+    assert {p.name for p in changed} == stale
+    assert set(_states(scratch_unit).values()) == {golden.GoldenState.OK}
+
+
+def test_check_reports_missing_and_orphan(scratch_unit):
+    (scratch_unit.traces_dir / "golden" / "fcfs-mixed.json").unlink()
+    (scratch_unit.traces_dir / "golden" / "old-case.json").write_text("{}", encoding="utf-8")
+    states = _states(scratch_unit)
+    assert states["fcfs-mixed.json"] is golden.GoldenState.MISSING
+    assert states["old-case.json"] is golden.GoldenState.ORPHAN
+    with pytest.raises(GradingError, match="missing"):
+        grade_submission(scratch_unit, scratch_unit.solutions_dir, cases=["fcfs-mixed"])
+
+
+def test_check_catches_hand_edited_golden(scratch_unit):
+    path = scratch_unit.traces_dir / "golden" / "chunked-mixed.json"
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    doc["run"]["requests"][0]["tokenTimesMs"][-1] += 1
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    assert _states(scratch_unit)["chunked-mixed.json"] is golden.GoldenState.STALE
+
+
+def test_check_exit_code_when_stale(monkeypatch, capsys, scratch_unit):
+    (scratch_unit.traces_dir / "golden" / "fcfs-mixed.json").unlink()
+    monkeypatch.setattr("grader.cli.load_unit", lambda unit_id: scratch_unit)
+    assert main(["golden", "--unit", "unit07", "--check"]) == 1
+    out = capsys.readouterr().out
+    assert "missing: " in out and "fcfs-mixed.json" in out
+    assert not (scratch_unit.traces_dir / "golden" / "fcfs-mixed.json").exists()

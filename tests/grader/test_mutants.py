@@ -1,0 +1,96 @@
+"""The mutant corpus: each mutant loses points on a hidden case, with the exact failure kind."""
+
+from __future__ import annotations
+
+import pytest
+
+from grader.cli import main
+from grader.grading import KEYED_NOTE, Status, grade_submission
+from grader.mutants import list_mutants
+
+# mutant -> the kind of failure it gets on every case that catches it
+EXPECTED = {
+    "chunk_off_by_one": Status.WRONG_SCHEDULE,
+    "decode_one_at_a_time": Status.WRONG_SCHEDULE,
+    "decode_skips_newest": Status.WRONG_SCHEDULE,
+    "fcfs_interleaves_decode": Status.WRONG_SCHEDULE,
+    "hardcoded_chunk": Status.WRONG_SCHEDULE,
+    "keyed_to_public_traces": Status.WRONG_SCHEDULE,
+    "lifo_waiting": Status.WRONG_SCHEDULE,
+    "mixed_batch": Status.WRONG_SCHEDULE,
+    "one_token_decode": Status.CRASH,
+    "prefill_all_waiting": Status.WRONG_SCHEDULE,
+    "prefill_before_decode": Status.WRONG_SCHEDULE,
+    "shortest_prompt_first": Status.WRONG_SCHEDULE,
+    "ties_by_id": Status.WRONG_SCHEDULE,
+}
+
+
+def test_corpus_is_listed(unit):
+    names = {m.name for m in list_mutants(unit)}
+    assert names == set(EXPECTED)
+    assert len(names) >= 8
+    assert all(m.summary for m in list_mutants(unit))
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_mutant_loses_points_on_a_hidden_case(mutant_results, name):
+    result = mutant_results[name]
+    assert result.killed_by_hidden, f"{name} survives every hidden case"
+    assert result.report.score < result.report.max_score
+    statuses = {result.status(case) for case in result.killed_by}
+    assert statuses == {EXPECTED[name]}
+
+
+def test_keyed_answer_passes_public_but_not_relabelled(mutant_results):
+    result = mutant_results["keyed_to_public_traces"]
+    public = [c for c in result.report.cases if not c.hidden]
+    assert all(c.status is Status.PASSED for c in public)
+    assert result.status("chunked-mixed-relabelled") is Status.WRONG_SCHEDULE
+    relabelled = next(c for c in result.report.cases if c.id == "chunked-mixed-relabelled")
+    assert KEYED_NOTE in relabelled.feedback
+    # a policy that is simply wrong everywhere gets no such note
+    lifo = mutant_results["lifo_waiting"].report.cases
+    assert all(KEYED_NOTE not in c.feedback for c in lifo)
+
+
+def test_ties_mutant_is_caught_only_by_the_ties_trace(mutant_results):
+    assert set(mutant_results["ties_by_id"].killed_by) == {"fcfs-ties", "chunked-ties-chunk2"}
+
+
+def test_sandboxed_grade_of_a_mutant_names_the_hidden_cases(unit, tmp_path):
+    mutant = next(m for m in list_mutants(unit) if m.name == "ties_by_id")
+    folder = tmp_path / "sub"
+    folder.mkdir()
+    (folder / "policies.py").write_bytes(mutant.path.read_bytes())
+    report = grade_submission(
+        unit, folder, cases=["fcfs-mixed", "fcfs-ties", "chunked-ties-chunk2"]
+    )
+    assert report.killed_by() == ["fcfs-ties", "chunked-ties-chunk2"]
+    text = report.text()
+    assert "[FAIL] fcfs-ties (hidden, part fcfs)" in text
+    assert "[PASS] fcfs-mixed" in text
+
+
+def test_mutants_command_reports_matrix(capsys):
+    assert main(["trace", "mutants", "--unit", "unit07", "--mutant", "ties_by_id", "--strict"]) == 0
+    out = capsys.readouterr().out
+    assert "ties_by_id" in out
+    assert "killed by hidden: fcfs-ties, chunked-ties-chunk2" in out
+
+
+def test_mutants_command_warns_on_survivor(capsys, monkeypatch, unit):
+    from grader import mutants
+
+    real = mutants.kill_matrix
+
+    def only_public(unit_, selected):
+        results = real(unit_, selected)
+        for r in results:
+            r.report.cases = [c for c in r.report.cases if not c.hidden]
+        return results
+
+    monkeypatch.setattr(mutants, "kill_matrix", only_public)
+    code = main(["trace", "mutants", "--unit", "unit07", "--mutant", "ties_by_id", "--strict"])
+    assert code == 1
+    assert "warning: mutant ties_by_id survives every hidden case" in capsys.readouterr().err
