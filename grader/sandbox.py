@@ -328,6 +328,24 @@ def _kill_uid(uid: int) -> None:
     _reap_orphans(uid)
 
 
+SHARED_WRITABLE = ("/tmp", "/var/tmp", "/dev/shm")
+
+
+def _remove_files_of(uid: int) -> None:
+    """Fallback mode: delete what the child's uid left in the host's world-writable folders,
+    so nothing it stashed there outlives the case (bubblewrap gives it a private /tmp)."""
+    for top in SHARED_WRITABLE:
+        with contextlib.suppress(OSError):
+            for entry in os.scandir(top):
+                with contextlib.suppress(OSError):
+                    if entry.stat(follow_symlinks=False).st_uid != uid:
+                        continue
+                    if entry.is_dir(follow_symlinks=False):
+                        shutil.rmtree(entry.path, ignore_errors=True)
+                    else:
+                        os.unlink(entry.path)
+
+
 def _host_root_binds() -> list[str]:
     """/usr read-only, and /bin, /lib, /lib64, /sbin as the host has them (links or binds)."""
     args = ["--ro-bind", "/usr", "/usr"]
@@ -540,6 +558,8 @@ def _launch(
                     os.killpg(child.pid, signal.SIGKILL)
                 if uid is not None:
                     _kill_uid(uid)
+                    if plan.mode != "bwrap":
+                        _remove_files_of(uid)
                 child.wait()
                 for pipe in (child.stdin, child.stdout):
                     if pipe:

@@ -341,3 +341,12 @@ def test_batch_case_never_sees_a_later_cases_trace(unit, mode, tmp_path):
         if mode == "bwrap" or as_root():  # a non-root fallback child can read the grader's /tmp
             assert lines["LATER"] == "[]"
         assert lines["STDIN"] == "''"
+
+
+def test_files_left_in_shared_tmp_are_removed(unit, mode):
+    if not as_root():
+        pytest.skip("without a dedicated uid the child's files cannot be told from the grader's")
+    name = f"infralab-stash-{secrets.token_hex(6)}"
+    source = f"open('/tmp/{name}', 'w').write('stash')\nimport os\nos._exit(0)\n"
+    run(unit, source)
+    assert not Path("/tmp", name).exists()
