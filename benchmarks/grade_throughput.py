@@ -68,9 +68,11 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[int(rank) - 1]
 
 
-def one_repeat(unit, subs, out: Path, jobs: int) -> dict:
+def one_repeat(unit, subs, out: Path, jobs: int, limits) -> dict:
     started = time.monotonic()
-    result = batch.grade_batch(unit, [p for p, _ in subs], out, jobs=jobs, force=True)
+    result = batch.grade_batch(
+        unit, [p for p, _ in subs], out, jobs=jobs, force=True, limits=limits
+    )
     wall = time.monotonic() - started
     latencies = []
     for path, _ in subs:
@@ -138,19 +140,25 @@ def main(argv=None) -> int:
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--profile", type=int, default=12, help="submissions to profile (0: skip)")
+    parser.add_argument(
+        "--per-case", action="store_true", help="one sandboxed child per case (for comparison)"
+    )
     args = parser.parse_args(argv)
     unit = load_unit("unit07")
-    cases = len(load_grading(unit).cases)
+    grading_config = load_grading(unit)
+    cases = len(grading_config.cases)
+    limits = sandbox.Limits(wall_s=grading_config.timeout_s, one_child_per_case=args.per_case)
     print(
         f"{args.count} submissions x {cases} cases, jobs={args.jobs}, "
-        f"isolation {sandbox.isolation_mode()}, {os.cpu_count()} cores"
+        f"isolation {sandbox.isolation_mode()}, {os.cpu_count()} cores, "
+        f"{'one child per case' if args.per_case else 'one child per submission'}"
     )
     work = Path(tempfile.mkdtemp(prefix="infralab-bench-"))
     try:
         subs = make_submissions(unit, work / "subs", args.count)
         runs = []
         for n in range(args.repeat):
-            row = one_repeat(unit, subs, work / "out", args.jobs)
+            row = one_repeat(unit, subs, work / "out", args.jobs, limits)
             runs.append(row)
             print(
                 f"run {n + 1}: {row['per_min']:.0f} submissions/min "
@@ -163,7 +171,7 @@ def main(argv=None) -> int:
             f"latency median {statistics.median(r['median_s'] for r in runs):.3f} s, "
             f"p90 {statistics.median(r['p90_s'] for r in runs):.3f} s"
         )
-        if args.profile:
+        if args.profile and not args.per_case:
             print(f"where the time goes (seconds per submission, {args.profile} graded serially):")
             for stage, seconds in profile(unit, subs, args.profile).items():
                 print(f"  {stage:48} {seconds:.3f}")
