@@ -138,7 +138,8 @@ def test_sleeping_child_stops_at_wall_limit(unit, mode):
 
 
 def test_memory_bomb_stops_at_address_space_limit(unit, mode):
-    result = run(unit, (ADVERSARIAL / "memory_bomb.py").read_bytes())
+    limits = Limits(wall_s=20, cpu_s=5, memory_mb=256)  # CPU to spare: memory must stop it
+    result = run(unit, (ADVERSARIAL / "memory_bomb.py").read_bytes(), limits=limits)
     assert result.output is None
     assert result.limit in ("memory", "CPU time or memory")
 
