@@ -205,3 +205,20 @@ def test_autograder_bundle_grades_from_its_own_files(autograder_root, unit):
     nothing = run_autograder(autograder_root, {"README.md": b"oops\n"})
     assert nothing["score"] == 0 and nothing["tests"] == []
     assert "could not be graded" in nothing["output"] and "policies.py" in nothing["output"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["release", "student", "--unit", "nope"], "unknown unit 'nope'"),
+        (["release", "autograder", "--unit", "nope"], "unknown unit 'nope'"),
+        (["grade", "--unit", "unit07", "missing-a", "missing-b", "--out", "OUT"], "missing-a"),
+        (["grade", "--unit", "unit07", "a", "b"], "needs --out"),
+    ],
+)
+def test_bad_input_is_one_error_line_and_writes_nothing(tmp_path, args, message):
+    args = [a.replace("OUT", str(tmp_path / "out")) for a in args]
+    done = infralab(*args, cwd=tmp_path)
+    assert done.returncode == 2
+    assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []
