@@ -18,7 +18,7 @@ def _simulate(args, extra: list[str]) -> int:
         print("infralab simulate: only --reference runs are supported here", file=sys.stderr)
         return 2
     policies = reference.solution_policies(unit)
-    from servesim.cli import main as simulate_main
+    from servesim.cli import main as simulate_main  # noqa: PLC0415
 
     return simulate_main(extra, policies_module=policies, lab_dir=unit.lab_dir)
 

@@ -50,7 +50,7 @@ def device_profile(unit: Unit, **overrides):
 def run_reference(unit: Unit, trace, policy: str, params: dict, device, fault=None) -> dict:
     """One run entry (the run-file contract) of the reference ``policy`` on a parsed trace."""
     servesim = engine(unit)
-    from servesim.runfile import build_run
+    from servesim.runfile import build_run  # noqa: PLC0415 - lab package is on sys.path now
 
     spec = next(p for p in unit.policies if p["name"] == policy)
     function = getattr(solution_policies(unit), spec["function"])
@@ -61,7 +61,7 @@ def run_reference(unit: Unit, trace, policy: str, params: dict, device, fault=No
 def load_trace(unit: Unit, name_or_path: str):
     """A trace by name (public lab traces first, then the unit's hidden ones) or by path."""
     servesim = engine(unit)
-    from servesim.trace import resolve_trace
+    from servesim.trace import resolve_trace  # noqa: PLC0415
 
     path = Path(name_or_path)
     hidden = unit.traces_dir / "hidden" / f"{name_or_path}.json"
