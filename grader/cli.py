@@ -102,6 +102,12 @@ def _grade(args, extra: list[str]) -> int:
     from .grading import grade_submission
     from .sandbox import Limits
 
+    if len(args.submission) > 1 or args.out:
+        from . import batch
+
+        return batch.run_cli(args)
+    args.submission = args.submission[0]
+
     outputs = [Path(p) for p in (args.json, args.gradescope) if p]
     for path in outputs:
         if path.is_dir():
@@ -122,6 +128,30 @@ def _grade(args, extra: list[str]) -> int:
     if args.gradescope:
         write_json(Path(args.gradescope), report.to_gradescope())
         print(f"wrote {args.gradescope}")
+    return 0
+
+
+def _release(args, extra: list[str]) -> int:
+    from . import release
+
+    unit = load_unit(args.unit)
+    out = Path(args.out) if args.out else REPO_ROOT / "dist" / unit.id
+    if out.exists() and not out.is_dir():
+        raise UnitError(f"--out {out}: exists and is not a folder")
+    if args.kind == "student":
+        dest = release.build_student_zip(unit, out / f"infra-lab-{unit.id}.zip")
+    else:
+        reference.engine(unit)
+        from . import golden
+
+        stale = [s for s in golden.check_golden(unit) if s.state is not golden.GoldenState.OK]
+        if stale:
+            raise UnitError(
+                f"golden files are not up to date ({stale[0].path.name}: {stale[0].reason}); "
+                f"run: infralab golden --unit {unit.id}"
+            )
+        dest = release.build_autograder_zip(unit, out / "autograder.zip")
+    print(f"wrote {_show_path(dest)}")
     return 0
 
 
@@ -263,20 +293,44 @@ def build_parser() -> argparse.ArgumentParser:
     )
     golden_cmd.set_defaults(handler=_golden)
 
+    release_cmd = commands.add_parser(
+        "release",
+        help="build the student lab zip or the Gradescope autograder bundle",
+        description="student: the lab folder as students get it (infra-lab/...), no hidden "
+        "traces, golden files, solutions or grader code. autograder: Gradescope's "
+        "autograder.zip (setup.sh, run_autograder, grader, lab folder, hidden traces, golden).",
+    )
+    release_cmd.add_argument("kind", choices=["student", "autograder"])
+    release_cmd.add_argument("--unit", required=True)
+    release_cmd.add_argument("--out", metavar="DIR", help="output folder (default: dist/<unit>)")
+    release_cmd.set_defaults(handler=_release)
+
     grade = commands.add_parser(
         "grade",
-        help="grade one submission (folder or .zip) on every graded case",
+        help="grade one submission (folder or .zip), or many in parallel (--out)",
         description="Grade a submission: each case runs in a child process, the parent verifies "
         "the run and compares it with golden. Exit 0 whatever the score; non-zero only when "
         "grading itself could not run.",
     )
     grade.add_argument("--unit", required=True)
-    grade.add_argument("submission", help="a folder or .zip holding the editable files")
+    grade.add_argument(
+        "submission",
+        nargs="+",
+        help="a folder or .zip holding the editable files; several: batch grading (needs --out)",
+    )
+    grade.add_argument("--out", metavar="DIR", help="batch: reports/<name>.json and scores.csv")
+    grade.add_argument("--force", action="store_true", help="batch: regrade finished ones too")
     grade.add_argument("--json", metavar="REPORT", help="write the report as JSON here")
     grade.add_argument("--gradescope", metavar="RESULTS", help="write Gradescope results.json here")
     grade.add_argument("--case", action="append", help="grade only this case (repeatable)")
     grade.add_argument("--timeout", type=float, help="wall seconds per case (default: unit.yaml)")
-    grade.add_argument("--jobs", type=int, help="cases run at once (default: up to 2)")
+    grade.add_argument(
+        "--jobs",
+        type=int,
+        metavar="N",
+        help="one submission: cases judged at once (default: up to 2); "
+        "several: submissions graded at once (default: the number of cores)",
+    )
     grade.add_argument(
         "--staff",
         action="store_true",

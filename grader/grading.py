@@ -34,7 +34,7 @@ from .cases import Case, case_trace_doc, load_grading, trace_path
 from .golden import case_device, load_golden
 from .report import CaseResult, GradeReport, Status
 from .runschema import validate_run_file
-from .sandbox import ChildResult, Limits, run_simulation
+from .sandbox import CaseRun, ChildResult, Limits, SandboxError, run_cases, run_simulation
 from .submission import Submission, load_submission
 from .units import Unit, UnitError, load_unit
 
@@ -97,9 +97,19 @@ def grade_submission(
     if getattr(run, "in_process", False):
         workers = 1
 
+    children: dict[str, ChildResult] = {}
+    if runner is None and not limits.one_child_per_case and len(selected) > 1:
+        children = _run_all_cases(unit, selected, submission.files, limits)
+
     def one(case: Case) -> tuple[CaseResult, str]:
         return grade_case(
-            unit, case, files=submission.files, golden=goldens[case.id], runner=run, limits=limits
+            unit,
+            case,
+            files=submission.files,
+            golden=goldens[case.id],
+            runner=run,
+            limits=limits,
+            child=children.get(case.id),
         )
 
     if workers > 1 and len(selected) > 1:
@@ -150,20 +160,23 @@ def grade_case(
     golden: dict,
     runner: Runner,
     limits: Limits,
+    child: ChildResult | None = None,
 ) -> tuple[CaseResult, str]:
-    """Run and judge one case; returns its result and the isolation mode of the child."""
+    """Run and judge one case; returns its result and the isolation mode of the child.
+
+    ``child``: the case already ran (all cases of a submission in one sandboxed child).
+    """
     started = time.monotonic()
     trace_doc = case_trace_doc(unit, case)
-    with tempfile.TemporaryDirectory(prefix="infralab-trace-") as tmp:
-        path = Path(tmp) / "trace.json"
-        if case.transform is None:
-            path.write_bytes(trace_path(unit, case).read_bytes())
-        else:
-            path.write_text(json.dumps(trace_doc), encoding="utf-8")
-        try:
-            child = runner(unit.lab_dir, files, path, case.argv(), limits)
-        except (OSError, subprocess.SubprocessError) as exc:
-            raise GradingError(f"case '{case.id}': could not start the child run ({exc})") from exc
+    if child is None:
+        with tempfile.TemporaryDirectory(prefix="infralab-trace-") as tmp:
+            path = _write_case_trace(unit, case, trace_doc, Path(tmp) / "trace.json")
+            try:
+                child = runner(unit.lab_dir, files, path, case.argv(), limits)
+            except (OSError, subprocess.SubprocessError, SandboxError) as exc:
+                raise GradingError(
+                    f"case '{case.id}': could not start the child run ({exc})"
+                ) from exc
     verdict = judge(unit, case, trace_doc, golden, child)
     points = _points(case, verdict)
     result = CaseResult(
@@ -178,6 +191,37 @@ def grade_case(
         seconds=time.monotonic() - started,
     )
     return result, child.isolation
+
+
+def _write_case_trace(unit: Unit, case: Case, trace_doc: dict, path: Path) -> Path:
+    """The trace file the child gets: the source bytes, or the transformed document."""
+    if case.transform is None:
+        path.write_bytes(trace_path(unit, case).read_bytes())
+    else:
+        path.write_text(json.dumps(trace_doc), encoding="utf-8")
+    return path
+
+
+def _run_all_cases(
+    unit: Unit, selected: list[Case], files: dict[str, bytes], limits: Limits
+) -> dict[str, ChildResult]:
+    """Every selected case from one sandboxed child (``sandbox.run_cases``), by case id.
+
+    Visible cases go first: a case never sees a later case's trace, so no hidden trace can
+    reach a case whose output the student is shown.
+    """
+    selected = sorted(selected, key=lambda case: case.hidden)
+    with tempfile.TemporaryDirectory(prefix="infralab-traces-") as tmp:
+        runs = []
+        for number, case in enumerate(selected):
+            path = Path(tmp) / f"trace-{number}.json"
+            _write_case_trace(unit, case, case_trace_doc(unit, case), path)
+            runs.append(CaseRun(path, case.argv()))
+        try:
+            results = run_cases(unit.lab_dir, files, runs, limits)
+        except (OSError, subprocess.SubprocessError, SandboxError) as exc:
+            raise GradingError(f"could not start the child run ({exc})") from exc
+    return {case.id: result for case, result in zip(selected, results, strict=True)}
 
 
 @dataclass
@@ -204,8 +248,13 @@ def _points(case: Case, verdict: Verdict) -> float:
 
 def judge(unit: Unit, case: Case, trace_doc: dict, golden: dict, child: ChildResult) -> Verdict:
     """Everything the trusted parent decides about one child run."""
-    if child.timed_out:
-        return Verdict(Status.TIMEOUT, "the run did not finish within the time limit")
+    if child.timed_out or child.limit in ("wall time", "CPU time"):
+        limit = child.limit or "wall time"
+        return Verdict(Status.TIMEOUT, f"the run did not finish within the {limit} limit")
+    if child.limit:  # memory, file size: stopped by the sandbox
+        return Verdict(Status.CRASH, f"the run was {child.summary}")
+    if child.output_error:
+        return Verdict(Status.INVALID_SCHEDULE, child.summary)
     if child.returncode != 0:
         stderr = child.stderr or ""
         if NOT_IMPLEMENTED.search(stderr):

@@ -1,7 +1,9 @@
-"""Release builders. The student zip is the lab folder as shipped, under ``infra-lab/``."""
+"""Release builders: the student lab zip (the lab folder as shipped, under ``infra-lab/``) and
+the Gradescope autograder bundle."""
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 import zipfile
@@ -25,18 +27,94 @@ def student_files(unit: Unit) -> list[Path]:
 
 def build_student_zip(unit: Unit, dest: Path) -> Path:
     """Write the student lab zip to ``dest`` atomically (fixed timestamps: reproducible bytes)."""
+    entries = []
+    for path in student_files(unit):
+        rel = path.relative_to(unit.lab_dir).as_posix()
+        mode = 0o755 if os.access(path, os.X_OK) else 0o644
+        entries.append((f"{ZIP_ROOT}/{rel}", path.read_bytes(), mode))
+    return _write_zip(dest, entries)
+
+
+# --- Gradescope autograder bundle -----------------------------------------------------------
+
+AUTOGRADER_SCRIPTS = Path(__file__).with_name("autograder")  # setup.sh, run_autograder
+
+
+def autograder_files(unit: Unit) -> dict[str, Path]:
+    """Bundle path -> source file: what grading needs and nothing else (no solutions).
+
+    The bundle unpacks to ``/autograder/source`` with the repository's own layout, so the
+    grader package finds the unit there exactly as it does in the repo.
+    """
+    from .units import REPO_ROOT
+
+    files: dict[str, Path] = {}
+
+    def add_tree(folder: Path, suffixes: tuple[str, ...] | None = None) -> None:
+        for path in sorted(folder.rglob("*")):
+            rel = path.relative_to(REPO_ROOT)
+            if not path.is_file() or SKIP_DIRS.intersection(rel.parts) or path.suffix == ".pyc":
+                continue
+            if suffixes is None or path.suffix in suffixes:
+                files[rel.as_posix()] = path
+
+    add_tree(REPO_ROOT / "grader", (".py",))
+    for name in [n for n in files if n.startswith("grader/mutants/")]:
+        del files[name]  # staff fixtures, not needed to grade
+    add_tree(unit.lab_dir)
+    add_tree(unit.traces_dir / "hidden")
+    add_tree(unit.traces_dir / "golden")
+    unit_yaml = REPO_ROOT / "labs" / unit.id / "unit.yaml"
+    files[unit_yaml.relative_to(REPO_ROOT).as_posix()] = unit_yaml
+    for name in ("setup.sh", "run_autograder"):
+        files[name] = AUTOGRADER_SCRIPTS / name
+    return files
+
+
+def requirements() -> str:
+    """The grader's run-time dependencies (pyproject's ``dependencies``), one per line."""
+    import tomllib
+
+    from .units import REPO_ROOT
+
+    with open(REPO_ROOT / "pyproject.toml", "rb") as handle:
+        deps = tomllib.load(handle)["project"]["dependencies"]
+    return "".join(f"{dep}\n" for dep in deps)
+
+
+def build_autograder_zip(unit: Unit, dest: Path) -> Path:
+    """Write Gradescope's ``autograder.zip`` for ``unit`` to ``dest`` atomically."""
+    files = autograder_files(unit)
+    extra = {
+        "requirements.txt": requirements(),
+        "autograder.json": json.dumps({"unit": unit.id}, indent=2) + "\n",
+    }
+    return _write_zip(
+        dest,
+        [(name, path.read_bytes(), _mode(path, name)) for name, path in sorted(files.items())]
+        + [(name, text.encode(), 0o644) for name, text in extra.items()],
+    )
+
+
+def _mode(path: Path, name: str) -> int:
+    if name in ("setup.sh", "run_autograder") or os.access(path, os.X_OK):
+        return 0o755
+    return 0o644
+
+
+def _write_zip(dest: Path, entries: list[tuple[str, bytes, int]]) -> Path:
     dest = Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", dir=dest.parent)
     os.close(fd)
     try:
         with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as archive:
-            for path in student_files(unit):
-                rel = path.relative_to(unit.lab_dir).as_posix()
-                info = zipfile.ZipInfo(f"{ZIP_ROOT}/{rel}", date_time=(2024, 1, 1, 0, 0, 0))
-                info.external_attr = (0o755 if os.access(path, os.X_OK) else 0o644) << 16
+            for name, data, mode in entries:
+                info = zipfile.ZipInfo(name, date_time=(2024, 1, 1, 0, 0, 0))
+                info.external_attr = mode << 16
                 info.compress_type = zipfile.ZIP_DEFLATED
-                archive.writestr(info, path.read_bytes())
+                archive.writestr(info, data)
+        os.chmod(tmp, 0o644)
         os.replace(tmp, dest)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -137,7 +137,7 @@ class GradeReport:
         return {
             "score": self.score,
             "execution_time": round(self.seconds, 3),
-            "output": self._summary_lines(),
+            "output": self._summary_lines() + f"\nisolation: {self.isolation}",
             "stdout_visibility": "hidden",
             "tests": tests,
         }

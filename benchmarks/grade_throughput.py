@@ -1,0 +1,184 @@
+#!/usr/bin/env python3
+"""Grading throughput: many generated submissions, every unit 07 case, the real sandbox.
+
+    python benchmarks/grade_throughput.py [--count 120] [--jobs N] [--repeat 3] [--profile 12]
+
+Submissions cycle through correct (the reference), wrong (the mutant corpus) and crashing
+ones (a policy that raises, one that exits at import, the untouched starter). Each repeat
+grades all of them with ``infralab grade``'s batch path (``--jobs`` processes, default the
+number of cores) and prints per-submission latency (median, p90) and submissions per minute;
+the summary gives the median over repeats. ``--profile N`` then grades N submissions one at a
+time with timers around the three stages: process start (a sandboxed child running a trivial
+case), the child (start + engine over all cases) and the parent's verification.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from grader import batch, grading, sandbox  # noqa: E402
+from grader.cases import load_grading  # noqa: E402
+from grader.units import load_unit  # noqa: E402
+
+CRASHING = {
+    "raises": "def fcfs(view):\n    raise RuntimeError('oops')\n\n\n"
+    "def chunked(view, chunk):\n    raise RuntimeError('oops')\n",
+    "exits": "import sys\n\nsys.exit(0)\n",
+}
+
+
+def make_submissions(unit, root: Path, count: int) -> list[tuple[Path, str]]:
+    kinds: list[tuple[str, bytes]] = [
+        ("correct", (unit.solutions_dir / "policies.py").read_bytes())
+    ]
+    mutants = sorted((ROOT / "grader" / "mutants" / unit.id).glob("*.py"))
+    kinds += [(f"wrong-{p.stem}", p.read_bytes()) for p in mutants if p.stem != "__init__"]
+    kinds += [(f"crash-{k}", v.encode()) for k, v in CRASHING.items()]
+    kinds.append(("crash-starter", (unit.lab_dir / "policies.py").read_bytes()))
+    # a third correct, a third wrong, a third crashing
+    correct, wrong, crash = (
+        kinds[:1],
+        [k for k in kinds if k[0].startswith("wrong")],
+        [k for k in kinds if k[0].startswith("crash")],
+    )
+    out = []
+    for n in range(count):
+        group = (correct, wrong, crash)[n % 3] or correct
+        name, data = group[(n // 3) % len(group)]
+        folder = root / f"{n:04d}-{name}"
+        folder.mkdir(parents=True)
+        (folder / "policies.py").write_bytes(data)
+        out.append((folder, name))
+    return out
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    rank = max(1, -(-len(ordered) * q // 100))  # nearest rank
+    return ordered[int(rank) - 1]
+
+
+def one_repeat(unit, subs, out: Path, jobs: int, limits) -> dict:
+    started = time.monotonic()
+    result = batch.grade_batch(
+        unit, [p for p, _ in subs], out, jobs=jobs, force=True, limits=limits
+    )
+    wall = time.monotonic() - started
+    latencies = []
+    for path, _ in subs:
+        doc = batch.read_report(batch.report_path(out, batch.submission_name(path)))
+        latencies.append(doc["seconds"])
+    assert not result.failed, result.failed
+    return {
+        "wall_s": wall,
+        "per_min": len(subs) / wall * 60,
+        "median_s": statistics.median(latencies),
+        "p90_s": percentile(latencies, 90),
+    }
+
+
+def profile(unit, subs, count: int) -> dict:
+    """Seconds per submission in each stage, graded one at a time (no parallelism)."""
+    stages = {"child": 0.0, "verify": 0.0}
+    run_all, judge = grading._run_all_cases, grading.judge
+
+    def timed_run_all(*args, **kwargs):
+        t = time.perf_counter()
+        try:
+            return run_all(*args, **kwargs)
+        finally:
+            stages["child"] += time.perf_counter() - t
+
+    def timed_judge(*args, **kwargs):
+        t = time.perf_counter()
+        try:
+            return judge(*args, **kwargs)
+        finally:
+            stages["verify"] += time.perf_counter() - t
+
+    grading._run_all_cases, grading.judge = timed_run_all, timed_judge
+    try:
+        total = time.perf_counter()
+        for path, _ in subs[:count]:
+            grading.grade_submission(unit, path, jobs=1)
+        total = time.perf_counter() - total
+    finally:
+        grading._run_all_cases, grading.judge = run_all, judge
+    # process start: a sandboxed child with one trivial case, same files as a real one
+    trace = unit.lab_dir / "traces" / "prefill-only.json"
+    solution = {"policies.py": (unit.solutions_dir / "policies.py").read_bytes()}
+    starts = []
+    for _ in range(5):
+        t = time.perf_counter()
+        sandbox.run_cases(unit.lab_dir, solution, [sandbox.CaseRun(trace, ["--policy", "fcfs"])])
+        starts.append(time.perf_counter() - t)
+    start = statistics.median(starts)
+    n = min(count, len(subs))
+    child = stages["child"] / n
+    return {
+        "total": total / n,
+        "process start (sandboxed child, trivial case)": start,
+        "engine (child time beyond start, all cases)": max(0.0, child - start),
+        "verification (parent: schema, replay, golden)": stages["verify"] / n,
+        "other (loading golden, submission, report)": total / n - child - stages["verify"] / n,
+    }
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--count", type=int, default=120)
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--profile", type=int, default=12, help="submissions to profile (0: skip)")
+    parser.add_argument(
+        "--per-case", action="store_true", help="one sandboxed child per case (for comparison)"
+    )
+    args = parser.parse_args(argv)
+    unit = load_unit("unit07")
+    grading_config = load_grading(unit)
+    cases = len(grading_config.cases)
+    limits = sandbox.Limits(wall_s=grading_config.timeout_s, one_child_per_case=args.per_case)
+    print(
+        f"{args.count} submissions x {cases} cases, jobs={args.jobs}, "
+        f"isolation {sandbox.isolation_mode()}, {os.cpu_count()} cores, "
+        f"{'one child per case' if args.per_case else 'one child per submission'}"
+    )
+    work = Path(tempfile.mkdtemp(prefix="infralab-bench-"))
+    try:
+        subs = make_submissions(unit, work / "subs", args.count)
+        runs = []
+        for n in range(args.repeat):
+            row = one_repeat(unit, subs, work / "out", args.jobs, limits)
+            runs.append(row)
+            print(
+                f"run {n + 1}: {row['per_min']:.0f} submissions/min "
+                f"(wall {row['wall_s']:.1f} s), latency median {row['median_s']:.3f} s, "
+                f"p90 {row['p90_s']:.3f} s"
+            )
+        print(
+            f"median of {len(runs)} runs: "
+            f"{statistics.median(r['per_min'] for r in runs):.0f} submissions/min, "
+            f"latency median {statistics.median(r['median_s'] for r in runs):.3f} s, "
+            f"p90 {statistics.median(r['p90_s'] for r in runs):.3f} s"
+        )
+        if args.profile and not args.per_case:
+            print(f"where the time goes (seconds per submission, {args.profile} graded serially):")
+            for stage, seconds in profile(unit, subs, args.profile).items():
+                print(f"  {stage:48} {seconds:.3f}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

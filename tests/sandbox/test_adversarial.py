@@ -1,0 +1,169 @@
+"""Adversarial submissions graded end to end in the sandbox: each earns exactly what an honest
+reading of its policy earns (0 for the cheats), grading goes on, and each case's feedback says
+what happened in one line.
+
+The expected score comes from the file's ``EARNS:`` line: ``none``, ``all``, a part name, or
+``replay`` (a benign policy whose honest score is what the grader gives it when it runs
+in-process, without any sandbox in the way).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import stat
+import subprocess
+import sysconfig
+import tempfile
+from pathlib import Path
+
+import pytest
+from conftest import ADVERSARIAL
+
+from grader import sandbox
+from grader.cases import load_grading
+from grader.grading import Status, grade_submission
+from grader.inprocess import run_in_process
+from grader.sandbox import Limits
+from grader.submission import Submission
+from grader.units import REPO_ROOT
+
+LIMITS = Limits(wall_s=10, cpu_s=0.3, memory_mb=256, processes=32)
+# The memory bomb must meet the memory limit, not its CPU share, on a busy machine too.
+LIMITS_FOR = {"memory_bomb": Limits(wall_s=10, cpu_s=3, memory_mb=256, processes=32)}
+FILES = sorted(ADVERSARIAL.glob("*.py"))
+# What each file's cases must report (first feedback line), beyond the score.
+EXPECT_STATUS = {
+    "infinite_loop": {Status.TIMEOUT},
+    "memory_bomb": {Status.CRASH},
+    "exit_early": {Status.CRASH},
+    "os_exit_in_policy": {Status.CRASH},
+    "forged_run": {Status.INVALID_SCHEDULE},
+    "invalid_batches": {Status.CRASH},
+    "read_secrets": {Status.CRASH},
+    "import_solutions": {Status.CRASH},
+    "patch_engine": {Status.INVALID_SCHEDULE, Status.INCONSISTENT_STATS},
+    "patch_clock": {Status.INVALID_SCHEDULE, Status.INCONSISTENT_STATS},
+    "patch_metrics": {Status.INCONSISTENT_STATS, Status.INVALID_SCHEDULE},
+}
+FEEDBACK_WORDS = {
+    "infinite_loop": "limit",
+    "memory_bomb": "memory limit",
+    "exit_early": "without writing its run file",
+    "os_exit_in_policy": "without writing its run file",
+    "invalid_batches": "rejected a batch",
+    "read_secrets": "exception was raised",
+    "import_solutions": "exception was raised",
+}
+# Visible cases show the traceback below the first line (hidden ones never do).
+DETAIL_WORDS = {
+    "read_secrets": "RuntimeError: no solution found",
+    "import_solutions": "ImportError",
+}
+
+
+def earns(path) -> str:
+    match = re.search(r"^EARNS: (\S+)$", path.read_text(), re.MULTILINE)
+    assert match, f"{path.name} has no EARNS: line"
+    return match.group(1)
+
+
+def test_the_suite_is_big_enough():
+    assert len(FILES) >= 12
+
+
+@pytest.fixture(scope="module")
+def grading(unit):
+    return load_grading(unit)
+
+
+@pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
+def test_adversarial_submission(unit, grading, path):
+    files = {"policies.py": path.read_bytes()}
+    report = grade_submission(unit, Submission(files), limits=LIMITS_FOR.get(path.stem, LIMITS))
+    tag = earns(path)
+    if tag == "none":
+        expected = 0.0
+    elif tag == "all":
+        expected = sum(c.points for c in grading.cases)
+    elif tag == "replay":
+        expected = grade_submission(unit, Submission(files), runner=run_in_process).score
+    else:
+        expected = sum(c.points for c in grading.cases if c.part == tag)
+    assert report.score == pytest.approx(expected), report.text()
+    assert len(report.cases) == len(grading.cases)  # grading went on through every case
+    assert report.isolation and report.isolation != "none"
+    for case in report.cases:
+        first = case.feedback.splitlines()[0] if case.feedback else ""
+        if case.status is Status.PASSED:
+            continue
+        assert first
+        if path.stem in EXPECT_STATUS:
+            assert case.status in EXPECT_STATUS[path.stem], (case.id, case.feedback)
+        if path.stem in FEEDBACK_WORDS:
+            assert FEEDBACK_WORDS[path.stem] in first, (case.id, first)
+        if path.stem in DETAIL_WORDS:
+            shown = DETAIL_WORDS[path.stem] in case.feedback
+            assert shown != case.hidden, (case.id, case.feedback)
+
+
+def test_correct_submission_full_marks_as_root(unit, grading, solution, mode):
+    report = grade_submission(unit, Submission({"policies.py": solution}), limits=LIMITS)
+    assert report.score == sum(c.points for c in grading.cases)
+    assert report.isolation == mode + ("+uid" if os.geteuid() == 0 else "")
+
+
+def test_correct_submission_full_marks_with_an_unprivileged_grader(unit, grading, solution):
+    """The whole grader (CLI) runs as uid 65534: no uid switch, bubblewrap or plain rlimits."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to start the grader as an unprivileged user")
+    python = "/usr/bin/python3"
+    site = sysconfig.get_paths()["purelib"]
+    if not (sandbox._world_usable(python) and _world_readable_dir(site)):
+        pytest.skip(f"{python} or {site} is not usable by an unprivileged user here")
+    if not _world_readable_dir(str(REPO_ROOT)):
+        pytest.skip("the repository is not readable by an unprivileged user here")
+    work = Path(tempfile.mkdtemp(prefix="infralab-nobody-"))
+    try:
+        (work / "sub").mkdir()
+        (work / "sub" / "policies.py").write_bytes(solution)
+        for path in (work, work / "sub", work / "sub" / "policies.py"):
+            os.chown(path, 65534, 65534)
+        done = subprocess.run(
+            [
+                "setpriv",
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                python,
+                "-m",
+                "grader.cli",
+                "grade",
+                "--unit",
+                unit.id,
+                str(work / "sub"),
+                "--json",
+                str(work / "report.json"),
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=300,
+            cwd=REPO_ROOT,
+            env={"PATH": "/usr/bin:/bin", "HOME": str(work), "PYTHONPATH": f"{REPO_ROOT}:{site}"},
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        report = json.loads((work / "report.json").read_text())
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    assert report["score"] == report["maxScore"] == sum(c.points for c in grading.cases)
+    assert report["isolation"] in ("bwrap", "rlimits")
+
+
+def _world_readable_dir(path: str) -> bool:
+    parts = [Path(path), *Path(path).parents]
+    return all(os.stat(p).st_mode & stat.S_IXOTH for p in parts) and bool(
+        os.stat(path).st_mode & stat.S_IROTH
+    )

@@ -1,0 +1,127 @@
+"""Batch grading: parallel, one report per submission, resumable, SIGINT loses nothing."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import ADVERSARIAL
+
+from grader import batch
+
+CASES = ["fcfs-mixed", "chunked-mixed", "fcfs-mixed-relabelled", "chunked-mixed-relabelled"]
+KINDS = ["solution", "raise_in_chunked", "exit_early", "invalid_batches", "empty"]
+
+
+def make_submissions(root: Path, unit, count: int) -> list[Path]:
+    """``count`` submission folders cycling through correct, wrong, crashing and broken."""
+    paths = []
+    for n in range(count):
+        kind = KINDS[n % len(KINDS)]
+        folder = root / f"s{n:02d}-{kind}"
+        folder.mkdir(parents=True)
+        if kind == "solution":
+            shutil.copy(unit.solutions_dir / "policies.py", folder / "policies.py")
+        elif kind == "empty":
+            (folder / "notes.txt").write_text("forgot the code\n")
+        else:
+            shutil.copy(ADVERSARIAL / f"{kind}.py", folder / "policies.py")
+        paths.append(folder)
+    return paths
+
+
+def cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "grader.cli", "grade", "--unit", "unit07", *args]
+
+
+def case_flags() -> list[str]:
+    return [flag for case in CASES for flag in ("--case", case)]
+
+
+def test_batch_scores_rerun_and_broken_submissions(unit, tmp_path):
+    subs = make_submissions(tmp_path / "subs", unit, 5)
+    out = tmp_path / "out"
+    done = []
+    result = batch.grade_batch(
+        unit, subs, out, jobs=2, cases=CASES, progress=False, on_done=done.append
+    )
+    assert sorted(result.graded) == sorted(p.name for p in subs) == sorted(done)
+    assert not result.failed and not result.interrupted
+    rows = (out / "scores.csv").read_text().splitlines()
+    assert rows[0] == "submission,score,max_score,fcfs,chunked,error"
+    by_name = {row.split(",")[0]: row.split(",") for row in rows[1:]}
+    assert by_name["s00-solution"][1:4] == ["8", "8", "4"]
+    assert by_name["s01-raise_in_chunked"][1:5] == ["4", "8", "4", "0"]
+    assert by_name["s02-exit_early"][1] == "0"
+    assert "none of the editable files" in by_name["s04-empty"][-1]
+    assert sorted(p.name for p in (out / "reports").iterdir()) == sorted(
+        f"{p.name}.json" for p in subs
+    )
+    again = batch.grade_batch(unit, subs, out, jobs=2, cases=CASES, progress=False)
+    assert again.graded == [] and sorted(again.skipped) == sorted(p.name for p in subs)
+    forced = batch.grade_batch(unit, subs[:1], out, force=True, cases=CASES, progress=False)
+    assert forced.graded == ["s00-solution"]
+
+
+def test_duplicate_names_are_one_clear_error(unit, tmp_path):
+    a, b = tmp_path / "a" / "x", tmp_path / "b" / "x"
+    a.mkdir(parents=True)
+    b.mkdir(parents=True)
+    with pytest.raises(batch.BatchError, match="both named 'x'"):
+        batch.grade_batch(unit, [a, b], tmp_path / "out", progress=False)
+    assert not (tmp_path / "out").exists()
+
+
+def test_sigint_midway_then_rerun_gives_the_same_csv(unit, tmp_path):
+    subs = [str(p) for p in make_submissions(tmp_path / "subs", unit, 12)]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    whole = tmp_path / "whole"
+    done = subprocess.run(
+        cli(*subs, "--out", str(whole), "--jobs", "2", *case_flags()),
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+
+    cut = tmp_path / "cut"
+    child = subprocess.Popen(
+        cli(*subs, "--out", str(cut), "--jobs", "2", *case_flags()),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        start_new_session=True,  # its own process group, like a job in a terminal
+    )
+    reports = cut / "reports"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len(list(reports.glob("*.json"))) < 3:
+        time.sleep(0.02)
+    os.killpg(child.pid, signal.SIGINT)  # what Ctrl-C does
+    _, stderr = child.communicate(timeout=60)
+    assert child.returncode == 130, stderr
+    finished = sorted(reports.glob("*.json"))
+    assert 3 <= len(finished) < len(subs), "the interrupt came too late to test anything"
+    assert not [p for p in reports.iterdir() if p.suffix != ".json"]  # no half-written files
+    csv_lines = (cut / "scores.csv").read_text().splitlines()
+    assert len(csv_lines) == 1 + len(finished)
+
+    rerun = subprocess.run(
+        cli(*subs, "--out", str(cut), "--jobs", "2", *case_flags()),
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        timeout=300,
+    )
+    assert rerun.returncode == 0, rerun.stderr
+    assert f"skipped {len(finished)}" in rerun.stdout
+    assert (cut / "scores.csv").read_bytes() == (whole / "scores.csv").read_bytes()

@@ -1,0 +1,224 @@
+"""Release artifacts, tested from the built zips (never from the repo tree)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+from conftest import ADVERSARIAL
+
+from grader.cases import load_grading
+from grader.units import REPO_ROOT
+
+
+def infralab(*args: str, cwd=None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "grader.cli", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+        cwd=cwd,
+    )
+
+
+def solution_lines(unit) -> list[str]:
+    """Non-trivial lines of the reference function bodies (inside the solution markers)."""
+    text = (unit.solutions_dir / "policies.py").read_text()
+    bodies = re.findall(r"### BEGIN SOLUTION\n(.*?)### END SOLUTION", text, re.S)
+    lines = [line.strip() for body in bodies for line in body.splitlines()]
+    return [line for line in lines if len(line) >= 20]
+
+
+@pytest.fixture(scope="module")
+def student_zip(tmp_path_factory, unit) -> Path:
+    out = tmp_path_factory.mktemp("student")
+    done = infralab("release", "student", "--unit", unit.id, "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    return out / f"infra-lab-{unit.id}.zip"
+
+
+def test_student_zip_holds_nothing_secret(student_zip, unit):
+    hidden = [json.loads(p.read_text()) for p in (unit.traces_dir / "hidden").glob("*.json")]
+    assert hidden, "no hidden traces to look for"
+    body_lines = solution_lines(unit)
+    assert len(body_lines) >= 4
+    with zipfile.ZipFile(student_zip) as archive:
+        names = archive.namelist()
+        assert names and all(n.startswith("infra-lab/") for n in names)
+        assert not [n for n in names if re.search(r"(^|/)(golden|hidden|grader|solutions)/", n)]
+        for name in names:
+            text = archive.read(name).decode("utf-8", "replace")
+            assert "BEGIN SOLUTION" not in text and "END SOLUTION" not in text, name
+            leaked = [line for line in body_lines if line in text]
+            assert not leaked, (name, leaked)
+            assert "grade_submission" not in text and "import grader" not in text, name
+            if name.endswith(".json"):
+                doc = json.loads(text)
+                if isinstance(doc, dict) and "requests" in doc:
+                    assert all(doc["requests"] != h["requests"] for h in hidden), name
+                assert "engineVersion" not in doc, f"{name} looks like a golden file"
+    public = {p.name for p in (unit.lab_dir / "traces").glob("*.json")}
+    assert {n.rsplit("/", 1)[1] for n in names if "/traces/" in n} == public
+
+
+def test_student_zip_runs_from_the_unpacked_folder(student_zip, unit, tmp_path):
+    with zipfile.ZipFile(student_zip) as archive:
+        archive.extractall(tmp_path)
+    lab = tmp_path / "infra-lab"
+    python = shutil.which("python3") or sys.executable
+
+    def simulate(*args):
+        return subprocess.run(
+            [python, "simulate.py", *args], cwd=lab, capture_output=True, text=True, check=False
+        )
+
+    pristine = simulate("--trace", "mixed", "--policy", "fcfs")
+    assert pristine.returncode != 0
+    assert "fcfs() in policies.py is not implemented yet" in pristine.stderr
+    public_tests = sorted((lab / "tests").glob("test_*.py"))
+    if public_tests:
+        red = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-x", "tests"],
+            cwd=lab,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert red.returncode != 0
+        assert re.search(r"(fcfs|chunked)\(\) .*not implemented", red.stdout + red.stderr)
+    shutil.copy(unit.solutions_dir / "policies.py", lab / "policies.py")
+    run = simulate("--trace", "mixed", "--policy", "both", "--chunk", "2", "--output", "run.json")
+    assert run.returncode == 0, run.stderr
+    got = {r["policy"]: r for r in json.loads((lab / "run.json").read_text())["runs"]}
+    expected = json.loads((lab / "tests" / "expected" / "mixed.json").read_text())["runs"]
+    for policy, want in expected.items():
+        times = {r["id"]: r["tokenTimesMs"] for r in got[policy]["requests"]}
+        assert times == want["tokenTimesMs"]
+    if public_tests:
+        green = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "tests"],
+            cwd=lab,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert green.returncode == 0, green.stdout[-2000:]
+    else:
+        pytest.skip(
+            "the lab folder has no public tests (tests/test_*.py) yet: only simulate.py ran"
+        )
+
+
+@pytest.fixture(scope="module")
+def autograder_root(tmp_path_factory, unit) -> Path:
+    """autograder.zip unpacked where Gradescope puts it: <root>/source."""
+    out = tmp_path_factory.mktemp("bundle")
+    done = infralab("release", "autograder", "--unit", unit.id, "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    root = tmp_path_factory.mktemp("autograder")
+    with zipfile.ZipFile(out / "autograder.zip") as archive:
+        names = archive.namelist()
+        assert {"setup.sh", "run_autograder", "requirements.txt"} <= set(names)
+        assert f"labs/{unit.id}/unit.yaml" in names
+        assert any(n.startswith(f"traces/{unit.id}/hidden/") for n in names)
+        assert any(n.startswith(f"traces/{unit.id}/golden/") for n in names)
+        assert not [n for n in names if n.startswith("solutions/")]
+        body_lines = solution_lines(unit)
+        for name in names:  # grading needs golden files, never the solution itself
+            text = archive.read(name).decode("utf-8", "replace")
+            assert not [line for line in body_lines if line in text], name
+        archive.extractall(root / "source")
+    for name in ("setup.sh", "run_autograder"):
+        os.chmod(root / "source" / name, 0o755)
+    assert "pyyaml" in (root / "source" / "requirements.txt").read_text().lower()
+    return root
+
+
+def run_autograder(root: Path, submission: dict[str, bytes]) -> dict:
+    shutil.rmtree(root / "submission", ignore_errors=True)
+    shutil.rmtree(root / "results", ignore_errors=True)
+    (root / "submission").mkdir()
+    for name, data in submission.items():
+        (root / "submission" / name).write_bytes(data)
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "INFRALAB_AUTOGRADER_ROOT": str(root),
+        "INFRALAB_PYTHON": sys.executable,
+    }
+    done = subprocess.run(
+        ["bash", str(root / "source" / "run_autograder")],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+        cwd="/",
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return json.loads((root / "results" / "results.json").read_text())
+
+
+def test_autograder_bundle_grades_from_its_own_files(autograder_root, unit):
+    grading = load_grading(unit)
+    total = sum(c.points for c in grading.cases)
+    source = autograder_root / "source"
+    check = subprocess.run(
+        [sys.executable, "-c", "import grader; print(grader.__file__)"],
+        cwd=source,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert Path(check.stdout.strip()).resolve().is_relative_to(source.resolve())
+    assert not Path(check.stdout.strip()).resolve().is_relative_to(REPO_ROOT)
+
+    correct = run_autograder(
+        autograder_root, {"policies.py": (unit.solutions_dir / "policies.py").read_bytes()}
+    )
+    assert correct["score"] == pytest.approx(total)
+    assert len(correct["tests"]) == len(grading.cases)
+    assert all(t["status"] == "passed" for t in correct["tests"])
+    assert "isolation: " in correct["output"]
+    hidden = [t for t in correct["tests"] if "(hidden)" in t["name"]]
+    assert hidden and all(t["visibility"] == "after_published" for t in hidden)
+
+    wrong = run_autograder(
+        autograder_root, {"policies.py": (ADVERSARIAL / "raise_in_chunked.py").read_bytes()}
+    )
+    fcfs_points = sum(c.points for c in grading.cases if c.part == "fcfs")
+    assert wrong["score"] == pytest.approx(fcfs_points)
+
+    cheat = run_autograder(
+        autograder_root, {"policies.py": (ADVERSARIAL / "read_secrets.py").read_bytes()}
+    )
+    assert cheat["score"] == 0
+    assert all(t["score"] == 0 for t in cheat["tests"])
+
+    nothing = run_autograder(autograder_root, {"README.md": b"oops\n"})
+    assert nothing["score"] == 0 and nothing["tests"] == []
+    assert "could not be graded" in nothing["output"] and "policies.py" in nothing["output"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["release", "student", "--unit", "nope"], "unknown unit 'nope'"),
+        (["release", "autograder", "--unit", "nope"], "unknown unit 'nope'"),
+        (["grade", "--unit", "unit07", "missing-a", "missing-b", "--out", "OUT"], "missing-a"),
+        (["grade", "--unit", "unit07", "a", "b"], "needs --out"),
+    ],
+)
+def test_bad_input_is_one_error_line_and_writes_nothing(tmp_path, args, message):
+    args = [a.replace("OUT", str(tmp_path / "out")) for a in args]
+    done = infralab(*args, cwd=tmp_path)
+    assert done.returncode == 2
+    assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []
