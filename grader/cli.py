@@ -138,7 +138,7 @@ def _release(args, extra: list[str]) -> int:
     out = Path(args.out) if args.out else REPO_ROOT / "dist" / unit.id
     if out.exists() and not out.is_dir():
         raise UnitError(f"--out {out}: exists and is not a folder")
-    if args.kind == "student":
+    if args.action == "student":
         dest = release.build_student_zip(unit, out / f"infra-lab-{unit.id}.zip")
     else:
         reference.engine(unit)
@@ -294,16 +294,28 @@ def build_parser() -> argparse.ArgumentParser:
     golden_cmd.set_defaults(handler=_golden)
 
     release_cmd = commands.add_parser(
-        "release",
-        help="build the student lab zip or the Gradescope autograder bundle",
-        description="student: the lab folder as students get it (infra-lab/...), no hidden "
-        "traces, golden files, solutions or grader code. autograder: Gradescope's "
-        "autograder.zip (setup.sh, run_autograder, grader, lab folder, hidden traces, golden).",
+        "release", help="build release artefacts: student zip, Gradescope bundle, nbgrader course"
     )
-    release_cmd.add_argument("kind", choices=["student", "autograder"])
-    release_cmd.add_argument("--unit", required=True)
-    release_cmd.add_argument("--out", metavar="DIR", help="output folder (default: dist/<unit>)")
-    release_cmd.set_defaults(handler=_release)
+    release_sub = release_cmd.add_subparsers(dest="action", required=True)
+    for kind, text in (
+        (
+            "student",
+            "the lab folder as students get it (infra-lab/...), with no hidden traces, golden "
+            "files, solutions or grader code",
+        ),
+        (
+            "autograder",
+            "Gradescope's autograder.zip (setup.sh, run_autograder, grader, lab folder, hidden "
+            "traces, golden)",
+        ),
+    ):
+        release_kind = release_sub.add_parser(kind, help=text, description=text)
+        release_kind.add_argument("--unit", required=True)
+        release_kind.add_argument(
+            "--out", metavar="DIR", help="output folder (default: dist/<unit>)"
+        )
+        release_kind.set_defaults(handler=_release)
+    nbgrader_course.add_parser(release_sub)
 
     grade = commands.add_parser(
         "grade",
@@ -383,9 +395,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     mut.set_defaults(handler=_trace_mutants)
 
-    release_cmd = commands.add_parser("release", help="build release artefacts")
-    release_sub = release_cmd.add_subparsers(dest="action", required=True)
-    nbgrader_course.add_parser(release_sub)
     return parser
 
 
