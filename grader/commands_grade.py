@@ -1,0 +1,114 @@
+"""``infralab golden`` and ``infralab grade``: reference results and grading against them."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from .commands_common import add_unit, load_with_engine, show_path, stale_golden
+from .grading import GradingError
+from .units import UnitError
+
+
+def _golden(args, extra: list[str]) -> int:
+    from . import golden
+
+    unit = load_with_engine(args.unit)
+    if args.check:
+        bad = stale_golden(unit)
+        for status in bad:
+            print(f"{status.state.value}: {show_path(status.path)} ({status.reason})")
+        if bad:
+            print(f"run: infralab golden --unit {unit.id}", file=sys.stderr)
+            return 1
+        print("golden files are up to date")
+        return 0
+    changed = golden.write_golden(unit)
+    for path in changed:
+        verb = "wrote" if path.exists() else "removed"
+        print(f"{verb} {show_path(path)}")
+    if not changed:
+        print("golden files are up to date")
+    return 0
+
+
+def add_golden(commands) -> None:
+    golden_cmd = commands.add_parser(
+        "golden",
+        help="regenerate the golden (reference) results of every graded case",
+        description="Run the reference solution on every graded case of unit.yaml and write "
+        "traces/<unit>/golden/<case>.json. With --check, only report missing or stale files.",
+    )
+    add_unit(golden_cmd)
+    golden_cmd.add_argument(
+        "--check", action="store_true", help="report stale files, write nothing"
+    )
+    golden_cmd.set_defaults(handler=_golden)
+
+
+def _grade(args, extra: list[str]) -> int:
+    from .grading import grade_submission
+    from .sandbox import Limits
+
+    if len(args.submission) > 1 or args.out:
+        from . import batch
+
+        return batch.run_cli(args)
+    args.submission = args.submission[0]
+
+    outputs = [Path(p) for p in (args.json, args.gradescope) if p]
+    for path in outputs:
+        if path.is_dir():
+            raise UnitError(f"{path}: is a folder, expected a file path")
+    limits = Limits(wall_s=args.timeout) if args.timeout else None
+    try:
+        report = grade_submission(
+            args.unit, Path(args.submission), cases=args.case or None, limits=limits, jobs=args.jobs
+        )
+    except GradingError as exc:
+        raise UnitError(str(exc)) from None
+    print(report.text(staff=args.staff))
+    from .jsonio import write_json
+
+    if args.json:
+        write_json(Path(args.json), report.to_json(staff=args.staff))
+        print(f"wrote {args.json}")
+    if args.gradescope:
+        write_json(Path(args.gradescope), report.to_gradescope())
+        print(f"wrote {args.gradescope}")
+    return 0
+
+
+def add_grade(commands) -> None:
+    grade = commands.add_parser(
+        "grade",
+        help="grade one submission (folder or .zip), or many in parallel (--out)",
+        description="Grade a submission: each case runs in a child process, the parent verifies "
+        "the run and compares it with golden. Exit 0 whatever the score; non-zero only when "
+        "grading itself could not run.",
+    )
+    add_unit(grade)
+    grade.add_argument(
+        "submission",
+        nargs="+",
+        help="a folder or .zip holding the editable files; several: batch grading (needs --out)",
+    )
+    grade.add_argument("--out", metavar="DIR", help="batch: reports/<name>.json and scores.csv")
+    grade.add_argument("--force", action="store_true", help="batch: regrade finished ones too")
+    grade.add_argument("--json", metavar="REPORT", help="write the report as JSON here")
+    grade.add_argument("--gradescope", metavar="RESULTS", help="write Gradescope results.json here")
+    grade.add_argument("--case", action="append", help="grade only this case (repeatable)")
+    grade.add_argument("--timeout", type=float, help="wall seconds per case (default: unit.yaml)")
+    grade.add_argument(
+        "--jobs",
+        type=int,
+        metavar="N",
+        help="one submission: cases judged at once (default: up to 2); "
+        "several: submissions graded at once (default: the number of cores)",
+    )
+    grade.add_argument(
+        "--staff",
+        action="store_true",
+        help="show hidden-case details (never give this to students)",
+    )
+    grade.set_defaults(handler=_grade)

@@ -1,0 +1,97 @@
+"""``infralab simulate``, ``run-gpu`` and ``starter sync``: the lab folder with the reference."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+
+from . import reference, starter
+from .commands_common import add_unit, load_with_engine
+from .units import REPO_ROOT, load_unit
+
+
+def _run_script(command: str, load_main: Callable, args, extra: list[str]) -> int:
+    """Run a lab script's ``main(argv, policies_module, lab_dir)`` with the reference policies.
+
+    ``load_main`` imports the script's ``main``; an ImportError (e.g. no torch) is one error line.
+    """
+    unit = load_unit(args.unit)
+    if not args.reference:
+        print(f"infralab {command}: only --reference runs are supported here", file=sys.stderr)
+        return 2
+    policies = reference.solution_policies(unit)
+    try:
+        script_main = load_main()
+    except ImportError as exc:
+        print(f"infralab {command}: error: {exc}", file=sys.stderr)
+        return 2
+    return script_main(extra, policies_module=policies, lab_dir=unit.lab_dir)
+
+
+def _simulate_main():
+    from servesim.cli import main
+
+    return main
+
+
+def _run_gpu_main():
+    from realdevice.cli import main  # needs torch
+
+    return main
+
+
+def _add_script(commands, name: str, load_main: Callable, help_text: str, description: str):
+    parser = commands.add_parser(name, help=help_text, description=description)
+    add_unit(parser)
+    parser.add_argument("--reference", action="store_true", help="use the reference solution")
+    parser.set_defaults(
+        handler=lambda args, extra: _run_script(name, load_main, args, extra), passthrough=True
+    )
+
+
+def add_simulate(commands) -> None:
+    _add_script(
+        commands,
+        "simulate",
+        _simulate_main,
+        "run the lab simulator with the reference policies",
+        "Run the lab's simulate.py with the reference solution. Flags after the known ones go "
+        "to simulate.py (e.g. --trace mixed --policy both --chunk 2).",
+    )
+
+
+def add_run_gpu(commands) -> None:
+    _add_script(
+        commands,
+        "run-gpu",
+        _run_gpu_main,
+        "run the lab's run_gpu.py (real device, PyTorch) with the reference policies",
+        "Run the lab's run_gpu.py with the reference solution. Flags after the known ones go "
+        "to run_gpu.py (e.g. --trace mixed --mode live, or --calibrate --output profile.json).",
+    )
+
+
+def _starter_sync(args, extra: list[str]) -> int:
+    unit = load_with_engine(args.unit)
+    if args.check:
+        stale = starter.stale_files(unit)
+        for path in stale:
+            print(f"stale: {path.relative_to(REPO_ROOT)}")
+        if stale:
+            print(f"run: infralab starter sync --unit {unit.id}", file=sys.stderr)
+        return 1 if stale else 0
+    written = starter.sync(unit)
+    for path in written:
+        print(f"wrote {path.relative_to(REPO_ROOT)}")
+    if not written:
+        print("starter files are up to date")
+    return 0
+
+
+def add_starter(commands) -> None:
+    starter_cmd = commands.add_parser("starter", help="starter (lab folder) files")
+    starter_sub = starter_cmd.add_subparsers(dest="action", required=True)
+    sync = starter_sub.add_parser("sync", help="regenerate starter files from the solutions")
+    add_unit(sync)
+    sync.add_argument("--check", action="store_true", help="report stale files, write nothing")
+    sync.set_defaults(handler=_starter_sync)

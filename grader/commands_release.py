@@ -1,0 +1,59 @@
+"""``infralab release student|autograder|nbgrader``: the release artefacts of a unit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from . import nbgrader_course, reference
+from .commands_common import add_unit, show_path, stale_golden
+from .units import REPO_ROOT, UnitError, load_unit
+
+_KINDS = (
+    (
+        "student",
+        "the lab folder as students get it (infra-lab/...), with no hidden traces, golden "
+        "files, solutions or grader code",
+    ),
+    (
+        "autograder",
+        "Gradescope's autograder.zip (setup.sh, run_autograder, grader, lab folder, hidden "
+        "traces, golden)",
+    ),
+)
+
+
+def _release(args, extra: list[str]) -> int:
+    from . import release
+
+    unit = load_unit(args.unit)
+    out = Path(args.out) if args.out else REPO_ROOT / "dist" / unit.id
+    if out.exists() and not out.is_dir():
+        raise UnitError(f"--out {out}: exists and is not a folder")
+    if args.action == "student":
+        dest = release.build_student_zip(unit, out / f"infra-lab-{unit.id}.zip")
+    else:
+        reference.engine(unit)
+        stale = stale_golden(unit)
+        if stale:
+            raise UnitError(
+                f"golden files are not up to date ({stale[0].path.name}: {stale[0].reason}); "
+                f"run: infralab golden --unit {unit.id}"
+            )
+        dest = release.build_autograder_zip(unit, out / "autograder.zip")
+    print(f"wrote {show_path(dest)}")
+    return 0
+
+
+def add_release(commands) -> None:
+    release_cmd = commands.add_parser(
+        "release", help="build release artefacts: student zip, Gradescope bundle, nbgrader course"
+    )
+    release_sub = release_cmd.add_subparsers(dest="action", required=True)
+    for kind, text in _KINDS:
+        release_kind = release_sub.add_parser(kind, help=text, description=text)
+        add_unit(release_kind)
+        release_kind.add_argument(
+            "--out", metavar="DIR", help="output folder (default: dist/<unit>)"
+        )
+        release_kind.set_defaults(handler=_release)
+    nbgrader_course.add_parser(release_sub)
