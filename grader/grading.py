@@ -18,13 +18,14 @@ names only the kind of failure (never ids, arrival times or token counts).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -171,12 +172,8 @@ def grade_case(
     if child is None:
         with tempfile.TemporaryDirectory(prefix="infralab-trace-") as tmp:
             path = _write_case_trace(unit, case, trace_doc, Path(tmp) / "trace.json")
-            try:
+            with _child_start_errors(f"case '{case.id}': "):
                 child = runner(unit.lab_dir, files, path, case.argv(), limits)
-            except (OSError, subprocess.SubprocessError, SandboxError) as exc:
-                raise GradingError(
-                    f"case '{case.id}': could not start the child run ({exc})"
-                ) from exc
     verdict = judge(unit, case, trace_doc, golden, child)
     points = _points(case, verdict)
     result = CaseResult(
@@ -217,11 +214,18 @@ def _run_all_cases(
             path = Path(tmp) / f"trace-{number}.json"
             _write_case_trace(unit, case, case_trace_doc(unit, case), path)
             runs.append(CaseRun(path, case.argv()))
-        try:
+        with _child_start_errors():
             results = run_cases(unit.lab_dir, files, runs, limits)
-        except (OSError, subprocess.SubprocessError, SandboxError) as exc:
-            raise GradingError(f"could not start the child run ({exc})") from exc
     return {case.id: result for case, result in zip(selected, results, strict=True)}
+
+
+@contextlib.contextmanager
+def _child_start_errors(where: str = "") -> Iterator[None]:
+    """A sandbox that cannot start the child is a ``GradingError`` (not the submission's)."""
+    try:
+        yield
+    except (OSError, subprocess.SubprocessError, SandboxError) as exc:
+        raise GradingError(f"{where}could not start the child run ({exc})") from exc
 
 
 @dataclass
@@ -248,7 +252,7 @@ def _points(case: Case, verdict: Verdict) -> float:
 
 def judge(unit: Unit, case: Case, trace_doc: dict, golden: dict, child: ChildResult) -> Verdict:
     """Everything the trusted parent decides about one child run."""
-    if child.timed_out or child.limit in ("wall time", "CPU time"):
+    if child.out_of_time:
         limit = child.limit or "wall time"
         return Verdict(Status.TIMEOUT, f"the run did not finish within the {limit} limit")
     if child.limit:  # memory, file size: stopped by the sandbox

@@ -88,7 +88,7 @@ def test_bwrap_hides_the_repo_and_the_network(unit, mode, monkeypatch):
     secrets = [
         unit.solutions_dir / "policies.py",
         REPO_ROOT / "labs" / "unit07" / "unit.yaml",
-        REPO_ROOT / "grader" / "sandbox.py",
+        REPO_ROOT / "grader" / "sandbox" / "__init__.py",
         unit.lab_dir / "tests" / "expected" / "mixed.json",
         Path("/etc/passwd"),
     ]

@@ -1,0 +1,59 @@
+"""Run one simulation of an untrusted submission in a child process, away from the grader's files.
+
+Interface used by grading (keep it stable):
+
+    run_simulation(lab_dir, submission_files, trace_path, argv, limits) -> ChildResult
+    run_cases(lab_dir, submission_files, runs, limits) -> list[ChildResult]
+
+Per call, a fresh private temp folder gets a pristine copy of the lab folder (its ``tests``
+left out), the student's editable files and the one trace. ``simulate.py`` runs there in a child
+process that is, depending on what the host allows (see ``docs/sandbox.md``):
+
+- ``bwrap``: inside bubblewrap (``--unshare-all``: no network, own PID/IPC/UTS namespaces), with
+  only the Python install, ``/usr`` and the case folder bound read-only and one writable output
+  folder; nothing else of the host (the course repo included) exists in its file system;
+- ``rlimits``: the fallback, a plain child process.
+
+In both modes the child gets rlimits (CPU seconds, address space, file size, open files,
+processes), a scrubbed environment, a wall-clock timeout that kills its whole session, and, when
+the grader runs as root, a dedicated unprivileged uid (fresh per call, so concurrent cases cannot
+see or signal each other) under which every leftover process is killed afterwards. The mode that
+ran is in every ``ChildResult.isolation`` ("bwrap+uid", "bwrap", "rlimits+uid", "rlimits").
+
+The child writes its run file to a random path it is told on the command line; the parent opens
+that path without following links, accepts only a regular file up to ``Limits.output_mb`` and
+reads it. Nothing the child wrote is trusted beyond that: verification happens in the parent.
+
+Modules, one job each: ``results`` (Limits, ChildResult, how a child ended), ``host`` (isolation
+mode and interpreter), ``bwrap`` (the bubblewrap command line), ``uids`` (the dedicated uid and
+its leftovers), ``rlimits`` (limits and uid applied at exec), ``launch`` (one child, start to
+end), ``output`` (reading the child's files safely), ``simulation`` (``run_simulation``),
+``multicase`` (``run_cases``; ``case_runner.py`` is its half inside the sandbox).
+"""
+
+from .bwrap import CASE_DIR, OUT_DIR
+from .host import MODE_ENV, isolation_mode
+from .host import plan as _plan
+from .host import world_usable as _world_usable
+from .multicase import CaseRun, run_cases
+from .output import OUTPUT_LIMIT
+from .results import ChildResult, Limits, SandboxError
+from .simulation import run_simulation
+from .uids import UID_RANGE
+
+__all__ = [
+    "CASE_DIR",
+    "MODE_ENV",
+    "OUTPUT_LIMIT",
+    "OUT_DIR",
+    "UID_RANGE",
+    "CaseRun",
+    "ChildResult",
+    "Limits",
+    "SandboxError",
+    "_plan",
+    "_world_usable",
+    "isolation_mode",
+    "run_cases",
+    "run_simulation",
+]

@@ -1,0 +1,155 @@
+"""What can run on this host: the isolation mode and the child's interpreter, chosen once.
+
+``INFRALAB_SANDBOX`` (``MODE_ENV``) asks for "auto" (default: bubblewrap where a one-second
+probe shows it works, else the rlimits fallback), "bwrap" (required: ``SandboxError`` where it
+cannot run) or "rlimits". The child's interpreter is the first Python >= 3.11 (the grader's own
+base interpreter, then ``/usr/bin/python3``, ...) that the child's uid can execute.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from .bwrap import bwrap_command
+from .results import Limits, SandboxError
+from .rlimits import launcher
+from .uids import become_subreaper, fresh_uid, hand_over, kill_uid, own_tasks
+
+MODE_ENV = "INFRALAB_SANDBOX"  # "auto" (default), "bwrap" (required) or "rlimits" (fallback)
+
+
+@dataclass(frozen=True)
+class Interpreter:
+    path: str
+    prefix: str  # sys.base_prefix of that interpreter
+
+
+@dataclass(frozen=True)
+class Plan:
+    mode: str  # "bwrap" or "rlimits"
+    drop_uid: bool
+    python: Interpreter
+    bwrap: str | None
+
+    @property
+    def isolation(self) -> str:
+        """The mode as reports name it: "bwrap+uid", "bwrap", "rlimits+uid" or "rlimits"."""
+        return self.mode + ("+uid" if self.drop_uid else "")
+
+    def bwrap_command(self, case: Path, out: Path, inner: list[str], tmp_mb: int) -> list[str]:
+        return bwrap_command(self.bwrap, self.python.prefix, case, out, inner, tmp_mb)
+
+
+def world_usable(path: str) -> bool:
+    """Whether any user may reach and execute ``path`` (every parent dir o+x, file o+rx)."""
+    path = os.path.realpath(path)
+    parts = Path(path).parents
+    try:
+        if any(not os.stat(p).st_mode & stat.S_IXOTH for p in parts):
+            return False
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return bool(mode & stat.S_IXOTH and mode & stat.S_IROTH)
+
+
+def _candidates() -> list[str]:
+    found = [os.path.realpath(getattr(sys, "_base_executable", "") or sys.executable)]
+    for name in ("/usr/bin/python3", shutil.which("python3") or "", "/usr/local/bin/python3"):
+        if name and os.path.exists(name) and os.path.realpath(name) not in found:
+            found.append(os.path.realpath(name))
+    return found
+
+
+def _probe_interpreter(path: str) -> Interpreter | None:
+    code = "import sys; print(sys.version_info >= (3, 11)); print(sys.base_prefix)"
+    try:
+        done = subprocess.run(
+            [path, "-I", "-S", "-c", code],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            env={},
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    lines = done.stdout.split()
+    if done.returncode != 0 or len(lines) != 2 or lines[0] != "True":
+        return None
+    return Interpreter(path, lines[1])
+
+
+@functools.cache
+def plan(requested: str) -> Plan:
+    """Choose the isolation mode and the child's interpreter once per process."""
+    drop_uid = os.geteuid() == 0
+    if drop_uid:
+        become_subreaper()
+    pythons = [p for p in map(_probe_interpreter, _candidates()) if p]
+    if drop_uid:
+        pythons = [p for p in pythons if world_usable(p.path)]
+    if not pythons:
+        raise SandboxError(
+            "no Python >= 3.11 that an unprivileged user may run (install python3 under /usr)"
+        )
+    bwrap = shutil.which("bwrap")
+    if requested in ("auto", "bwrap") and bwrap:
+        for python in pythons:
+            candidate = Plan("bwrap", drop_uid, python, bwrap)
+            if _works(candidate):
+                return candidate
+    if requested == "bwrap":
+        raise SandboxError(f"{MODE_ENV}=bwrap but bubblewrap is missing or cannot run here")
+    return Plan("rlimits", drop_uid, pythons[0], None)
+
+
+def _works(candidate: Plan) -> bool:
+    """Whether bubblewrap can start the interpreter here with this plan (a 1-second probe)."""
+    with tempfile.TemporaryDirectory(prefix="infralab-probe-") as tmp:
+        uid = fresh_uid() if candidate.drop_uid else None
+        case, out = Path(tmp) / "case", Path(tmp) / "out"
+        case.mkdir()
+        out.mkdir()
+        if uid is not None:
+            hand_over([Path(tmp), case, out], uid)
+        inner = [candidate.python.path, "-I", "-S", "-c", "pass"]
+        command = candidate.bwrap_command(case, out, inner, Limits.tmp_mb)
+        prefix, preexec = launcher(Limits(), uid, own_tasks() if uid is None else 0)
+        try:
+            done = subprocess.run(
+                [*prefix, *command],
+                capture_output=True,
+                check=False,
+                timeout=10,
+                env={},
+                start_new_session=True,
+                preexec_fn=preexec,
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return False
+        finally:
+            if uid is not None:
+                kill_uid(uid)
+        return done.returncode == 0
+
+
+def current_plan() -> Plan:
+    """The plan for the mode ``MODE_ENV`` asks for now (each mode is planned once)."""
+    value = os.environ.get(MODE_ENV, "auto").strip().lower() or "auto"
+    if value not in ("auto", "bwrap", "rlimits"):
+        raise SandboxError(f"{MODE_ENV} must be auto, bwrap or rlimits, got {value!r}")
+    return plan(value)
+
+
+def isolation_mode() -> str:
+    """The mode ``run_simulation`` uses on this host ("bwrap+uid", "rlimits", ...)."""
+    return current_plan().isolation

@@ -1,0 +1,115 @@
+"""What the sandbox is asked for (``Limits``) and what it hands back (``ChildResult``).
+
+``ChildResult`` is built here from how the child process ended (``Raw``) and the run file it
+left behind, read with the checks of ``output.read_output``.
+"""
+
+from __future__ import annotations
+
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+
+from .output import read_output
+
+TIME_LIMITS = ("wall time", "CPU time")  # ``ChildResult.limit`` values that mean "too slow"
+
+
+class SandboxError(RuntimeError):
+    """The sandbox itself cannot run (not the submission's fault): grading must stop."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    wall_s: float = 20.0
+    cpu_s: float = 10  # CPU seconds per case (the rlimit rounds up to whole seconds)
+    memory_mb: int = 1024  # address space
+    file_mb: int = 64  # largest file the child may write (stdout/stderr included)
+    open_files: int = 64
+    processes: int = 64  # tasks of the child's uid (only enforceable with a dedicated uid)
+    output_mb: int = 16  # largest run file the parent reads back
+    tmp_mb: int = 64  # size of the child's private /tmp (bubblewrap only)
+    one_child_per_case: bool = False  # grading: a fresh sandbox per case (slower)
+
+
+DEFAULT_LIMITS = Limits()
+
+
+@dataclass(frozen=True)
+class ChildResult:
+    returncode: int | None  # None when the child was killed for time
+    stdout: str
+    stderr: str
+    timed_out: bool
+    output: bytes | None  # the run file the child wrote, if any (and if it passed the checks)
+    isolation: str  # which isolation mode ran, for every report
+    signal: str | None = None  # e.g. "SIGXCPU" when the child died of a signal
+    limit: str | None = None  # which limit stopped it: "wall time", "CPU time", "file size", ...
+    output_error: str | None = None  # why an output that exists was rejected
+    wall_s: float = 0.0
+
+    @property
+    def out_of_time(self) -> bool:
+        """Whether the child was stopped for time (wall clock or CPU), not for memory or files."""
+        return self.timed_out or self.limit in TIME_LIMITS
+
+    @property
+    def summary(self) -> str:
+        """One line on how the child ended, for feedback."""
+        if self.limit:
+            return f"stopped by the sandbox: {self.limit} limit exceeded"
+        if self.signal:
+            return f"killed by {self.signal}"
+        if self.output_error:
+            return f"run file rejected: {self.output_error}"
+        return f"exit status {self.returncode}"
+
+
+@dataclass(frozen=True)
+class Raw:
+    """How the child process ended, before its files are read."""
+
+    returncode: int | None
+    timed_out: bool
+    stdout: str
+    stderr: str
+    full: bool  # stdout or stderr reached the file-size limit
+    wall_s: float
+
+
+def which_limit(
+    returncode: int | None, timed_out: bool, stderr: str, full: bool
+) -> tuple[str | None, str | None]:
+    """(signal name, limit hit) for a finished child; ``full``: stdout or stderr hit file_mb."""
+    if timed_out:
+        return None, "wall time"
+    if returncode is None or returncode >= 0:
+        if returncode and "MemoryError" in stderr:
+            return None, "memory"
+        if returncode and (full or "File too large" in stderr):  # Python ignores SIGXFSZ
+            return None, "file size"
+        return None, None
+    sig = signal.Signals(-returncode).name if -returncode in signal.valid_signals() else None
+    by_signal = {"SIGXCPU": "CPU time", "SIGPROF": "CPU time", "SIGXFSZ": "file size"}
+    limit = by_signal.get(sig or "")
+    if sig == "SIGKILL":  # the hard CPU limit, or the kernel's OOM killer
+        limit = "CPU time or memory"
+    return sig, limit
+
+
+def child_result(raw: Raw, isolation: str, output: Path, limits: Limits) -> ChildResult:
+    """The result of one case: how it ended (``raw``) and its run file at ``output``."""
+    sig, limit = which_limit(raw.returncode, raw.timed_out, raw.stderr, raw.full)
+    data, output_error = read_output(output, limits.output_mb << 20)
+    return ChildResult(
+        returncode=raw.returncode,
+        stdout=raw.stdout,
+        stderr=raw.stderr,
+        timed_out=raw.timed_out,
+        output=data,
+        isolation=isolation,
+        signal=sig,
+        limit=limit,
+        output_error=output_error,
+        wall_s=raw.wall_s,
+    )
