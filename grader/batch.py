@@ -83,7 +83,13 @@ def _grade_one(task: tuple) -> tuple[str, str | None]:
     except Exception as exc:  # the grader's fault: no report, so a rerun tries again
         return name, f"{type(exc).__name__}: {exc}"
     doc.update({"batchFormat": REPORT_FORMAT, "submission": name})
-    write_json(report_path(Path(out), name), doc)
+    # A SIGTERM from an interrupted batch waits until the report is whole (or never started),
+    # so no temp file is left behind between the write and the rename.
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    try:
+        write_json(report_path(Path(out), name), doc)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
     return name, None
 
 
