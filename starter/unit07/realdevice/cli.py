@@ -7,7 +7,6 @@ plus the real-device ones. Policies come from the lab's ``policies.py`` unless t
 
 from __future__ import annotations
 
-import importlib
 import sys
 from pathlib import Path
 
@@ -18,10 +17,11 @@ from servesim.cli import (
     UsageError,
     build_parser,
     device_from_args,
+    import_policies,
+    print_faults,
     selected_policies,
 )
 from servesim.engine import PolicyError
-from servesim.faults import FAULTS
 from servesim.labconfig import load_lab
 from servesim.runfile import build_document, dumps, write_atomic
 from servesim.table import render as render_table
@@ -105,8 +105,7 @@ def main(argv=None, policies_module=None, lab_dir: Path | None = None) -> int:
     parser = build_run_parser(lab)
     args = parser.parse_args(argv)
     if args.list_faults:
-        for fault in FAULTS.values():
-            print(f"{fault.name:26} {fault.summary}")
+        print_faults()
         return 0
     if not args.trace and not args.calibrate:
         parser.error("--trace is required (or --calibrate)")
@@ -124,8 +123,7 @@ def main(argv=None, policies_module=None, lab_dir: Path | None = None) -> int:
         print(f"{parser.prog}: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     if policies_module is None:
-        sys.path.insert(0, str(lab.folder))
-        policies_module = importlib.import_module("policies")
+        policies_module = import_policies(lab)
     policies = policy_functions(lab, policies_module, args.policy, args)
     try:
         if args.calibrate:

@@ -128,13 +128,23 @@ def run_policies(lab: LabConfig, policies_module, trace, device, selected, args,
     ]
 
 
+def print_faults() -> None:
+    for fault in FAULTS.values():
+        print(f"{fault.name:26} {fault.summary}")
+
+
+def import_policies(lab: LabConfig):
+    """The lab folder's own ``policies.py`` (the student's file)."""
+    sys.path.insert(0, str(lab.folder))
+    return importlib.import_module("policies")
+
+
 def main(argv=None, policies_module=None, lab_dir: Path | None = None) -> int:
     lab = load_lab(lab_dir) if lab_dir else load_lab()
     parser = build_parser(lab)
     args = parser.parse_args(argv)
     if args.list_faults:
-        for fault in FAULTS.values():
-            print(f"{fault.name:26} {fault.summary}")
+        print_faults()
         return 0
     if not args.trace:
         parser.error("--trace is required")
@@ -145,8 +155,7 @@ def main(argv=None, policies_module=None, lab_dir: Path | None = None) -> int:
         print(f"{parser.prog}: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     if policies_module is None:
-        sys.path.insert(0, str(lab.folder))
-        policies_module = importlib.import_module("policies")
+        policies_module = import_policies(lab)
     try:
         runs = run_policies(lab, policies_module, trace, device, args.policy, args, args.fault)
     except PolicyError as exc:
