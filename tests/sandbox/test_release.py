@@ -83,17 +83,16 @@ def test_student_zip_runs_from_the_unpacked_folder(student_zip, unit, tmp_path):
     pristine = simulate("--trace", "mixed", "--policy", "fcfs")
     assert pristine.returncode != 0
     assert "fcfs() in policies.py is not implemented yet" in pristine.stderr
-    public_tests = sorted((lab / "tests").glob("test_*.py"))
-    if public_tests:
-        red = subprocess.run(
-            [sys.executable, "-m", "pytest", "-q", "-x", "tests"],
-            cwd=lab,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        assert red.returncode != 0
-        assert re.search(r"(fcfs|chunked)\(\) .*not implemented", red.stdout + red.stderr)
+    assert sorted((lab / "tests").glob("test_*.py")), "the zip must ship the public tests"
+    red = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-x", "tests"],
+        cwd=lab,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert red.returncode != 0
+    assert re.search(r"(fcfs|chunked)\(\) .*not implemented", red.stdout + red.stderr)
     shutil.copy(unit.solutions_dir / "policies.py", lab / "policies.py")
     run = simulate("--trace", "mixed", "--policy", "both", "--chunk", "2", "--output", "run.json")
     assert run.returncode == 0, run.stderr
@@ -102,19 +101,14 @@ def test_student_zip_runs_from_the_unpacked_folder(student_zip, unit, tmp_path):
     for policy, want in expected.items():
         times = {r["id"]: r["tokenTimesMs"] for r in got[policy]["requests"]}
         assert times == want["tokenTimesMs"]
-    if public_tests:
-        green = subprocess.run(
-            [sys.executable, "-m", "pytest", "-q", "tests"],
-            cwd=lab,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        assert green.returncode == 0, green.stdout[-2000:]
-    else:
-        pytest.skip(
-            "the lab folder has no public tests (tests/test_*.py) yet: only simulate.py ran"
-        )
+    green = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "tests"],
+        cwd=lab,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert green.returncode == 0, green.stdout[-2000:]
 
 
 @pytest.fixture(scope="module")
