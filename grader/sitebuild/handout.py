@@ -14,10 +14,12 @@ from urllib.parse import urlsplit
 from markdown_it import MarkdownIt
 from markupsafe import Markup
 
+from .claims import BuildError
+
 
 @dataclass
 class Handout:
-    html: Markup | None  # None: the lab folder has no README.md yet
+    html: Markup | None
     title: str | None
     copied: list[str] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)
@@ -32,7 +34,7 @@ def render_handout(lab_dir: Path, out_dir: Path, files_prefix: str) -> Handout:
     """Render ``lab_dir/README.md``; copy linked lab files under ``out_dir/files_prefix``."""
     readme = lab_dir / "README.md"
     if not readme.is_file():
-        return Handout(None, None)
+        raise BuildError(f"the lab folder has no handout: {readme} is missing")
     md = MarkdownIt("commonmark", {"html": False}).enable("table")
     tokens = md.parse(readme.read_text(encoding="utf-8"))
     handout = Handout(None, None)

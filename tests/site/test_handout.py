@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import pytest
+
+from grader.sitebuild.claims import BuildError
 from grader.sitebuild.handout import render_handout
 
 
-def test_missing_readme_gives_no_handout(tmp_path):
-    handout = render_handout(tmp_path, tmp_path / "out", "files")
-    assert handout.html is None
+def test_missing_readme_fails_the_build(tmp_path):
+    with pytest.raises(BuildError, match="has no handout"):
+        render_handout(tmp_path, tmp_path / "out", "files")
 
 
 def test_links_to_lab_files_are_copied_and_others_unlinked(tmp_path):
