@@ -42,6 +42,7 @@ def render_handout(lab_dir: Path, out_dir: Path, files_prefix: str) -> Handout:
         if token.type == "heading_open" and token.tag == "h1" and handout.title is None:
             handout.title = tokens[i + 1].content
         children = token.children or []
+        _join_cjk_lines(children)
         for k, child in enumerate(children):
             if child.type not in ("link_open", "image"):
                 continue
@@ -65,6 +66,22 @@ def render_handout(lab_dir: Path, out_dir: Path, files_prefix: str) -> Handout:
                 handout.dropped.append(href)
     handout.html = Markup(md.renderer.render(tokens, md.options, {}))
     return handout
+
+
+def _is_cjk(char: str) -> bool:
+    """Han characters, CJK punctuation and full-width forms: text that uses no spaces."""
+    code = ord(char)
+    return 0x3000 <= code <= 0x9FFF or 0xF900 <= code <= 0xFAFF or 0xFF00 <= code <= 0xFFEF
+
+
+def _join_cjk_lines(children: list) -> None:
+    """A line break inside a Chinese sentence is not a space: drop soft breaks between CJK."""
+    for k, child in enumerate(children):
+        if child.type != "softbreak" or not 0 < k < len(children) - 1:
+            continue
+        before, after = children[k - 1].content, children[k + 1].content
+        if before and after and _is_cjk(before[-1]) and _is_cjk(after[0]):
+            child.type, child.content = "text", ""
 
 
 def _unlink(children: list, k: int) -> None:

@@ -36,3 +36,12 @@ def test_links_to_lab_files_are_copied_and_others_unlinked(tmp_path):
     assert sorted(handout.dropped) == ["../secret.txt", "nope.md", "traces/"]
     assert 'href="nope.md"' not in html and '<span class="lab-path">missing</span>' in html
     assert not (out / "secret.txt").exists() and not (out / "files" / "secret.txt").exists()
+
+
+def test_line_breaks_inside_chinese_sentences_vanish(tmp_path):
+    (tmp_path / "README.md").write_text(
+        "# 说明\n\n第一行写到这里，\n第二行接着写。\nEnglish\nwords\n"
+    )
+    html = str(render_handout(tmp_path, tmp_path / "out", "files").html)
+    assert "第一行写到这里，第二行接着写。" in html
+    assert "English\nwords" in html
