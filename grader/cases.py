@@ -15,6 +15,7 @@ from enum import Enum
 from pathlib import Path
 
 from . import metamorphic
+from .fields import check_fields
 from .units import Unit, UnitError
 
 _CASE_ID = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
@@ -99,14 +100,9 @@ def load_grading(unit: Unit) -> GradingConfig:
 def _parse_case(item, where: str, policies: dict) -> Case:
     if not isinstance(item, dict):
         raise UnitError(f"{where}: must be a mapping")
-    known = {"id", "trace", "policy", "params", "part", "points", "visibility", "overheadMs"}
-    known |= {"transform"}
-    unknown = sorted(set(item) - known)
-    if unknown:
-        raise UnitError(f"{where}: unknown field(s) {', '.join(unknown)}")
-    for key in ("id", "trace", "policy", "points", "visibility"):
-        if key not in item:
-            raise UnitError(f"{where}: field '{key}' is missing")
+    required = ("id", "trace", "policy", "points", "visibility")
+    known = {*required, "params", "part", "overheadMs", "transform"}
+    check_fields(item, where, known, required, error=UnitError)
     case_id = item["id"]
     if not isinstance(case_id, str) or not _CASE_ID.match(case_id):
         raise UnitError(f"{where}: id must be lower-case letters, digits, '.', '_' or '-'")

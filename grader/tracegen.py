@@ -41,6 +41,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from .fields import check_fields
 from .units import REPO_ROOT
 
 AZURE_ATTRIBUTION = (
@@ -84,9 +85,8 @@ def trace_from_spec(spec, source: str = "spec", data_dir: Path | None = None) ->
     kinds = [k for k in ("requests", "generate", "import") if k in spec]
     if len(kinds) != 1:
         raise SpecError(f"{source}: give exactly one of 'requests', 'generate', 'import'")
-    unknown = sorted(set(spec) - {"name", "description", "requests", "generate", "import"})
-    if unknown:
-        raise SpecError(f"{source}: unknown field(s) {', '.join(unknown)}")
+    known = {"name", "description", "requests", "generate", "import"}
+    check_fields(spec, source, known, error=SpecError)
     name = spec.get("name")
     if not isinstance(name, str) or not name.strip():
         raise SpecError(f"{source}: field 'name' must be a non-empty string")
@@ -104,9 +104,8 @@ def trace_from_spec(spec, source: str = "spec", data_dir: Path | None = None) ->
     imp = spec["import"]
     if not isinstance(imp, dict) or "azure" not in imp:
         raise SpecError(f"{source}: import must be a mapping with 'azure: <csv file name>'")
-    unknown = sorted(set(imp) - {"azure", "start", "duration", "scale", "timeScale", "maxRequests"})
-    if unknown:
-        raise SpecError(f"{source}: import: unknown field(s) {', '.join(unknown)}")
+    known = {"azure", "start", "duration", "scale", "timeScale", "maxRequests"}
+    check_fields(imp, f"{source}: import", known, error=SpecError)
     csv_path = resolve_data_file(imp["azure"], data_dir)
     doc = import_azure(
         csv_path,
@@ -161,14 +160,9 @@ def _int(doc: dict, key: str, where: str, *, low: int = 1) -> int:
 def generate_requests(gen, where: str) -> list[dict]:
     if not isinstance(gen, dict):
         raise SpecError(f"{where}: must be a mapping")
-    known = {"seed", "count", "idPrefix", "startMs", "roundMs", "arrivals", "inputTokens"}
-    known |= {"outputTokens"}
-    unknown = sorted(set(gen) - known)
-    if unknown:
-        raise SpecError(f"{where}: unknown field(s) {', '.join(unknown)}")
-    for key in ("seed", "count", "arrivals", "inputTokens", "outputTokens"):
-        if key not in gen:
-            raise SpecError(f"{where}: field '{key}' is missing")
+    required = ("seed", "count", "arrivals", "inputTokens", "outputTokens")
+    known = {*required, "idPrefix", "startMs", "roundMs"}
+    check_fields(gen, where, known, required, error=SpecError)
     seed = _int(gen, "seed", where, low=0)
     count = _int(gen, "count", where)
     prefix = gen.get("idPrefix", "r")
