@@ -14,135 +14,22 @@ import sys
 from pathlib import Path
 
 import nbformat
-from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+from nbformat.v4 import new_notebook
+
+from grader import nbcells
+from grader.nbcells import answer_code, locked_code, manual_answer, test_code, text
 
 UNIT = "unit07"
 NOTEBOOK = Path(__file__).resolve().parent / f"{UNIT}.ipynb"
 POLICY_POINTS = 4
 
 
-def _meta(grade_id, *, solution=False, grade=False, locked=False, points=None) -> dict:
-    meta = {
-        "grade": grade,
-        "grade_id": grade_id,
-        "locked": locked,
-        "schema_version": 3,
-        "solution": solution,
-        "task": False,
-    }
-    if grade:
-        meta["points"] = points
-    return {"nbgrader": meta}
-
-
-def text(grade_id, source):
-    """Locked prose."""
-    return new_markdown_cell(source.strip(), metadata=_meta(grade_id, locked=True))
-
-
-def locked_code(grade_id, source):
-    return new_code_cell(source.strip(), metadata=_meta(grade_id, locked=True))
-
-
-def answer_code(grade_id, source):
-    """An autograded answer cell: the student's code replaces the solution region."""
-    return new_code_cell(source.strip(), metadata=_meta(grade_id, solution=True))
-
-
-def test_code(grade_id, points, what, source):
-    """An autograder test cell (read-only for students; hidden region stripped on release).
-
-    ``what`` is "checked item。local check;" for the cell's first-line comment.
-    """
-    item, _, local = what.partition("。")
-    note = f"{item}({points} 分)。{local}"
-    if "### BEGIN HIDDEN TESTS" in source:
-        note += "评分时另有隐藏测试。"
-    source = f"# {note}\n{source.strip()}"
-    return new_code_cell(source, metadata=_meta(grade_id, grade=True, locked=True, points=points))
-
-
-def manual_answer(grade_id, points, source):
-    """A manually graded written answer; the model answer sits in the solution region."""
-    return new_markdown_cell(
-        source.strip(), metadata=_meta(grade_id, solution=True, grade=True, points=points)
-    )
-
-
-# The hidden regions run the trusted grader in a separate, isolated interpreter (-I: the
-# student's folder is not on sys.path) and read its JSON answer.
-TRUSTED = f'''
-def _trusted(*args):
-    done = subprocess.run(
-        [sys.executable, "-I", "-m", "grader.nbcheck", *args, "--unit", "{UNIT}"],
-        capture_output=True, text=True,
-    )
-    if done.returncode != 0:
-        raise RuntimeError("grading helper failed: " + done.stderr[-2000:])
-    return json.loads(done.stdout)
-'''.strip()
-
-
 def hidden(body: str) -> str:
-    return f"### BEGIN HIDDEN TESTS\n{TRUSTED}\n\n{body.strip()}\n### END HIDDEN TESTS"
+    return nbcells.hidden(body, UNIT)
 
 
-SETUP = r'''
-"""下面各部分共用的小工具。这个单元格是只读的,请直接运行它。"""
-import json
-import math
-import subprocess
-import sys
-from pathlib import Path
-
-LAB = Path.cwd()  # 笔记本和 simulate.py 在同一个文件夹里
-(LAB / "runs").mkdir(exist_ok=True)
-POLICIES = ("fcfs", "chunked")
-
-
-def simulate(*args):
-    """在本文件夹运行 simulate.py(它会导入你的 policies.py),并打印对照表。"""
-    done = subprocess.run(
-        [sys.executable, "simulate.py", *args], cwd=LAB, capture_output=True, text=True
-    )
-    print(done.stdout)
-    if done.returncode != 0:
-        raise RuntimeError(f"simulate.py 以退出码 {done.returncode} 结束:{done.stderr.strip()}")
-
-
-def load_runs(path):
-    """读取一个运行文件,返回 {策略名: 该策略的 run}。"""
-    document = json.loads((LAB / path).read_text(encoding="utf-8"))
-    return {run["policy"]: run for run in document["runs"]}
-
-
-def check_numbers(answer, template, label):
-    """检查答案的形状:键与模板一致,最里层是有限的数字。"""
-    if isinstance(template, dict):
-        assert isinstance(answer, dict), f"{label} 应该是一个 dict,现在是 {type(answer).__name__}"
-        missing = [key for key in template if key not in answer]
-        assert not missing, f"{label} 缺少键 {missing}"
-        for key, sub in template.items():
-            check_numbers(answer[key], sub, f"{label}[{key!r}]")
-        return
-    ok = isinstance(answer, (int, float)) and not isinstance(answer, bool)
-    assert ok and math.isfinite(answer), f"{label} 应该是一个数字(毫秒或次数),现在是 {answer!r}"
-
-
-def check_close(answer, expected, label, tol=1e-6):
-    """逐项比较答案与期望值,第一处不一致时报错并指出位置。"""
-    if isinstance(expected, dict):
-        for key, sub in expected.items():
-            assert isinstance(answer, dict) and key in answer, f"{label} 缺少键 {key!r}"
-            check_close(answer[key], sub, f"{label}[{key!r}]", tol)
-        return
-    assert abs(answer - expected) <= tol, f"{label} 不对:你的答案是 {answer}"
-
-
-def shape(keys, leaf=None):
-    """由键列表生成形状模板,例如 shape(POLICIES, shape(["A", "L"]))。"""
-    return {key: leaf for key in keys}
-'''
+# The shared helpers cell is real Python in its own file, so it is linted like any other code.
+SETUP = (Path(__file__).resolve().parent / "setup_cell.py").read_text(encoding="utf-8")
 
 
 def cells() -> list:
