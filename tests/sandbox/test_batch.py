@@ -81,15 +81,15 @@ def test_duplicate_names_are_one_clear_error(unit, tmp_path):
 def test_sigint_midway_then_rerun_gives_the_same_csv(unit, tmp_path):
     subs = [str(p) for p in make_submissions(tmp_path / "subs", unit, 12)]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+
+    def grade_all(out: Path) -> subprocess.CompletedProcess:
+        argv = cli(*subs, "--out", str(out), "--jobs", "2", *case_flags())
+        return subprocess.run(
+            argv, capture_output=True, text=True, env=env, check=False, timeout=300
+        )
+
     whole = tmp_path / "whole"
-    done = subprocess.run(
-        cli(*subs, "--out", str(whole), "--jobs", "2", *case_flags()),
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-        timeout=300,
-    )
+    done = grade_all(whole)
     assert done.returncode == 0, done.stderr
 
     cut = tmp_path / "cut"
@@ -114,14 +114,7 @@ def test_sigint_midway_then_rerun_gives_the_same_csv(unit, tmp_path):
     csv_lines = (cut / "scores.csv").read_text().splitlines()
     assert len(csv_lines) == 1 + len(finished)
 
-    rerun = subprocess.run(
-        cli(*subs, "--out", str(cut), "--jobs", "2", *case_flags()),
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-        timeout=300,
-    )
+    rerun = grade_all(cut)
     assert rerun.returncode == 0, rerun.stderr
     assert f"skipped {len(finished)}" in rerun.stdout
     assert (cut / "scores.csv").read_bytes() == (whole / "scores.csv").read_bytes()
