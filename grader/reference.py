@@ -17,13 +17,12 @@ from .units import Unit
 
 
 def engine(unit: Unit) -> ModuleType:
-    """The unit's ``servesim`` package, imported from its lab folder.
+    """The ``servesim`` package: the repository's one engine source, shared by every unit.
 
-    One engine per process: the first lab folder imported wins (unit 07 is the only unit so far).
+    Lab folders carry generated copies of it (``infralab starter sync``); staff tools import the
+    source as a normal package, so two units can be used in one process.
     """
-    lab = str(unit.lab_dir)
-    if lab not in sys.path:
-        sys.path.insert(0, lab)
+    del unit  # every unit runs the same engine; units differ by configuration
     return importlib.import_module("servesim")
 
 

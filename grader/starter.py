@@ -4,7 +4,9 @@
   region replaced by a stub that raises ``NotImplementedError``;
 - ``lab.json``: the parts of unit.yaml the standard-library lab needs;
 - ``tests/expected/<trace>.json``: the reference token times of the lesson traces that the
-  public tests compare against (traces whose figures the lesson already prints).
+  public tests compare against (traces whose figures the lesson already prints);
+- the engine packages (``servesim``, ``realdevice``): verbatim copies of the repository's one
+  engine source, so that every lab folder runs with python3 alone.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import re
 from pathlib import Path
 
 from . import reference
-from .units import Unit
+from .units import REPO_ROOT, Unit
 
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 SNAPSHOT_TRACES = ("mixed", "prefill-only")
@@ -75,9 +77,33 @@ def _json(doc: dict) -> str:
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
 
 
+def engine_files(unit: Unit) -> dict[Path, str]:
+    """The lab folder's copy of each engine package the unit ships, file by file."""
+    files = {}
+    for package in unit.engine_packages:
+        source = REPO_ROOT / package
+        for path in sorted(source.rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts:
+                files[unit.lab_dir / package / path.relative_to(source)] = path.read_text(
+                    encoding="utf-8"
+                )
+    return files
+
+
+def orphan_files(unit: Unit) -> list[Path]:
+    """Files in the lab's engine copies that the engine source no longer has."""
+    expected = engine_files(unit)
+    return [
+        path
+        for package in unit.engine_packages
+        for path in sorted((unit.lab_dir / package).rglob("*"))
+        if path.is_file() and "__pycache__" not in path.parts and path not in expected
+    ]
+
+
 def expected_files(unit: Unit) -> dict[Path, str]:
     """Every derived file of the lab folder and the text it must have."""
-    files = {}
+    files = engine_files(unit)
     for name in unit.editable:
         source = (unit.solutions_dir / name).read_text(encoding="utf-8")
         files[unit.lab_dir / name] = stub_source(source, name)
@@ -91,11 +117,12 @@ def expected_files(unit: Unit) -> dict[Path, str]:
 
 
 def stale_files(unit: Unit) -> list[Path]:
+    """Derived files that are missing or differ, then engine copies with no source."""
     return [
         path
         for path, text in expected_files(unit).items()
         if not path.exists() or path.read_text(encoding="utf-8") != text
-    ]
+    ] + orphan_files(unit)
 
 
 def sync(unit: Unit) -> list[Path]:
@@ -107,4 +134,7 @@ def sync(unit: Unit) -> list[Path]:
         if not path.exists() or path.read_text(encoding="utf-8") != text:
             write_atomic(path, text)
             written.append(path)
+    for path in orphan_files(unit):
+        path.unlink()
+        written.append(path)
     return written

@@ -9,6 +9,7 @@ import yaml
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 LABS_DIR = REPO_ROOT / "labs"
+ENGINE_PACKAGES = ("servesim", "realdevice")  # top-level packages: the one engine source
 
 
 class UnitError(Exception):
@@ -47,6 +48,11 @@ class Unit:
     @property
     def policies(self) -> list[dict]:
         return list(self.doc["policies"])
+
+    @property
+    def engine_packages(self) -> tuple[str, ...]:
+        """The engine packages the lab folder carries as generated copies."""
+        return tuple(self.doc.get("engine_packages", ENGINE_PACKAGES))
 
     @property
     def public_traces(self) -> tuple[str, ...]:
