@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 
-from . import metamorphic
-from .fields import check_fields
+from .schema import SchemaError, validate
+from .traces import metamorphic
 from .units import Unit, UnitError
 
 _CASE_ID = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
@@ -98,15 +98,13 @@ def load_grading(unit: Unit) -> GradingConfig:
 
 
 def _parse_case(item, where: str, policies: dict) -> Case:
-    if not isinstance(item, dict):
-        raise UnitError(f"{where}: must be a mapping")
-    required = ("id", "trace", "policy", "points", "visibility")
-    known = {*required, "params", "part", "overheadMs", "transform"}
-    check_fields(item, where, known, required, error=UnitError)
-    case_id = item["id"]
-    if not isinstance(case_id, str) or not _CASE_ID.match(case_id):
-        raise UnitError(f"{where}: id must be lower-case letters, digits, '.', '_' or '-'")
-    where = f"{where} ('{case_id}')"
+    """One case of unit.yaml: its shape from ``case.schema.json``, then what depends on the unit."""
+    if isinstance(item, dict) and isinstance(item.get("id"), str) and _CASE_ID.match(item["id"]):
+        where = f"{where} ('{item['id']}')"
+    try:
+        validate(item, "case", where)
+    except SchemaError as exc:
+        raise UnitError(str(exc)) from None
     policy = policies.get(item["policy"])
     if policy is None:
         raise UnitError(f"{where}: unknown policy '{item['policy']}'")
@@ -120,30 +118,21 @@ def _parse_case(item, where: str, policies: dict) -> Case:
         low = policy["params"][name].get("min", 1)
         if not isinstance(value, int) or isinstance(value, bool) or value < low:
             raise UnitError(f"{where}: parameter {name} must be an integer >= {low}")
-    points = item["points"]
-    if not isinstance(points, (int, float)) or isinstance(points, bool) or points <= 0:
-        raise UnitError(f"{where}: points must be a number > 0")
-    try:
-        visibility = Visibility(item["visibility"])
-    except ValueError:
-        raise UnitError(f"{where}: visibility must be 'public' or 'hidden'") from None
-    overhead = item.get("overheadMs")
-    if overhead is not None and (not isinstance(overhead, (int, float)) or overhead < 0):
-        raise UnitError(f"{where}: overheadMs must be a number >= 0")
     transform = None
     if item.get("transform") is not None:
         try:
             transform = metamorphic.Transform.from_json(item["transform"])
         except ValueError as exc:
             raise UnitError(f"{where}: transform: {exc}") from None
+    overhead = item.get("overheadMs")
     return Case(
-        id=case_id,
-        trace=str(item["trace"]),
+        id=item["id"],
+        trace=item["trace"],
         policy=policy["name"],
         params=params,
-        part=str(item.get("part", policy["name"])),
-        points=float(points),
-        visibility=visibility,
+        part=item.get("part", policy["name"]),
+        points=float(item["points"]),
+        visibility=Visibility(item["visibility"]),
         overhead_ms=None if overhead is None else float(overhead),
         transform=transform,
         spec=dict(item),

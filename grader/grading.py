@@ -30,14 +30,15 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import compare, verify
+from . import verify
 from .cases import Case, case_trace_doc, load_grading, trace_path
-from .golden import case_device, load_golden
+from .course.golden import case_device, load_golden
 from .report import CaseResult, GradeReport, Status
-from .runschema import validate_run_file
 from .sandbox import CaseRun, ChildResult, Limits, SandboxError, run_cases, run_simulation
 from .submission import Submission, load_submission
 from .units import Unit, UnitError, load_unit
+from .verify import compare
+from .verify.runschema import validate_run_file
 
 __all__ = [
     "CaseResult",

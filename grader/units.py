@@ -1,15 +1,38 @@
-"""Units as described by ``labs/<unit>/unit.yaml``; every staff tool starts here."""
+"""Units as described by ``labs/<unit>/unit.yaml``; every staff tool starts here.
+
+Two roots: the code root (this checkout: ``grader/``, the engine packages ``servesim/`` and
+``realdevice/``, ``site/``) and the course root (``labs/``, ``starter/``, ``solutions/``,
+``traces/``, ``dist/``). They are the same folder unless ``INFRALAB_ROOT`` (or ``infralab
+--root``) points the tools at another course, e.g. a throwaway unit in a temp folder.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-LABS_DIR = REPO_ROOT / "labs"
+CODE_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = CODE_ROOT  # the checkout; course files resolve against course_root()
+ROOT_ENV = "INFRALAB_ROOT"
 ENGINE_PACKAGES = ("servesim", "realdevice")  # top-level packages: the one engine source
+
+
+def course_root() -> Path:
+    """The folder holding ``labs/`` and the unit folders: ``$INFRALAB_ROOT`` or the checkout."""
+    return Path(os.environ.get(ROOT_ENV) or CODE_ROOT).resolve()
+
+
+def labs_dir() -> Path:
+    return course_root() / "labs"
+
+
+def __getattr__(name: str):
+    if name == "LABS_DIR":  # read when imported, so it follows INFRALAB_ROOT
+        return labs_dir()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class UnitError(Exception):
@@ -20,6 +43,13 @@ class UnitError(Exception):
 class Unit:
     id: str
     doc: dict  # the whole unit.yaml, for the parts a single tool needs
+    course_root: Path = field(default_factory=course_root)
+    config_dir: Path | None = None  # the folder of unit.yaml (default labs/<id>)
+
+    @property
+    def unit_dir(self) -> Path:
+        """``labs/<id>``: unit.yaml and the unit's plug-ins (notebook, mutants, templates)."""
+        return self.config_dir or self.course_root / "labs" / self.id
 
     @property
     def title(self) -> str:
@@ -27,15 +57,19 @@ class Unit:
 
     @property
     def lab_dir(self) -> Path:
-        return REPO_ROOT / self.doc["lab_folder"]
+        return self.course_root / self.doc["lab_folder"]
 
     @property
     def solutions_dir(self) -> Path:
-        return REPO_ROOT / self.doc["solutions"]
+        return self.course_root / self.doc["solutions"]
 
     @property
     def traces_dir(self) -> Path:
-        return REPO_ROOT / "traces" / self.id
+        return self.course_root / "traces" / self.id
+
+    @property
+    def mutants_dir(self) -> Path:
+        return self.unit_dir / self.doc.get("mutants", "mutants")
 
     @property
     def editable(self) -> tuple[str, ...]:
@@ -58,6 +92,11 @@ class Unit:
     def public_traces(self) -> tuple[str, ...]:
         return tuple(self.doc["public_traces"])
 
+    @property
+    def snapshot_traces(self) -> tuple[str, ...]:
+        """Public traces whose reference token times the lab's tests compare against."""
+        return tuple(self.doc.get("snapshot_traces", ()))
+
     def lab_json(self) -> dict:
         """What the lab folder's lab.json must hold, derived from unit.yaml."""
         return {
@@ -70,23 +109,32 @@ class Unit:
         }
 
 
-REQUIRED = ("title", "lab_folder", "solutions", "editable", "device", "policies", "public_traces")
+def unit_ids(labs: Path | None = None) -> list[str]:
+    """Every unit of the course: the folders of ``labs/`` holding a unit.yaml, sorted."""
+    return sorted(p.parent.name for p in Path(labs or labs_dir()).glob("*/unit.yaml"))
 
 
-def load_unit(unit_id: str, labs_dir: Path = LABS_DIR) -> Unit:
-    path = Path(labs_dir) / unit_id / "unit.yaml"
+def load_unit(unit_id: str, labs: Path | None = None) -> Unit:
+    """The unit ``labs/<unit_id>/unit.yaml``, checked against ``schemas/unit.schema.json``.
+
+    ``labs`` replaces the course's ``labs/`` folder as the source of unit.yaml only (the lab
+    folder, solutions and traces stay in the course root).
+    """
+    from .schema import SchemaError, validate
+
+    folder = Path(labs or labs_dir())
+    path = folder / unit_id / "unit.yaml"
     if not path.is_file():
-        known = sorted(p.parent.name for p in Path(labs_dir).glob("*/unit.yaml"))
+        known = unit_ids(folder)
         raise UnitError(f"unknown unit '{unit_id}' (known: {', '.join(known) or 'none'})")
     try:
         doc = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
         raise UnitError(f"{path}: not valid YAML ({exc})") from None
-    if not isinstance(doc, dict):
-        raise UnitError(f"{path}: must be a mapping")
-    missing = [key for key in REQUIRED if key not in doc]
-    if missing:
-        raise UnitError(f"{path}: missing field(s) {', '.join(missing)}")
+    try:
+        validate(doc, "unit", str(path))
+    except SchemaError as exc:
+        raise UnitError(str(exc)) from None
     if doc.get("id", unit_id) != unit_id:
         raise UnitError(f"{path}: id '{doc['id']}' does not match the folder name '{unit_id}'")
-    return Unit(unit_id, doc)
+    return Unit(unit_id, doc, config_dir=None if labs is None else folder / unit_id)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Prepare a fresh machine: a virtualenv in .venv with infra-lab installed.
-#   bash scripts/setup.sh          the staff tools only (enough for the demo)
-#   bash scripts/setup.sh test     plus everything the test suite needs (system packages too)
+#   bash scripts/setup.sh                 the core: simulate, starter sync, golden, grade, release
+#   bash scripts/setup.sh site traces     plus extras by job (site, traces, runner, nbgrader)
+#   bash scripts/setup.sh test            everything the test suite needs (system packages too)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,7 +11,16 @@ import sys
 sys.exit(sys.version_info < (3, 11))
 PY
 
-if [ "${1:-}" = "test" ]; then
+extras=("$@")
+for extra in "${extras[@]}"; do
+  case "$extra" in
+    site | traces | runner | nbgrader | test) ;;
+    *) echo "setup.sh: unknown extra '$extra' (site, traces, runner, nbgrader, test)" >&2; exit 2 ;;
+  esac
+done
+wants() { [[ " ${extras[*]} " == *" $1 "* ]]; }
+
+if wants test; then
   # Debian packages: Chromium (and CJK fonts for its screenshots) for the browser tests,
   # bubblewrap for the grading sandbox.
   missing=()
@@ -32,10 +42,12 @@ pip() {  # quiet pip; drop the notes some pip configurations print about unused 
   .venv/bin/python -m pip install --quiet --disable-pip-version-check "$@" \
     2> >(grep -v "^WARNING: Location .* is ignored" >&2)
 }
-if [ "${1:-}" = "test" ]; then
-  # The CPU build of torch for the reference runner's tests.
+if wants test || wants runner; then
+  # The CPU build of torch for the reference runner.
   .venv/bin/python -c "import torch" 2>/dev/null || pip "torch==2.13.0"
-  pip -e ".[test,runner]"
+fi
+if [ ${#extras[@]} -gt 0 ]; then
+  pip -e ".[$(IFS=,; echo "${extras[*]}")]"
 else
   pip -e .
 fi

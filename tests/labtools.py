@@ -1,4 +1,8 @@
-"""Helpers the repo tests share: the unit, reference runs, lab folder copies."""
+"""Helpers the repo tests share: the unit, reference runs, lab folder copies.
+
+The engine is the top-level ``servesim`` package, imported like any other; nothing here puts a
+lab folder on ``sys.path``.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +15,6 @@ from grader import reference
 from grader.units import load_unit
 
 UNIT = load_unit("unit07")
-reference.engine(UNIT)  # puts the lab's servesim on sys.path for every test module
 
 
 def run_ref(trace: str, policy: str, overhead_ms: float | None = None, fault=None, **params):

@@ -1,12 +1,12 @@
 """Hand-checkable properties of the engine under the reference policies, on random traces."""
 
+import servesim
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from labtools import UNIT, simulate_cli
 
 from grader import reference
 
-servesim = reference.engine(UNIT)
 POLICIES = reference.solution_policies(UNIT)
 
 requests = st.lists(

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from labtools import UNIT, copy_lab
 
-from grader import starter
+from grader.course import starter
 
 
 def public_pytest(lab: Path) -> subprocess.CompletedProcess:

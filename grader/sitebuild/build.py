@@ -25,7 +25,7 @@ from pathlib import Path
 import jinja2
 from markupsafe import Markup, escape
 
-from .. import release
+from ..course import release
 from ..units import LABS_DIR, REPO_ROOT, Unit, UnitError, load_unit
 from . import math as texmath
 from .chapter import chapter_numbers

@@ -9,16 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from grader import mutants, reference
 from grader.grading import grade_submission
+from grader.traces import mutants
 from grader.units import Unit, load_unit
 
 
 @pytest.fixture(scope="session")
 def unit():
-    found = load_unit("unit07")
-    reference.engine(found)
-    return found
+    return load_unit("unit07")
 
 
 @pytest.fixture(scope="session")
@@ -54,4 +52,4 @@ class MovedUnit(Unit):
 def scratch_unit(unit, tmp_path):
     root = tmp_path / "traces"
     shutil.copytree(unit.traces_dir, root)
-    return MovedUnit(unit.id, unit.doc, root)
+    return MovedUnit(unit.id, unit.doc, root=root)

@@ -7,9 +7,10 @@ import json
 
 import pytest
 
-from grader import metamorphic, reference
+from grader import reference
 from grader.cases import case_trace_doc, load_grading, trace_path
-from grader.golden import load_golden
+from grader.course.golden import load_golden
+from grader.traces import metamorphic
 
 TRACES = ["mixed", "unseen", "ties", "bursty-gamma", "idle-gaps", "azure-conv"]
 POLICIES = [("fcfs", {}), ("chunked", {"chunk": 2}), ("chunked", {"chunk": 3})]

@@ -6,7 +6,7 @@ import pytest
 
 from grader.cli import main
 from grader.grading import KEYED_NOTE, Status, grade_submission
-from grader.mutants import list_mutants
+from grader.traces.mutants import list_mutants
 
 # mutant -> the kind of failure it gets on every case that catches it
 EXPECTED = {
@@ -80,7 +80,7 @@ def test_mutants_command_reports_matrix(capsys):
 
 
 def test_mutants_command_warns_on_survivor(capsys, monkeypatch, unit):
-    from grader import mutants
+    from grader.traces import mutants
 
     real = mutants.kill_matrix
 

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import yaml
 
-from grader import tracegen, tracetools
 from grader.cli import main
-from grader.tracegen import SpecError, trace_from_spec
+from grader.traces import tracegen, tracetools
+from grader.traces.tracegen import SpecError, trace_from_spec
 
 GEN = {
     "name": "g",

@@ -14,9 +14,9 @@ pytest.importorskip("nbgrader")
 
 from traitlets.config.loader import PyFileConfigLoader  # noqa: E402
 
-from grader import nbgrader_course  # noqa: E402
 from grader.cli import main  # noqa: E402
-from grader.release import student_files  # noqa: E402
+from grader.course import nbgrader_course  # noqa: E402
+from grader.course.release import student_files  # noqa: E402
 from grader.units import load_unit  # noqa: E402
 
 UNIT = "unit07"

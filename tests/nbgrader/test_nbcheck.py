@@ -1,4 +1,4 @@
-"""``grader.nbcheck``: the notebook's answer keys agree with the grader's golden runs."""
+"""``grader.course.nbcheck``: the notebook's answer keys agree with the grader's golden runs."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from grader import nbcheck
+from grader.course import nbcheck
 from grader.units import load_unit
 
 UNIT = load_unit("unit07")
@@ -62,7 +62,7 @@ def test_unseen_key_matches_golden():
 
 
 def nbcheck_cli(*args: str, cwd=None) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-I", "-m", "grader.nbcheck", *args, "--unit", "unit07"]
+    command = [sys.executable, "-I", "-m", "grader.course.nbcheck", *args, "--unit", "unit07"]
     return subprocess.run(command, capture_output=True, text=True, cwd=cwd, check=False)
 
 

@@ -22,8 +22,8 @@ pytest.importorskip("nbgrader")
 
 from nbgrader.api import Gradebook  # noqa: E402
 
-from grader import nbcheck, nbgrader_course  # noqa: E402
-from grader.release import student_files  # noqa: E402
+from grader.course import nbcheck, nbgrader_course  # noqa: E402
+from grader.course.release import student_files  # noqa: E402
 from grader.units import load_unit  # noqa: E402
 
 UNIT = "unit07"
@@ -206,7 +206,13 @@ def test_written_answers_wait_for_a_ta(course):
 
 def test_released_notebook_has_no_solution_and_no_hidden_test(course):
     released = (course.root / "release" / UNIT / f"{UNIT}.ipynb").read_text(encoding="utf-8")
-    for marker in ("BEGIN SOLUTION", "END SOLUTION", "HIDDEN TESTS", "grader.nbcheck", "_trusted"):
+    for marker in (
+        "BEGIN SOLUTION",
+        "END SOLUTION",
+        "HIDDEN TESTS",
+        "grader.course.nbcheck",
+        "_trusted",
+    ):
         assert marker not in released
     # every line of a model answer or a hidden region that is not also public text is gone
     public, secret = set(), set()

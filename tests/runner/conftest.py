@@ -1,4 +1,4 @@
-"""Shared setup for the real-device runner tests: the lab on sys.path, a tiny model, policies.
+"""Shared setup for the real-device runner tests: the unit, a tiny model, the policies.
 
 Tests that need PyTorch skip (with the reason) where it is not installed; install the project's
 ``runner`` extra (CPU build) to run them, as CI does.
@@ -14,9 +14,7 @@ from grader.units import load_unit
 
 @pytest.fixture(scope="session")
 def unit():
-    unit = load_unit("unit07")
-    reference.engine(unit)  # puts the lab folder (servesim, realdevice) on sys.path
-    return unit
+    return load_unit("unit07")
 
 
 @pytest.fixture(scope="session")

@@ -14,7 +14,7 @@ import html5lib
 import pytest
 from sitetest_helpers import METRICS, engine_table, lesson_html, page_table
 
-from grader.release import student_files
+from grader.course.release import student_files
 from grader.sitebuild import BuildError
 from grader.sitebuild.build import SITE_DIR, build_site
 from grader.units import LABS_DIR, REPO_ROOT

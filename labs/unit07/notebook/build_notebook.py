@@ -16,8 +16,8 @@ from pathlib import Path
 import nbformat
 from nbformat.v4 import new_notebook
 
-from grader import nbcells
-from grader.nbcells import answer_code, locked_code, manual_answer, test_code, text
+from grader.course import nbcells
+from grader.course.nbcells import answer_code, locked_code, manual_answer, test_code, text
 
 UNIT = "unit07"
 NOTEBOOK = Path(__file__).resolve().parent / f"{UNIT}.ipynb"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .verify import EPS_MS, REQUEST_STATS, Replay, describe_batch, same_value
+from .run import EPS_MS, REQUEST_STATS, Replay, describe_batch, same_value
 
 TIMELINE_CONTEXT = 3  # events shown before and after the divergence
 

@@ -7,7 +7,8 @@ Layout written under the course directory (everything else is nbgrader's own):
                                     Autograde.exclude_overwriting (the units' editable files)
     .infralab/jupyter/kernels/infralab/kernel.json
                                     the grading kernel: the Python running this command, which
-                                    has the staff package (hidden tests call ``grader.nbcheck``)
+                                    has the staff package (hidden tests call
+                                    ``grader.course.nbcheck``)
     source/<unit>/                  the lab folder as shipped to students plus the unit's
                                     notebook(s) from ``labs/<unit>/notebook/``; replaced whole
 
@@ -27,8 +28,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..units import Unit, UnitError, labs_dir, load_unit
 from .release import student_files
-from .units import LABS_DIR, Unit, UnitError, load_unit
 
 CONFIG = "nbgrader_config.py"
 MANAGED_CONFIG = "infralab_nbgrader_config.py"
@@ -53,7 +54,7 @@ class ReleaseResult:
 
 
 def notebook_dir(unit: Unit) -> Path:
-    return LABS_DIR / unit.id / "notebook"
+    return unit.unit_dir / "notebook"
 
 
 def notebooks(unit: Unit) -> list[Path]:
@@ -66,7 +67,7 @@ def notebooks(unit: Unit) -> list[Path]:
 
 def notebook_units() -> list[Unit]:
     """Every unit that has an nbgrader notebook."""
-    return [load_unit(p.parent.name) for p in sorted(LABS_DIR.glob("*/notebook")) if p.is_dir()]
+    return [load_unit(p.parent.name) for p in sorted(labs_dir().glob("*/notebook")) if p.is_dir()]
 
 
 def _write_text(path: Path, text: str) -> None:

@@ -7,7 +7,7 @@ import re
 from functools import cache
 from pathlib import Path
 
-from .units import Unit
+from ..units import Unit
 
 
 @cache

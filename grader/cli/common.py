@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from . import reference
-from .units import REPO_ROOT, Unit, load_unit
+from .. import reference
+from ..units import Unit, course_root, load_unit
 
 
 def add_unit(parser: argparse.ArgumentParser) -> None:
@@ -23,14 +23,14 @@ def load_with_engine(unit_id: str) -> Unit:
 
 def stale_golden(unit: Unit) -> list:
     """The golden statuses of ``unit`` that are not OK (missing, stale, orphan), in order."""
-    from . import golden
+    from ..course import golden
 
     return [s for s in golden.check_golden(unit) if s.state is not golden.GoldenState.OK]
 
 
 def show_path(path: Path) -> str:
-    """``path`` relative to the repository root when it lies inside it, else as given."""
+    """``path`` relative to the course root when it lies inside it, else as given."""
     try:
-        return str(Path(path).resolve().relative_to(REPO_ROOT))
+        return str(Path(path).resolve().relative_to(course_root()))
     except ValueError:
         return str(path)

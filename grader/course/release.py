@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 import zipfile
 from pathlib import Path
 
-from .units import Unit
+from ..units import CODE_ROOT, Unit
 
 ZIP_ROOT = "infra-lab"
 SKIP_DIRS = {"__pycache__", ".pytest_cache", "runs", ".hypothesis"}
@@ -38,48 +39,50 @@ def build_student_zip(unit: Unit, dest: Path) -> Path:
 # --- Gradescope autograder bundle -----------------------------------------------------------
 
 AUTOGRADER_SCRIPTS = Path(__file__).with_name("autograder")  # setup.sh, run_autograder
+BUNDLE_CODE = ("grader", "servesim")  # the staff package and the engine it verifies with
+BUNDLE_SUFFIXES = (".py", ".json")  # modules and the JSON Schemas of grader/schemas
+
+
+def _tree(folder: Path, base: Path, suffixes: tuple[str, ...] | None = None) -> dict[str, Path]:
+    """Files under ``folder`` by their path relative to ``base`` (caches and runs left out)."""
+    files = {}
+    for path in sorted(folder.rglob("*")):
+        rel = path.relative_to(base)
+        if not path.is_file() or SKIP_DIRS.intersection(rel.parts) or path.suffix == ".pyc":
+            continue
+        if suffixes is None or path.suffix in suffixes:
+            files[rel.as_posix()] = path
+    return files
 
 
 def autograder_files(unit: Unit) -> dict[str, Path]:
     """Bundle path -> source file: what grading needs and nothing else (no solutions).
 
-    The bundle unpacks to ``/autograder/source`` with the repository's own layout, so the
-    grader package finds the unit there exactly as it does in the repo.
+    The bundle unpacks to ``/autograder/source`` with the code root's layout (``grader/``,
+    ``servesim/``) and the course root's (``labs/<unit>/unit.yaml``, the lab folder,
+    ``traces/<unit>/{hidden,golden}``), so the grader finds the unit there exactly as at home.
     """
-    from .units import REPO_ROOT
-
     files: dict[str, Path] = {}
-
-    def add_tree(folder: Path, suffixes: tuple[str, ...] | None = None) -> None:
-        for path in sorted(folder.rglob("*")):
-            rel = path.relative_to(REPO_ROOT)
-            if not path.is_file() or SKIP_DIRS.intersection(rel.parts) or path.suffix == ".pyc":
-                continue
-            if suffixes is None or path.suffix in suffixes:
-                files[rel.as_posix()] = path
-
-    add_tree(REPO_ROOT / "grader", (".py",))
-    for name in [n for n in files if n.startswith("grader/mutants/")]:
-        del files[name]  # staff fixtures, not needed to grade
-    add_tree(unit.lab_dir)
-    add_tree(unit.traces_dir / "hidden")
-    add_tree(unit.traces_dir / "golden")
-    unit_yaml = REPO_ROOT / "labs" / unit.id / "unit.yaml"
-    files[unit_yaml.relative_to(REPO_ROOT).as_posix()] = unit_yaml
+    for package in BUNDLE_CODE:
+        files.update(_tree(CODE_ROOT / package, CODE_ROOT, BUNDLE_SUFFIXES))
+    root = unit.course_root
+    for folder in (unit.lab_dir, unit.traces_dir / "hidden", unit.traces_dir / "golden"):
+        files.update(_tree(folder, root))
+    files[f"labs/{unit.id}/unit.yaml"] = unit.unit_dir / "unit.yaml"
     for name in ("setup.sh", "run_autograder"):
         files[name] = AUTOGRADER_SCRIPTS / name
     return files
 
 
 def requirements() -> str:
-    """The grader's run-time dependencies (pyproject's ``dependencies``), one per line."""
+    """What grading needs (pyproject's core ``dependencies``), pinned to the versions here."""
     import tomllib
+    from importlib.metadata import version
 
-    from .units import REPO_ROOT
-
-    with open(REPO_ROOT / "pyproject.toml", "rb") as handle:
+    with open(CODE_ROOT / "pyproject.toml", "rb") as handle:
         deps = tomllib.load(handle)["project"]["dependencies"]
-    return "".join(f"{dep}\n" for dep in deps)
+    names = [re.match(r"[A-Za-z0-9._-]+", dep).group(0) for dep in deps]
+    return "".join(f"{name}=={version(name)}\n" for name in names)
 
 
 def build_autograder_zip(unit: Unit, dest: Path) -> Path:

@@ -17,22 +17,22 @@ Problems come in two kinds:
 (a real GPU run) takes durations from the log and keeps every other check.
 
 The work is split by job: ``grader.problems`` (findings and tolerances), ``grader.replay``
-(the event-log replay) and ``grader.statcheck`` (statistics consistency); this module runs
+(the event-log replay) and ``grader.verify.statcheck`` (statistics consistency); this module runs
 them in order and stops at the first stage that finds the schedule invalid.
 """
 
 from __future__ import annotations
 
-from .problems import EPS_MS, Collector, Problem, ProblemKind, same_value
-from .replay import (
+from ..problems import EPS_MS, Collector, Problem, ProblemKind, same_value
+from ..replay import (
     Replay,
     check_token_times,
     describe_batch,
     replay_events,
     requests_match_trace,
 )
+from ..units import Unit, load_unit
 from .statcheck import REQUEST_STATS, check_statistics
-from .units import Unit, load_unit
 
 # the names other modules and tests import from here
 __all__ = [
@@ -49,11 +49,11 @@ __all__ = [
 
 
 def _engine(unit: Unit | str | None):
-    from . import reference
+    from .. import reference
 
-    if unit is None or isinstance(unit, str):
-        unit = load_unit(unit or "unit07")
-    return reference.engine(unit)
+    if isinstance(unit, str):
+        unit = load_unit(unit)
+    return reference.engine(unit)  # the one engine package, whichever unit (or none) is given
 
 
 def verify_run(

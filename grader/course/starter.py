@@ -3,8 +3,8 @@
 - each editable file: the solution with every ``### BEGIN SOLUTION`` / ``### END SOLUTION``
   region replaced by a stub that raises ``NotImplementedError``;
 - ``lab.json``: the parts of unit.yaml the standard-library lab needs;
-- ``tests/expected/<trace>.json``: the reference token times of the lesson traces that the
-  public tests compare against (traces whose figures the lesson already prints);
+- ``tests/expected/<trace>.json``: the reference token times of the unit's
+  ``snapshot_traces`` (unit.yaml), which the public tests compare against;
 - the engine packages (``servesim``, ``realdevice``): verbatim copies of the repository's one
   engine source, so that every lab folder runs with python3 alone.
 """
@@ -15,11 +15,10 @@ import json
 import re
 from pathlib import Path
 
-from . import reference
-from .units import REPO_ROOT, Unit
+from .. import reference
+from ..units import CODE_ROOT, Unit
 
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
-SNAPSHOT_TRACES = ("mixed", "prefill-only")
 _DEF = re.compile(r"^\s*def (\w+)\(")
 
 
@@ -81,7 +80,7 @@ def engine_files(unit: Unit) -> dict[Path, str]:
     """The lab folder's copy of each engine package the unit ships, file by file."""
     files = {}
     for package in unit.engine_packages:
-        source = REPO_ROOT / package
+        source = CODE_ROOT / package
         for path in sorted(source.rglob("*")):
             if path.is_file() and "__pycache__" not in path.parts:
                 files[unit.lab_dir / package / path.relative_to(source)] = path.read_text(
@@ -108,11 +107,8 @@ def expected_files(unit: Unit) -> dict[Path, str]:
         source = (unit.solutions_dir / name).read_text(encoding="utf-8")
         files[unit.lab_dir / name] = stub_source(source, name)
     files[unit.lab_dir / "lab.json"] = _json(unit.lab_json())
-    for trace in SNAPSHOT_TRACES:
-        if trace in unit.public_traces:
-            files[unit.lab_dir / "tests" / "expected" / f"{trace}.json"] = _json(
-                snapshot(unit, trace)
-            )
+    for trace in unit.snapshot_traces:
+        files[unit.lab_dir / "tests" / "expected" / f"{trace}.json"] = _json(snapshot(unit, trace))
     return files
 
 

@@ -63,7 +63,7 @@ def trusted_source(unit: str) -> str:
     return f'''
 def _trusted(*args):
     done = subprocess.run(
-        [sys.executable, "-I", "-m", "grader.nbcheck", *args, "--unit", "{unit}"],
+        [sys.executable, "-I", "-m", "grader.course.nbcheck", *args, "--unit", "{unit}"],
         capture_output=True, text=True,
     )
     if done.returncode != 0:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from . import nbgrader_course, reference
-from .commands_common import add_unit, show_path, stale_golden
-from .units import REPO_ROOT, UnitError, load_unit
+from .. import reference
+from ..course import nbgrader_course
+from ..units import UnitError, course_root, load_unit
+from .common import add_unit, show_path, stale_golden
 
 _KINDS = (
     (
@@ -23,10 +24,10 @@ _KINDS = (
 
 
 def _release(args, extra: list[str]) -> int:
-    from . import release
+    from ..course import release
 
     unit = load_unit(args.unit)
-    out = Path(args.out) if args.out else REPO_ROOT / "dist" / unit.id
+    out = Path(args.out) if args.out else course_root() / "dist" / unit.id
     if out.exists() and not out.is_dir():
         raise UnitError(f"--out {out}: exists and is not a folder")
     if args.action == "student":

@@ -5,16 +5,16 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from .commands_common import add_unit, show_path
-from .grading import GradingError
-from .units import UnitError, load_unit
+from ..grading import GradingError
+from ..units import UnitError, load_unit
+from .common import add_unit, show_path
 
 _OUTPUT_HELP = "trace file to write (default traces/<unit>/hidden/<name>.json)"
 _DATA_HELP = "folder holding the Azure CSV files of import specs"
 
 
 def _trace_new(args, extra: list[str]) -> int:
-    from . import tracetools
+    from ..traces import tracetools
 
     unit = load_unit(args.unit)
     dest = tracetools.new_trace(unit, Path(args.spec), args.output, args.data)
@@ -23,7 +23,7 @@ def _trace_new(args, extra: list[str]) -> int:
 
 
 def _trace_import(args, extra: list[str]) -> int:
-    from . import tracetools
+    from ..traces import tracetools
 
     unit = load_unit(args.unit)
     dest, doc = tracetools.import_trace(
@@ -45,11 +45,11 @@ def _trace_import(args, extra: list[str]) -> int:
 
 
 def _trace_check(args, extra: list[str]) -> int:
-    from . import tracetools
+    from ..traces import tracetools
 
     if not args.paths and not args.unit:
         raise UnitError("give trace files to check, or --unit to check all of a unit's traces")
-    unit = load_unit(args.unit or "unit07")
+    unit = load_unit(args.unit) if args.unit else None  # files alone need only the engine
     if args.paths:
         lines = [tracetools.check_file(unit, Path(p), args.data) for p in args.paths]
     else:
@@ -63,7 +63,7 @@ def _trace_check(args, extra: list[str]) -> int:
 
 
 def _trace_mutants(args, extra: list[str]) -> int:
-    from . import mutants
+    from ..traces import mutants
 
     unit = load_unit(args.unit)
     selected = mutants.list_mutants(unit)
@@ -74,7 +74,7 @@ def _trace_mutants(args, extra: list[str]) -> int:
             raise UnitError(f"unknown mutant(s) {', '.join(missing)} (known: {', '.join(known)})")
         selected = [known[name] for name in args.mutant]
     if not selected:
-        raise UnitError(f"no mutants for {unit.id} in {mutants.MUTANTS_DIR / unit.id}")
+        raise UnitError(f"no mutants for {unit.id} in {show_path(unit.mutants_dir)}")
     try:
         results = mutants.kill_matrix(unit, selected)
     except GradingError as exc:

@@ -5,13 +5,13 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from .commands_common import add_unit, load_with_engine, show_path, stale_golden
-from .grading import GradingError
-from .units import UnitError
+from ..grading import GradingError
+from ..units import UnitError
+from .common import add_unit, load_with_engine, show_path, stale_golden
 
 
 def _golden(args, extra: list[str]) -> int:
-    from . import golden
+    from ..course import golden
 
     unit = load_with_engine(args.unit)
     if args.check:
@@ -47,11 +47,11 @@ def add_golden(commands) -> None:
 
 
 def _grade(args, extra: list[str]) -> int:
-    from .grading import grade_submission
-    from .sandbox import Limits
+    from ..grading import grade_submission
+    from ..sandbox import Limits
 
     if len(args.submission) > 1 or args.out:
-        from . import batch
+        from .. import batch
 
         return batch.run_cli(args)
     args.submission = args.submission[0]
@@ -68,7 +68,7 @@ def _grade(args, extra: list[str]) -> int:
     except GradingError as exc:
         raise UnitError(str(exc)) from None
     print(report.text(staff=args.staff))
-    from .jsonio import write_json
+    from ..jsonio import write_json
 
     if args.json:
         write_json(Path(args.json), report.to_json(staff=args.staff))

@@ -1,6 +1,6 @@
 """Metamorphic transforms of traces and the matching transforms of run results.
 
-Two relations hold for any correct policy on the unit 07 device:
+Two relations hold for any correct policy on a simulated device:
 
 - relabelling request ids relabels the results (ids carry no meaning; trace order does);
 - shifting every arrival by a constant shifts every time in the run by that constant.

@@ -1,16 +1,18 @@
 """Trusted answer keys and policy grading for the unit notebooks' hidden test cells.
 
-The notebook's hidden tests run inside the grading kernel, next to code the student wrote, so they
-do not import this module there: they start ``python -I -m grader.nbcheck ...`` (isolated mode:
-the student's folder is not on ``sys.path``, so a file in the submission cannot stand in for this
-package) and read one JSON document from its stdout.
+The notebook's hidden tests run inside the grading kernel, next to code the student wrote, so
+they do not import this module there: they start ``python -I -m grader.course.nbcheck ...``
+(isolated mode: the student's folder is not on ``sys.path``, so a file in the submission cannot
+stand in for this package) and read one JSON document from its stdout.
 
-    python -I -m grader.nbcheck expected --unit unit07 CASE       -> the answer key for CASE
-    python -I -m grader.nbcheck policies --unit unit07 --submission policies.py
+    python -I -m grader.course.nbcheck expected --unit UNIT CASE  -> the answer key for CASE
+    python -I -m grader.course.nbcheck policies --unit UNIT --submission policies.py
                                                                   -> {"score", "maxScore", "text"}
 
-Every answer key is computed at call time with the lab engine and the reference policies; none
-is stored. The key's shape is the shape the notebook asks the student to fill in.
+The answer keys are the unit's: a plug-in file named by ``notebook.answer_keys`` in unit.yaml
+(``labs/<unit>/...``) defines ``KEYS = {case: function(unit) -> dict}``; the helpers below
+(``reference_runs``, ``by_id``, ``max_gap``) serve it. Every key is computed at call time with
+the engine and the reference policies; none is stored.
 """
 
 from __future__ import annotations
@@ -24,14 +26,15 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from . import reference
-from .cases import load_grading
-from .grading import GradingError, grade_submission
-from .units import Unit, UnitError, load_unit
+from .. import reference
+from ..cases import load_grading
+from ..grading import GradingError, grade_submission
+from ..plugins import load_plugin
+from ..units import Unit, UnitError, load_unit
 
 
-def _runs(unit: Unit, trace: str, params: dict[str, dict], **device) -> dict[str, dict]:
-    """Reference run entries by policy name, for every policy of the unit."""
+def reference_runs(unit: Unit, trace: str, params: dict[str, dict], **device) -> dict[str, dict]:
+    """Reference run entries by policy name, for every policy of the unit, on a public trace."""
     # An absolute path: a file named like the trace in the caller's folder must not stand in.
     parsed = reference.load_trace(unit, str((unit.lab_dir / "traces" / f"{trace}.json").resolve()))
     profile = reference.device_profile(unit, **device)
@@ -43,74 +46,31 @@ def _runs(unit: Unit, trace: str, params: dict[str, dict], **device) -> dict[str
     }
 
 
-def _by_id(run: dict) -> dict[str, dict]:
+def by_id(run: dict) -> dict[str, dict]:
+    """A run's request entries by request id."""
     return {request["id"]: request for request in run["requests"]}
 
 
-def _max_gap(times: list[float]) -> float | None:
+def max_gap(times: list[float]) -> float | None:
     """Longest interval between consecutive token times (None for a single token)."""
     gaps = [later - earlier for earlier, later in itertools.pairwise(times)]
     return max(gaps) if gaps else None
 
 
-def mixed_key(unit: Unit) -> dict:
-    """Deliverable 1: arrival, first token, finish of every request and A's longest ITL."""
-    runs = _runs(unit, "mixed", {"chunked": {"chunk": 2}})
-    times = {
-        policy: {
-            rid: {
-                "arrival": req["arrivalMs"],
-                "first": req["tokenTimesMs"][0],
-                "finish": req["tokenTimesMs"][-1],
-            }
-            for rid, req in _by_id(run).items()
-        }
-        for policy, run in runs.items()
-    }
-    itl = {policy: _max_gap(_by_id(run)["A"]["tokenTimesMs"]) for policy, run in runs.items()}
-    return {"times": times, "aMaxItl": itl}
-
-
-def prefill_only_key(unit: Unit) -> dict:
-    """Deliverable 2: the finish time under each overhead and the number of submissions."""
-    key: dict = {}
-    for label, overhead in (("0.25", 0.25), ("0", 0.0)):
-        runs = _runs(unit, "prefill-only", {"chunked": {"chunk": 2}}, overhead_ms=overhead)
-        key[label] = {
-            policy: max(req["tokenTimesMs"][-1] for req in run["requests"])
-            for policy, run in runs.items()
-        }
-        if label == "0.25":
-            key["submissions"] = {policy: len(run["events"]) for policy, run in runs.items()}
-    return key
-
-
-def unseen_key(unit: Unit) -> dict:
-    """Deliverable 3: U2's first-token time and U1's longest stall with ``--chunk 4``."""
-    runs = _runs(unit, "unseen", {"chunked": {"chunk": 4}})
-    return {
-        "U2_first": {policy: _by_id(run)["U2"]["tokenTimesMs"][0] for policy, run in runs.items()},
-        "U1_stall": {
-            policy: _max_gap(_by_id(run)["U1"]["tokenTimesMs"]) for policy, run in runs.items()
-        },
-    }
-
-
-# Notebook cases by unit: the answer keys each unit's notebook asks for.
-KEYS: dict[str, dict[str, Callable[[Unit], dict]]] = {
-    "unit07": {
-        "mixed": mixed_key,
-        "prefill-only": prefill_only_key,
-        "unseen": unseen_key,
-    },
-}
+def answer_keys(unit: Unit) -> dict[str, Callable[[Unit], dict]]:
+    """The unit's notebook cases: ``KEYS`` of the plug-in named by ``notebook.answer_keys``."""
+    relative = unit.doc.get("notebook", {}).get("answer_keys")
+    if relative is None:
+        raise UnitError(f"unit {unit.id} has no notebook answer keys")
+    keys = getattr(load_plugin(unit, relative, "answer-key plug-in"), "KEYS", None)
+    if not isinstance(keys, dict):
+        raise UnitError(f"unit {unit.id}: {relative} must define KEYS = {{case: function}}")
+    return keys
 
 
 def answer_key(unit: Unit, case: str) -> dict:
     """The answer key of one notebook case of ``unit``."""
-    cases = KEYS.get(unit.id)
-    if cases is None:
-        raise UnitError(f"unit {unit.id} has no notebook answer keys")
+    cases = answer_keys(unit)
     if case not in cases:
         raise UnitError(f"unknown notebook case '{case}' (known: {', '.join(cases)})")
     return cases[case](unit)
@@ -139,7 +99,7 @@ def grade_policies(unit: Unit, policies_file: Path) -> dict:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m grader.nbcheck", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m grader.course.nbcheck", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     expected = commands.add_parser("expected", help="print the answer key of a notebook case")
     expected.add_argument("--unit", required=True)

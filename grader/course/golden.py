@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
-from . import reference
-from .cases import Case, case_trace_doc, load_grading, sha256_file, trace_path
-from .jsonio import write_text_atomic
-from .units import REPO_ROOT, Unit, UnitError
+from .. import reference
+from ..cases import Case, case_trace_doc, load_grading, sha256_file, trace_path
+from ..jsonio import write_text_atomic
+from ..units import Unit, UnitError
 
 
 class GoldenState(Enum):
@@ -48,9 +48,9 @@ def case_device(unit: Unit, case: Case):
     return reference.device_profile(unit, overhead_ms=case.overhead_ms)
 
 
-def _rel(path: Path) -> str:
+def _rel(unit: Unit, path: Path) -> str:
     try:
-        return Path(path).resolve().relative_to(REPO_ROOT).as_posix()
+        return Path(path).resolve().relative_to(unit.course_root).as_posix()
     except ValueError:
         return Path(path).name
 

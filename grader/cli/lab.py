@@ -5,9 +5,10 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 
-from . import reference, starter
-from .commands_common import add_unit, load_with_engine
-from .units import REPO_ROOT, load_unit
+from .. import reference
+from ..course import starter
+from ..units import load_unit
+from .common import add_unit, load_with_engine, show_path
 
 
 def _run_script(command: str, load_main: Callable, args, extra: list[str]) -> int:
@@ -76,13 +77,13 @@ def _starter_sync(args, extra: list[str]) -> int:
     if args.check:
         stale = starter.stale_files(unit)
         for path in stale:
-            print(f"stale: {path.relative_to(REPO_ROOT)}")
+            print(f"stale: {show_path(path)}")
         if stale:
             print(f"run: infralab starter sync --unit {unit.id}", file=sys.stderr)
         return 1 if stale else 0
     written = starter.sync(unit)
     for path in written:
-        print(f"wrote {path.relative_to(REPO_ROOT)}")
+        print(f"wrote {show_path(path)}")
     if not written:
         print("starter files are up to date")
     return 0

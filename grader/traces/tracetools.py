@@ -9,17 +9,12 @@ from pathlib import Path
 
 import yaml
 
-from . import reference
-from .jsonio import write_text_atomic
-from .tracegen import (
-    AZURE_ATTRIBUTION,
-    DataMissing,
-    SpecError,
-    import_azure,
-    load_yaml_or_json,
-    trace_from_spec,
-)
-from .units import Unit
+from .. import reference
+from ..jsonio import write_text_atomic
+from ..units import Unit
+from .azure import AZURE_ATTRIBUTION, import_azure
+from .errors import DataMissing, SpecError
+from .tracegen import load_yaml_or_json, trace_from_spec
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
@@ -39,13 +34,13 @@ def trace_text(doc: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def validate_doc(unit: Unit, doc, source: str):
+def validate_doc(unit: Unit | None, doc, source: str):
     """Validate a trace document with the lab's parse_trace (raises servesim.TraceError)."""
     servesim = reference.engine(unit)
     return servesim.parse_trace(doc, source=source)
 
 
-def read_any_trace(unit: Unit, path: Path, data_dir: Path | None = None):
+def read_any_trace(unit: Unit | None, path: Path, data_dir: Path | None = None):
     """A trace file (JSON, or YAML: a trace or a spec), validated like the lab does."""
     servesim = reference.engine(unit)
     path = Path(path)
@@ -150,7 +145,7 @@ def check_unit_traces(unit: Unit, data_dir=None) -> list[CheckLine]:
     return lines
 
 
-def check_file(unit: Unit, path: Path, data_dir=None) -> CheckLine:
+def check_file(unit: Unit | None, path: Path, data_dir=None) -> CheckLine:
     servesim = reference.engine(unit)
     try:
         trace = read_any_trace(unit, path, data_dir)

@@ -1,6 +1,7 @@
 """The mutant corpus: plausible wrong ``policies.py`` files, and which graded cases kill them.
 
-Mutants live in ``grader/mutants/<unit>/<name>.py``; the first line of each docstring says what
+Mutants live in the unit's folder, ``labs/<unit>/mutants/<name>.py`` (``mutants`` in
+unit.yaml names another folder); the first line of each docstring says what
 is wrong. ``kill_matrix`` grades every mutant on every case (in-process: mutants are staff code)
 and ``infralab trace mutants`` prints the matrix and warns about mutants no hidden case kills.
 """
@@ -11,12 +12,10 @@ import ast
 from dataclasses import dataclass
 from pathlib import Path
 
-from .grading import GradeReport, Status, grade_submission
-from .inprocess import run_in_process
-from .submission import Submission
-from .units import Unit
-
-MUTANTS_DIR = Path(__file__).resolve().parent / "mutants"
+from ..grading import GradeReport, Status, grade_submission
+from ..inprocess import run_in_process
+from ..submission import Submission
+from ..units import Unit
 
 
 @dataclass(frozen=True)
@@ -34,7 +33,7 @@ class Mutant:
 
 
 def list_mutants(unit: Unit) -> list[Mutant]:
-    folder = MUTANTS_DIR / unit.id
+    folder = unit.mutants_dir
     return [Mutant(p.stem, p) for p in sorted(folder.glob("*.py")) if not p.name.startswith("_")]
 
 

@@ -7,12 +7,12 @@ from pathlib import Path
 
 
 def _site_build(args, extra: list[str]) -> int:
-    from .sitebuild import BuildError
-    from .sitebuild.build import DEFAULT_OUT, build_site
-    from .units import LABS_DIR
+    from ..sitebuild import BuildError
+    from ..sitebuild.build import DEFAULT_OUT, build_site
+    from ..units import labs_dir
 
     out = Path(args.out) if args.out else DEFAULT_OUT
-    labs = Path(args.labs_dir) if args.labs_dir else LABS_DIR
+    labs = Path(args.labs_dir) if args.labs_dir else labs_dir()
     try:
         report = build_site(out, labs)
     except BuildError as exc:

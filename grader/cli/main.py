@@ -1,0 +1,89 @@
+"""``infralab``: the staff command line.
+
+This module only assembles the parser and maps errors to exit codes; each command group's
+arguments and handler live in ``grader/cli/<group>.py`` (``release nbgrader`` in
+``grader/course/nbgrader_course.py``). A handler is ``handler(args, extra) -> exit code``;
+subcommands that set ``passthrough`` receive the flags argparse did not know in ``extra``.
+
+``--root DIR`` (or ``$INFRALAB_ROOT``) points every command at another course root: a folder with
+``labs/<unit>/unit.yaml`` and the folders those files name (lab folder, solutions, traces).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+from pathlib import Path
+
+from servesim import TraceError
+
+from ..grading import GradingError
+from ..traces.errors import SpecError
+from ..units import ROOT_ENV, UnitError
+from . import grade, lab, release, site, trace, units
+
+# in the order ``infralab --help`` lists them
+_SUBCOMMANDS = (
+    units.add_units,
+    lab.add_simulate,
+    lab.add_run_gpu,
+    lab.add_starter,
+    site.add_site,
+    grade.add_golden,
+    release.add_release,
+    grade.add_grade,
+    trace.add_trace,
+)
+# bad input (one line, exit 2) rather than a bug in infralab
+USER_ERRORS = (UnitError, GradingError, SpecError, TraceError, OSError)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="infralab", description="infra-lab staff tools")
+    parser.add_argument(
+        "--root",
+        metavar="DIR",
+        help=f"course root holding labs/<unit>/unit.yaml (default: ${ROOT_ENV} or this checkout)",
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    for add in _SUBCOMMANDS:
+        add(commands)
+    return parser
+
+
+@contextlib.contextmanager
+def _course_root(root: str | None):
+    """``$INFRALAB_ROOT`` set to ``root`` for the command (and its child processes)."""
+    if root is None:
+        yield
+        return
+    if not (Path(root) / "labs").is_dir():
+        raise UnitError(f"--root {root}: no labs/ folder there")
+    old = os.environ.get(ROOT_ENV)
+    os.environ[ROOT_ENV] = str(Path(root).resolve())
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop(ROOT_ENV, None)
+        else:
+            os.environ[ROOT_ENV] = old
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra and not getattr(args, "passthrough", False):
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    try:
+        with _course_root(args.root):
+            return args.handler(args, extra)
+    except USER_ERRORS as exc:
+        print(f"infralab: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Releases and course artefacts: starter files, golden runs, zips, the nbgrader course."""

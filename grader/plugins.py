@@ -1,0 +1,33 @@
+"""Unit plug-ins: Python files in a unit's folder that staff tools load by path.
+
+A plug-in is staff code (trusted). It is imported under a private module name made from the
+unit id and the file's path, so two units' plug-ins never collide and neither shadows a package.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+from types import ModuleType
+
+from .units import Unit, UnitError
+
+
+def load_plugin(unit: Unit, relative: str, what: str) -> ModuleType:
+    """The module at ``labs/<unit>/<relative>``; ``what`` names it in errors."""
+    path = (unit.unit_dir / relative).resolve()
+    if not path.is_file():
+        raise UnitError(f"unit {unit.id}: {what} {relative} not found in {unit.unit_dir}")
+    name = "_infralab_plugin_" + re.sub(r"\W", "_", f"{unit.id}_{path}")
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module

@@ -1,0 +1,67 @@
+"""JSON Schema checks for the files staff write by hand (unit.yaml, graded cases, trace specs).
+
+The schemas live in ``grader/schemas/<name>.schema.json``. Each error becomes one line naming
+where it is, in the words staff saw before the schemas existed. Three annotations steer the
+wording (jsonschema ignores keys it does not know):
+
+- ``x-message``: the text when this node fails (``{value!r}`` is the offending value);
+- ``x-missing``: on an object, the text for missing fields (``{field}``: the first one,
+  ``{fields}``: all of them; default ``field '{field}' is missing``);
+- ``x-up``: how many trailing steps of the failing node's path to leave out of the location.
+  By default a value's message is placed at its parent (``generate: 'count' must be an integer
+  >= 1``) and an object's missing or unknown fields at the object (``generate: field 'count' is
+  missing``); ``x-up: 0`` places a value's message at the node itself (``generate: must be a
+  mapping``).
+
+When several errors are found, the one nearest the top of the document wins, then the schema's
+keyword order (type before unknown fields before missing fields before the fields' values).
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+
+SCHEMA_DIR = Path(__file__).with_name("schemas")
+
+
+class SchemaError(ValueError):
+    """A document that does not match its schema; the message is one line."""
+
+
+@cache
+def _validator(name: str):
+    import jsonschema
+
+    schema = json.loads((SCHEMA_DIR / f"{name}.schema.json").read_text(encoding="utf-8"))
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
+
+
+def validate(doc, name: str, where: str) -> None:
+    """Raise ``SchemaError`` for the first problem of ``doc`` under schema ``name``."""
+    errors = list(_validator(name).iter_errors(doc))
+    if errors:
+        first = min(enumerate(errors), key=lambda item: (len(item[1].absolute_path), item[0]))
+        raise SchemaError(_message(first[1], where))
+
+
+def _where(where: str, path) -> str:
+    inner = ".".join(str(part) for part in path)
+    return f"{where}: {inner}" if inner else where
+
+
+def _message(error, where: str) -> str:
+    schema, path = error.schema, list(error.absolute_path)
+    if error.validator == "additionalProperties":
+        extra = sorted(set(error.instance) - set(schema.get("properties", {})))
+        return f"{_where(where, path)}: unknown field(s) {', '.join(map(str, extra))}"
+    if error.validator == "required":
+        missing = [key for key in error.validator_value if key not in error.instance]
+        template = schema.get("x-missing", "field '{field}' is missing")
+        text, up = template.format(field=missing[0], fields=", ".join(missing)), 0
+    else:
+        text, up = schema.get("x-message", error.message).format(value=error.instance), 1
+    up = schema.get("x-up", up)
+    return f"{_where(where, path[: len(path) - up])}: {text}"

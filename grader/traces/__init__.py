@@ -1,0 +1,1 @@
+"""Traces: generation from specs, Azure import, checks, metamorphic transforms, mutant reports."""

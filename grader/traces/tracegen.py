@@ -1,0 +1,169 @@
+"""New traces for TAs: from a YAML spec (explicit list, seeded generator, or an Azure import).
+
+A spec is a mapping with ``name``, ``description`` and exactly one of:
+
+``requests``
+    an explicit list of ``{id, arrivalMs, inputTokens, outputTokens}``;
+``generate``
+    a seeded generator (numpy ``default_rng(seed)``)::
+
+        generate:
+          seed: 7
+          count: 10
+          idPrefix: r            # ids r1, r2, ...
+          startMs: 0             # first arrival
+          roundMs: 0.25          # arrivals rounded to this grid (0: no rounding)
+          arrivals: {process: fixed, intervalMs: 3}
+                  | {process: poisson, ratePerMs: 0.3}
+                  | {process: gamma, ratePerMs: 0.3, cv: 3}     # bursty when cv > 1
+          inputTokens:  {dist: constant, value: 4}
+                      | {dist: uniform, min: 1, max: 12}
+                      | {dist: choice, values: [1, 12], weights: [3, 1]}
+                      | {dist: lognormal, median: 6, sigma: 0.8, min: 1, max: 40}
+          outputTokens: (same forms)
+
+``import``
+    a window of the Azure LLM inference trace (see ``import_azure``)::
+
+        import: {azure: AzureLLMInferenceTrace_conv.csv, start: 40, duration: 2, scale: 100}
+
+Every trace is validated with the lab's own ``servesim.trace.parse_trace`` before it is written.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from ..schema import SchemaError, validate
+from ..units import CODE_ROOT
+from .azure import import_azure
+from .errors import DataMissing, SpecError
+
+DATA_ENV = "INFRALAB_DATA"
+DEFAULT_DATA_DIR = CODE_ROOT.parent / "shared" / "data" / "azure-llm-2023"
+
+
+def load_yaml_or_json(path: Path, what: str = "spec"):
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SpecError(f"{path}: cannot read the {what} ({exc.strerror or exc})") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark else ""
+        raise SpecError(f"{path}: not valid YAML{where}") from None
+
+
+def trace_from_spec(spec, source: str = "spec", data_dir: Path | None = None) -> dict:
+    """The trace document a spec describes (not yet validated by the lab).
+
+    The spec's shape is checked against ``grader/schemas/tracespec.schema.json`` first, so
+    the code below reads fields it knows are there and well-typed.
+    """
+    try:
+        validate(spec, "tracespec", source)
+    except SchemaError as exc:
+        raise SpecError(str(exc)) from None
+    name, description = spec["name"], spec.get("description", "")
+    if "requests" in spec:
+        return {"name": name, "description": description, "requests": spec["requests"]}
+    if "generate" in spec:
+        requests = generate_requests(spec["generate"], f"{source}: generate")
+        return {"name": name, "description": description, "requests": requests}
+    imp = spec["import"]
+    csv_path = resolve_data_file(imp["azure"], data_dir)
+    doc = import_azure(
+        csv_path,
+        start=imp.get("start", 0),
+        duration=imp.get("duration"),
+        scale=imp.get("scale", 1),
+        time_scale=imp.get("timeScale"),
+        max_requests=imp.get("maxRequests"),
+        name=name,
+    )
+    if description:
+        doc["description"] = f"{description} {doc['description']}"
+    return doc
+
+
+def resolve_data_file(name, data_dir: Path | None = None) -> Path:
+    """A CSV named in a spec: as given, else in ``data_dir``/$INFRALAB_DATA/the shared data."""
+    if not isinstance(name, str) or not name:
+        raise SpecError("import: 'azure' must name a CSV file")
+    path = Path(name)
+    if path.is_file():
+        return path
+    folders = [Path(data_dir)] if data_dir else []
+    if os.environ.get(DATA_ENV):
+        folders.append(Path(os.environ[DATA_ENV]))
+    folders.append(DEFAULT_DATA_DIR)
+    for folder in folders:
+        if (folder / path.name).is_file():
+            return folder / path.name
+    raise DataMissing(f"import: CSV '{name}' not found (pass --data DIR or set {DATA_ENV})")
+
+
+# --- the seeded generator ----------------------------------------------------------------------
+
+
+def generate_requests(gen: dict, where: str) -> list[dict]:
+    """The requests of a ``generate`` block (already checked against the spec schema)."""
+    count = gen["count"]
+    prefix = gen.get("idPrefix", "r")
+    start = float(gen.get("startMs", 0.0))
+    grid = float(gen.get("roundMs", 0.25))
+    rng = np.random.default_rng(gen["seed"])
+    gaps = _gaps(gen["arrivals"], count, rng)
+    arrivals = start + np.concatenate([[0.0], np.cumsum(gaps[1:])])
+    if grid > 0:
+        arrivals = np.round(arrivals / grid) * grid
+    inputs = _lengths(gen["inputTokens"], count, rng, f"{where}.inputTokens")
+    outputs = _lengths(gen["outputTokens"], count, rng, f"{where}.outputTokens")
+    return [
+        {
+            "id": f"{prefix}{n + 1}",
+            "arrivalMs": float(arrivals[n]),
+            "inputTokens": int(inputs[n]),
+            "outputTokens": int(outputs[n]),
+        }
+        for n in range(count)
+    ]
+
+
+def _gaps(doc: dict, count: int, rng) -> np.ndarray:
+    process = doc["process"]
+    if process == "fixed":
+        return np.full(count, float(doc["intervalMs"]))
+    rate = float(doc["ratePerMs"])
+    if process == "poisson":
+        return rng.exponential(1.0 / rate, count)
+    shape = 1.0 / float(doc["cv"]) ** 2  # gamma: mean gap 1/rate, coefficient of variation cv
+    return rng.gamma(shape, 1.0 / (rate * shape), count)
+
+
+def _lengths(doc: dict, count: int, rng, where: str) -> np.ndarray:
+    dist = doc["dist"]
+    if dist == "constant":
+        return np.full(count, doc["value"])
+    if dist == "uniform":
+        if doc["max"] < doc["min"]:
+            raise SpecError(f"{where}: 'max' must be >= 'min'")
+        return rng.integers(doc["min"], doc["max"] + 1, count)
+    if dist == "choice":
+        values, weights = doc["values"], doc.get("weights")
+        p = None
+        if weights is not None:
+            if len(weights) != len(values) or sum(weights) <= 0:
+                raise SpecError(f"{where}: 'weights' must be as many numbers >= 0 as 'values'")
+            p = np.asarray(weights, dtype=float) / sum(weights)
+        return rng.choice(np.asarray(values), size=count, p=p)
+    draws = rng.lognormal(math.log(doc["median"]), doc["sigma"], count)
+    return np.clip(np.rint(draws), doc.get("min", 1), doc.get("max", 10**6)).astype(int)
