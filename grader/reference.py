@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import re
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -29,10 +30,11 @@ def engine(unit: Unit) -> ModuleType:
 def solution_policies(unit: Unit) -> ModuleType:
     """The reference ``policies.py`` of ``unit``, loaded under a private module name."""
     engine(unit)  # the solution imports servesim
-    name = f"_infralab_solution_{unit.id}"
+    path = (unit.solutions_dir / "policies.py").resolve()
+    # one module per file: two units (or two course roots) never share a name
+    name = "_infralab_solution_" + re.sub(r"\W", "_", f"{unit.id}_{path}")
     if name in sys.modules:
         return sys.modules[name]
-    path = unit.solutions_dir / "policies.py"
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

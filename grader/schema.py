@@ -48,7 +48,10 @@ def validate(doc, name: str, where: str) -> None:
 
 
 def _where(where: str, path) -> str:
-    inner = ".".join(str(part) for part in path)
+    """``where`` then the path inside the document: ``generate.arrivals``, ``policies #2``."""
+    inner = ""
+    for part in path:
+        inner += f" #{part + 1}" if isinstance(part, int) else f".{part}" if inner else str(part)
     return f"{where}: {inner}" if inner else where
 
 

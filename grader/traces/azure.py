@@ -48,25 +48,7 @@ def import_azure(
     if max_requests is not None and (not isinstance(max_requests, int) or max_requests < 1):
         raise SpecError("import: 'maxRequests' must be an integer >= 1")
     csv_path = Path(csv_path)
-    try:
-        with csv_path.open(newline="", encoding="utf-8") as handle:
-            rows = list(csv.DictReader(handle))
-    except OSError as exc:
-        raise SpecError(f"{csv_path}: cannot read the CSV ({exc.strerror or exc})") from None
-    needed = {"TIMESTAMP", "ContextTokens", "GeneratedTokens"}
-    if not rows or not needed <= set(rows[0]):
-        raise SpecError(f"{csv_path}: expected columns {', '.join(sorted(needed))}")
-    try:
-        first = _timestamp(rows[0]["TIMESTAMP"])
-        picked = []
-        for row in rows:
-            offset = (_timestamp(row["TIMESTAMP"]) - first).total_seconds()
-            if start_s <= offset < start_s + duration_s:
-                picked.append(
-                    (offset - start_s, int(row["ContextTokens"]), int(row["GeneratedTokens"]))
-                )
-    except ValueError as exc:
-        raise SpecError(f"{csv_path}: unreadable row ({exc})") from None
+    picked = _window_rows(csv_path, start_s, duration_s)
     if max_requests is not None:
         picked = picked[:max_requests]
     if not picked:
@@ -92,6 +74,30 @@ def import_azure(
         "description": description,
         "requests": requests,
     }
+
+
+def _window_rows(csv_path: Path, start_s: float, duration_s: float) -> list[tuple]:
+    """``(seconds after the window start, context tokens, generated tokens)`` per row in it."""
+    try:
+        with csv_path.open(newline="", encoding="utf-8") as handle:
+            rows = list(csv.DictReader(handle))
+    except OSError as exc:
+        raise SpecError(f"{csv_path}: cannot read the CSV ({exc.strerror or exc})") from None
+    needed = {"TIMESTAMP", "ContextTokens", "GeneratedTokens"}
+    if not rows or not needed <= set(rows[0]):
+        raise SpecError(f"{csv_path}: expected columns {', '.join(sorted(needed))}")
+    try:
+        first = _timestamp(rows[0]["TIMESTAMP"])
+        picked = []
+        for row in rows:
+            offset = (_timestamp(row["TIMESTAMP"]) - first).total_seconds()
+            if start_s <= offset < start_s + duration_s:
+                picked.append(
+                    (offset - start_s, int(row["ContextTokens"]), int(row["GeneratedTokens"]))
+                )
+    except ValueError as exc:
+        raise SpecError(f"{csv_path}: unreadable row ({exc})") from None
+    return picked
 
 
 def _positive(value, name: str, allow_zero: bool = False) -> float:
