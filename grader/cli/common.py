@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 from pathlib import Path
 
 from .. import reference
-from ..units import Unit, course_root, load_unit
+from ..units import Unit, UnitError, course_root, load_unit
 
 
 def add_unit(parser: argparse.ArgumentParser) -> None:
@@ -34,3 +35,19 @@ def show_path(path: Path) -> str:
         return str(Path(path).resolve().relative_to(course_root()))
     except ValueError:
         return str(path)
+
+
+def with_extra(module: str, extra: str):
+    """Import ``module``, whose command needs the pyproject extra ``extra``.
+
+    A missing dependency is one error line naming the extra to install, not a traceback.
+    """
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if (exc.name or "grader").partition(".")[0] == "grader":
+            raise
+        raise UnitError(
+            f"this command needs the '{extra}' extra ({exc.name} is not installed): "
+            f"bash scripts/setup.sh {extra}"
+        ) from None

@@ -7,9 +7,11 @@ from pathlib import Path
 
 
 def _site_build(args, extra: list[str]) -> int:
-    from ..sitebuild import BuildError
-    from ..sitebuild.build import DEFAULT_OUT, build_site
     from ..units import labs_dir
+    from .common import with_extra
+
+    build = with_extra("grader.sitebuild.build", "site")
+    BuildError, DEFAULT_OUT, build_site = build.BuildError, build.DEFAULT_OUT, build.build_site
 
     out = Path(args.out) if args.out else DEFAULT_OUT
     labs = Path(args.labs_dir) if args.labs_dir else labs_dir()

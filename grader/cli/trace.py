@@ -7,14 +7,14 @@ from pathlib import Path
 
 from ..grading import GradingError
 from ..units import UnitError, load_unit
-from .common import add_unit, show_path
+from .common import add_unit, show_path, with_extra
 
 _OUTPUT_HELP = "trace file to write (default traces/<unit>/hidden/<name>.json)"
 _DATA_HELP = "folder holding the Azure CSV files of import specs"
 
 
 def _trace_new(args, extra: list[str]) -> int:
-    from ..traces import tracetools
+    tracetools = with_extra("grader.traces.tracetools", "traces")
 
     unit = load_unit(args.unit)
     dest = tracetools.new_trace(unit, Path(args.spec), args.output, args.data)
@@ -23,7 +23,7 @@ def _trace_new(args, extra: list[str]) -> int:
 
 
 def _trace_import(args, extra: list[str]) -> int:
-    from ..traces import tracetools
+    tracetools = with_extra("grader.traces.tracetools", "traces")
 
     unit = load_unit(args.unit)
     dest, doc = tracetools.import_trace(
@@ -45,7 +45,7 @@ def _trace_import(args, extra: list[str]) -> int:
 
 
 def _trace_check(args, extra: list[str]) -> int:
-    from ..traces import tracetools
+    tracetools = with_extra("grader.traces.tracetools", "traces")
 
     if not args.paths and not args.unit:
         raise UnitError("give trace files to check, or --unit to check all of a unit's traces")
