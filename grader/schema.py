@@ -20,6 +20,7 @@ keyword order (type before unknown fields before missing fields before the field
 from __future__ import annotations
 
 import json
+import math
 from functools import cache
 from pathlib import Path
 
@@ -30,13 +31,26 @@ class SchemaError(ValueError):
     """A document that does not match its schema; the message is one line."""
 
 
+def _is_number(checker, value) -> bool:
+    """JSON numbers as staff mean them: no booleans, no NaN or infinity (YAML has both)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _is_integer(checker, value) -> bool:
+    """Integers as written (``3``), not floats that happen to be whole (``3.0``)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 @cache
 def _validator(name: str):
-    import jsonschema
+    from jsonschema import Draft202012Validator, validators
 
     schema = json.loads((SCHEMA_DIR / f"{name}.schema.json").read_text(encoding="utf-8"))
-    jsonschema.Draft202012Validator.check_schema(schema)
-    return jsonschema.Draft202012Validator(schema)
+    Draft202012Validator.check_schema(schema)
+    types = Draft202012Validator.TYPE_CHECKER.redefine_many(
+        {"number": _is_number, "integer": _is_integer}
+    )
+    return validators.extend(Draft202012Validator, type_checker=types)(schema)
 
 
 def validate(doc, name: str, where: str) -> None:

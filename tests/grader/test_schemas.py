@@ -74,3 +74,35 @@ def test_units_lists_the_repository_units(capsys):
     lines = capsys.readouterr().out.splitlines()
     assert [line.split()[0] for line in lines] == ["unit07"]
     assert "cases 24 (16 hidden)" in lines[0]
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (float("nan"), "'ratePerMs' must be a number > 0"),
+        (float("inf"), "'ratePerMs' must be a number > 0"),
+        (True, "'ratePerMs' must be a number > 0"),
+    ],
+)
+def test_numbers_are_finite_and_not_booleans(value, message):
+    spec = {
+        "name": "x",
+        "generate": {
+            "seed": 1,
+            "count": 2,
+            "arrivals": {"process": "poisson", "ratePerMs": value},
+            "inputTokens": {"dist": "constant", "value": 1},
+            "outputTokens": {"dist": "constant", "value": 1},
+        },
+    }
+    with pytest.raises(SchemaError) as info:
+        validate(spec, "tracespec", "s.yaml")
+    assert str(info.value) == f"s.yaml: generate.arrivals: {message}"
+
+
+def test_whole_floats_are_not_integers():
+    lengths = {"dist": "constant", "value": 1}
+    generate = {"seed": 1, "count": 2.0, "arrivals": {"process": "fixed", "intervalMs": 1}}
+    spec = {"name": "x", "generate": {**generate, "inputTokens": lengths, "outputTokens": lengths}}
+    with pytest.raises(SchemaError, match="generate: 'count' must be an integer >= 1$"):
+        validate(spec, "tracespec", "s.yaml")
