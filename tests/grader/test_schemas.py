@@ -104,5 +104,5 @@ def test_whole_floats_are_not_integers():
     lengths = {"dist": "constant", "value": 1}
     generate = {"seed": 1, "count": 2.0, "arrivals": {"process": "fixed", "intervalMs": 1}}
     spec = {"name": "x", "generate": {**generate, "inputTokens": lengths, "outputTokens": lengths}}
-    with pytest.raises(SchemaError, match="generate: 'count' must be an integer >= 1$"):
+    with pytest.raises(SchemaError, match=r"generate: 'count' must be an integer >= 1$"):
         validate(spec, "tracespec", "s.yaml")
