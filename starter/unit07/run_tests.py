@@ -33,7 +33,9 @@ class Failed(Exception):
 class Approx:
     """``pytest.approx`` for a single number: relative 1e-6, absolute 1e-12 by default."""
 
-    def __init__(self, expected, rel=None, abs=None):  # noqa: A002 (pytest's keyword names)
+    __hash__ = None  # compares by tolerance, so it cannot be hashed consistently
+
+    def __init__(self, expected, rel=None, abs=None):  # pytest's keyword names
         self.expected = expected
         self.rel = 1e-6 if rel is None else rel
         self.abs = 1e-12 if abs is None else abs
