@@ -22,7 +22,8 @@ ARRIVAL_H = 34  # arrival marks (two label rows) above each lane
 LANE_H = 34
 BELOW_H = 76  # first-token labels (two rows) and the gap note under each lane
 TOP = 26
-LABEL_SPACING = 40  # px between neighbouring labels before they alternate rows
+LABEL_SPACING = 72  # px between first-token labels ("L 首 token") before they alternate rows
+ARRIVAL_SPACING = 24  # the same for arrival labels (a request id)
 FIRST_TOKEN = "首 token"
 ARRIVAL = "到达"
 
@@ -57,11 +58,11 @@ def _tick_step(span: float) -> float:
     return next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
 
 
-def _rows(xs: list[float]) -> list[int]:
-    """Label row (0 or 1) per position: neighbours closer than LABEL_SPACING alternate."""
-    rows, previous, row = [], -LABEL_SPACING, 0
+def _rows(xs: list[float], spacing: float) -> list[int]:
+    """Label row (0 or 1) per position: neighbours closer than ``spacing`` alternate."""
+    rows, previous, row = [], -spacing, 0
     for pos in xs:
-        row = 1 - row if pos - previous < LABEL_SPACING else 0
+        row = 1 - row if pos - previous < spacing else 0
         previous = pos
         rows.append(row)
     return rows
@@ -71,7 +72,7 @@ def _arrivals(run: PolicyRun, y: float, x) -> list[str]:
     out = []
     requests = sorted(run.run["requests"], key=lambda r: r["arrivalMs"])
     xs = [x(r["arrivalMs"]) for r in requests]
-    for request, pos, row in zip(requests, xs, _rows(xs)):
+    for request, pos, row in zip(requests, xs, _rows(xs, ARRIVAL_SPACING)):
         top = y - 6 - 14 * row
         out.append(
             f'<g class="arrival" data-request="{escape(request["id"])}" '
@@ -88,7 +89,7 @@ def _first_tokens(run: PolicyRun, y: float, x) -> list[str]:
     out = []
     requests = sorted(run.run["requests"], key=lambda r: r["firstTokenMs"])
     xs = [x(r["firstTokenMs"]) for r in requests]
-    for request, pos, row in zip(requests, xs, _rows(xs)):
+    for request, pos, row in zip(requests, xs, _rows(xs, LABEL_SPACING)):
         drop = 10 + 16 * row
         out.append(
             f'<g class="first-token"><line x1="{pos:.2f}" y1="{y + LANE_H}" '

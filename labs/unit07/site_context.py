@@ -100,8 +100,11 @@ def figure(pair: dict[str, PolicyRun], overhead: float, element_id: str) -> tupl
     return timeline_svg(lanes, title=title, desc=desc, element_id=element_id), desc
 
 
-def _cells(pair: dict[str, PolicyRun]) -> dict[str, str]:
-    cells = {"chunked.label": pair["chunked"].label}
+def _cells(pair: dict[str, PolicyRun], overhead: float) -> dict[str, str]:
+    cells = {
+        "chunked.label": pair["chunked"].label,
+        "setting": f"{pair['chunked'].label}、开销 {_num(overhead)} ms",
+    }
     for policy, run in pair.items():
         for metric in METRICS:
             rid, key = metric.split(".")
@@ -129,6 +132,14 @@ def _verdict(pair: dict[str, PolicyRun], overhead: float) -> str:
     return f"{c.label}、开销 {_num(overhead)} ms，与 fcfs 相比：" + "；".join(parts) + "。"
 
 
+def _script_json(data: dict) -> str:
+    """JSON safe inside <script>: no "</", and no "}}" that reads like template syntax."""
+    text = json.dumps(data, ensure_ascii=False).replace("</", "<\\/")
+    while "}}" in text:
+        text = text.replace("}}", "} }")
+    return text
+
+
 def variant_key(chunk: int, overhead: float) -> str:
     """The key explorer.js builds from the controls: name=value pairs sorted by name."""
     return f"chunk={chunk};overhead={_num(overhead)}"
@@ -152,7 +163,7 @@ def explorer(unit: Unit, default_chunk: int, default_overhead: float) -> dict:
             svg, _ = figure(pair, overhead, FIGURE_ID)
             variants[variant_key(chunk, overhead)] = {
                 "svg": Markup(svg),
-                "cells": _cells(pair),
+                "cells": _cells(pair, overhead),
                 "note": _verdict(pair, overhead),
                 "runs": pair,
             }
@@ -161,7 +172,7 @@ def explorer(unit: Unit, default_chunk: int, default_overhead: float) -> dict:
         "chunks": chunks,
         "overheads": [_num(o) for o in overheads],
         "variants": variants,
-        "data_json": Markup(json.dumps(data, ensure_ascii=False).replace("</", "<\\/")),
+        "data_json": Markup(_script_json(data)),
     }
 
 
@@ -182,5 +193,5 @@ def lesson_context(unit: Unit) -> dict:
         "timeline_desc": desc,
         "explorer": explore,
         "default_key": key,
-        "default_cells": _cells(runs.mixed),
+        "default_cells": _cells(runs.mixed, overhead),
     }

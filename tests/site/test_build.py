@@ -8,6 +8,7 @@ import shutil
 import zipfile
 from html.parser import HTMLParser
 from pathlib import Path
+from html import unescape
 from urllib.parse import unquote, urlsplit
 
 import html5lib
@@ -201,3 +202,29 @@ def test_chapter_page_shows_the_computed_numbers(built_site):
     for shown in ("<strong>33</strong>", "<strong>49</strong>", "<strong>97</strong>"):
         assert shown in html
     assert html.count("<math") > 20
+
+
+def _quizzes(html: str) -> dict[str, list[tuple[bool, str]]]:
+    found = {}
+    for quiz_id, body in re.findall(
+        r'<div class="quiz" data-quiz="([^"]+)">(.*?)</noscript>', html, re.S
+    ):
+        options = re.findall(r'data-correct="(true|false)"[^>]*>(.*?)</button>', body, re.S)
+        found[quiz_id] = [(right == "true", unescape(text)) for right, text in options]
+    return found
+
+
+def test_quiz_questions_have_one_right_answer_among_similar_options(built_site):
+    quizzes = _quizzes(lesson_html(built_site[0]))
+    assert len(quizzes) >= 3
+    positions = set()
+    for quiz_id, options in quizzes.items():
+        assert len(options) >= 3 and [r for r, _ in options].count(True) == 1, quiz_id
+        lengths = [len(text) for _, text in options]
+        assert max(lengths) <= 1.6 * min(lengths), (quiz_id, lengths)
+        right = next(len(t) for r, t in options if r)
+        assert right < max(lengths) or lengths.count(right) > 1, (
+            f"{quiz_id}: the right one is longest"
+        )
+        positions.add(next(i for i, (r, _) in enumerate(options) if r))
+    assert len(positions) > 1, "the right answer sits at the same place in every question"
