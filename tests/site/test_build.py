@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 import shutil
 import zipfile
+from html import unescape
 from html.parser import HTMLParser
 from pathlib import Path
-from html import unescape
 from urllib.parse import unquote, urlsplit
 
 import html5lib
