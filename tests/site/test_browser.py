@@ -171,11 +171,13 @@ def _figure(page) -> dict:
         const px = el => parseFloat(getComputedStyle(el).fontSize) * scale;
         return {
           lanes: [...svg.querySelectorAll('.lane-label')].map(t => t.textContent),
-          arrivals: [...svg.querySelectorAll('.arrival')].map(g => [g.dataset.request, +g.dataset.ms]),
+          arrivals: [...svg.querySelectorAll('.arrival')]
+            .map(g => [g.dataset.request, +g.dataset.ms]),
           gaps: [...svg.querySelectorAll('.gap-note')].map(g => [g.dataset.request, +g.dataset.ms]),
           gapText: [...svg.querySelectorAll('.gap-note text')].map(t => t.textContent),
           bars: svg.querySelectorAll('.ev').length,
-          smallest: Math.min(...[...svg.querySelectorAll('.first-token text, .arrival text')].map(px)),
+          smallest: Math.min(
+            ...[...svg.querySelectorAll('.first-token text, .arrival text')].map(px)),
         };
     }"""
     )
@@ -267,7 +269,8 @@ def test_screenshots(browser, server, tmp_path, width, name):
     assert scroll <= width, f"page is {scroll}px wide at a {width}px viewport"
     clipped = page.evaluate(
         """() => [...document.querySelectorAll('.equation')]
-            .filter(e => e.scrollWidth > e.clientWidth + 1 && !e.classList.contains('is-scrollable'))
+            .filter(e => e.scrollWidth > e.clientWidth + 1
+                && !e.classList.contains('is-scrollable'))
             .length"""
     )
     assert clipped == 0, "a display formula overflows without the scroll cue"
