@@ -128,7 +128,7 @@ def _verdict(pair: dict[str, PolicyRun], overhead: float) -> str:
         )
         if name == "A 最长间隔" and abs(diff) >= 1e-9:
             word = ("短 " if diff < 0 else "长 ") + f"{abs(diff):.2f} ms"
-        parts.append(f"{name}{word}")
+        parts.append(f"{name}：{word}")
     return f"{c.label}、开销 {_num(overhead)} ms，与 fcfs 相比：" + "；".join(parts) + "。"
 
 
