@@ -2,9 +2,13 @@
 # Prepare a fresh machine: a virtualenv in .venv with infra-lab installed.
 #   bash scripts/setup.sh          the staff tools only (enough for the demo)
 #   bash scripts/setup.sh test     plus everything the test suite needs (system packages too)
+# Prints one line per step, so a long install is never silent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+step() { echo "[setup] $*"; }
+
+step "checking python3 >= 3.11"
 python3 - <<'PY' || { echo "infra-lab needs Python >= 3.11 as python3" >&2; exit 1; }
 import sys
 sys.exit(sys.version_info < (3, 11))
@@ -19,23 +23,39 @@ if [ "${1:-}" = "test" ]; then
   [ -d /usr/share/fonts/opentype/noto ] || missing+=(fonts-noto-cjk)
   if [ ${#missing[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ]; then
+      step "installing system packages: ${missing[*]} (apt-get, can take a few minutes)"
       apt-get update -qq
       DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
     else
       echo "note: ${missing[*]} not installed (needs root); the tests that use them will skip" >&2
     fi
+  else
+    step "system packages present: chromium, bubblewrap, CJK fonts"
   fi
 fi
 
-[ -x .venv/bin/python ] || python3 -m venv .venv
+if [ -x .venv/bin/python ]; then
+  step "virtualenv .venv exists"
+else
+  step "creating virtualenv .venv"
+  python3 -m venv .venv
+fi
 pip() {  # quiet pip; drop the notes some pip configurations print about unused index folders
   .venv/bin/python -m pip install --quiet --disable-pip-version-check "$@" \
     2> >(grep -v "^WARNING: Location .* is ignored" >&2)
 }
 if [ "${1:-}" = "test" ]; then
   # The CPU build of torch for the reference runner's tests.
-  .venv/bin/python -c "import torch" 2>/dev/null || pip "torch==2.13.0"
+  if .venv/bin/python -c "import torch" 2>/dev/null; then
+    step "torch already installed"
+  else
+    step "installing torch (CPU build, the largest download)"
+    pip "torch==2.13.0"
+  fi
+  step "installing infra-lab with the test and runner extras (pytest, hypothesis, ruff, nbgrader, playwright)"
   pip -e ".[test,runner]"
 else
+  step "installing infra-lab (staff tools)"
   pip -e .
 fi
+step "done: .venv is ready"
