@@ -32,7 +32,7 @@ def _minimal_unit(labs, unit_id: str) -> None:
 
 def test_a_unit_without_plugins_builds_and_is_listed(tmp_path):
     labs = tmp_path / "labs"
-    shutil.copytree(LABS_DIR, labs)
+    shutil.copytree(LABS_DIR / "unit07", labs / "unit07")  # other units may come and go
     _minimal_unit(labs, "unit99")
     out = tmp_path / "out"
     report = build_site(out, labs)
@@ -59,7 +59,7 @@ def test_a_unit_without_plugins_builds_and_is_listed(tmp_path):
 )
 def test_a_bad_site_section_is_one_error_line(tmp_path, capsys, site, message):
     labs = tmp_path / "labs"
-    shutil.copytree(LABS_DIR, labs)
+    shutil.copytree(LABS_DIR / "unit07", labs / "unit07")  # other units may come and go
     _minimal_unit(labs, "unit99")
     config = labs / "unit99" / "unit.yaml"
     doc = yaml.safe_load(config.read_text(encoding="utf-8"))
@@ -74,7 +74,7 @@ def test_a_bad_site_section_is_one_error_line(tmp_path, capsys, site, message):
 
 def test_a_plugin_must_return_a_dict(tmp_path):
     labs = tmp_path / "labs"
-    shutil.copytree(LABS_DIR, labs)
+    shutil.copytree(LABS_DIR / "unit07", labs / "unit07")  # other units may come and go
     _minimal_unit(labs, "unit99")
     (labs / "unit99" / "ctx.py").write_text("def lesson(unit):\n    return [unit.id]\n")
     config = labs / "unit99" / "unit.yaml"
@@ -83,6 +83,9 @@ def test_a_plugin_must_return_a_dict(tmp_path):
     config.write_text(yaml.safe_dump(doc))
     with pytest.raises(BuildError, match=r"ctx.py:lesson\(\) returned list"):
         build_site(tmp_path / "out", labs)
+
+
+GENERIC = {"static", "index", "site", "base", "handout", "lesson", "build"}  # the builder's own
 
 
 def _unit_words() -> set[str]:
@@ -96,7 +99,7 @@ def _unit_words() -> set[str]:
         nxt = unit.doc.get("site", {}).get("next")
         if nxt:
             words.add(nxt["id"])
-    return words
+    return {w for w in words if len(w) >= 4 and w not in GENERIC}
 
 
 def test_builder_and_templates_name_no_unit():
