@@ -169,6 +169,7 @@ def explorer(unit: Unit, default_chunk: int, default_overhead: float) -> dict:
             }
     data = {k: {"cells": v["cells"], "note": v["note"]} for k, v in variants.items()}
     return {
+        "extreme": variants[variant_key(chunks[0], overheads[-1])]["note"],
         "chunks": chunks,
         "overheads": [_num(o) for o in overheads],
         "variants": variants,
