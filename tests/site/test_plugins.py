@@ -116,3 +116,16 @@ def test_builder_and_templates_name_no_unit():
     assert found == []
     chapter = re.compile(r"第 ?\d+ ?[章单课]|chapter ?\d+|lesson ?\d+", re.I)
     assert [p.name for p in sources if chapter.search(p.read_text(encoding="utf-8"))] == []
+
+
+def test_a_unit_without_any_template_gets_its_handout_and_zip(tmp_path):
+    labs = tmp_path / "labs"
+    shutil.copytree(LABS_DIR / "unit07", labs / "unit07")
+    _minimal_unit(labs, "unit99")
+    (labs / "unit99" / "lesson.html.j2").unlink()
+    out = tmp_path / "out"
+    report = build_site(out, labs)
+    assert [p for p in report.pages if p.startswith("unit99/")] == ["unit99/handout.html"]
+    assert (out / "unit99" / "infra-lab-unit99.zip").is_file()
+    index = (out / "index.html").read_text(encoding="utf-8")
+    assert 'href="unit99/handout.html"' in index and 'href="unit99/index.html"' not in index
