@@ -3,9 +3,13 @@
 #   bash scripts/setup.sh                 the core: simulate, starter sync, golden, grade, release
 #   bash scripts/setup.sh site traces     plus extras by job (site, traces, runner, nbgrader)
 #   bash scripts/setup.sh test            everything the test suite needs (system packages too)
+# Prints one line per step, so a long install is never silent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+step() { echo "[setup] $*"; }
+
+step "checking python3 >= 3.11"
 python3 - <<'PY' || { echo "infra-lab needs Python >= 3.11 as python3" >&2; exit 1; }
 import sys
 sys.exit(sys.version_info < (3, 11))
@@ -29,25 +33,41 @@ if wants test; then
   [ -d /usr/share/fonts/opentype/noto ] || missing+=(fonts-noto-cjk)
   if [ ${#missing[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ]; then
+      step "installing system packages: ${missing[*]} (apt-get, can take a few minutes)"
       apt-get update -qq
       DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
     else
       echo "note: ${missing[*]} not installed (needs root); the tests that use them will skip" >&2
     fi
+  else
+    step "system packages present: chromium, bubblewrap, CJK fonts"
   fi
 fi
 
-[ -x .venv/bin/python ] || python3 -m venv .venv
+if [ -x .venv/bin/python ]; then
+  step "virtualenv .venv exists"
+else
+  step "creating virtualenv .venv"
+  python3 -m venv .venv
+fi
 pip() {  # quiet pip; drop the notes some pip configurations print about unused index folders
   .venv/bin/python -m pip install --quiet --disable-pip-version-check "$@" \
     2> >(grep -v "^WARNING: Location .* is ignored" >&2)
 }
 if wants test || wants runner; then
   # The CPU build of torch for the reference runner.
-  .venv/bin/python -c "import torch" 2>/dev/null || pip "torch==2.13.0"
+  if .venv/bin/python -c "import torch" 2>/dev/null; then
+    step "torch already installed"
+  else
+    step "installing torch (CPU build, the largest download)"
+    pip "torch==2.13.0"
+  fi
 fi
 if [ ${#extras[@]} -gt 0 ]; then
+  step "installing infra-lab with extras: ${extras[*]} (test: pytest, hypothesis, ruff, nbgrader, playwright)"
   pip -e ".[$(IFS=,; echo "${extras[*]}")]"
 else
+  step "installing infra-lab (core staff tools)"
   pip -e .
 fi
+step "done: .venv is ready"

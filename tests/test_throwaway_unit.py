@@ -211,7 +211,6 @@ def test_release_autograder_bundle_grades_on_its_own(course, tmp_path):
     assert results["score"] == pytest.approx(3.0), results
 
 
-@pytest.mark.xfail(reason="needs the site plug-in interface from branch h11", strict=False)
 def test_site_build_renders_the_toy_unit(course):
     out = course / "site"
     ok(infralab(course, "site", "build", "--out", str(out)))

@@ -2,14 +2,16 @@
 
 Layout of the output (every link relative, so it works from file:// and any web server)::
 
-    index.html                 units of the course
-    static/                    CSS and the two small scripts (quiz, self-check list)
-    <unit>/index.html          lesson page (labs/<unit>/lesson.html.j2)
+    index.html                 every unit found in labs/, in site.order, from its metadata
+    static/                    CSS and the small scripts (quiz, self-check, notes, explorer)
+    <unit>/index.html          lesson page (site.lesson of unit.yaml; default lesson.html.j2)
     <unit>/handout.html        the lab folder's README.md
-    <unit>/chapter31.html      notes on the textbook chapter (labs/<unit>/chapter31.html.j2)
-    <unit>/infra-lab-<unit>.zip  the student lab folder (grader.release.build_student_zip)
+    <unit>/<page>.html         extra pages the unit declares (site.pages)
+    <unit>/infra-lab-<unit>.zip  the student lab folder (grader.course.release.build_student_zip)
 
-The output folder is replaced as a whole, only once everything rendered.
+Nothing here knows a unit: what a unit shows comes from its unit.yaml and its plug-ins
+(:mod:`grader.sitebuild.plugins`, docs/units.md "Site"). The output folder is replaced as a
+whole, only once everything rendered.
 """
 
 from __future__ import annotations
@@ -28,16 +30,14 @@ from markupsafe import Markup, escape
 from ..course import release
 from ..units import LABS_DIR, REPO_ROOT, Unit, UnitError, load_unit
 from . import math as texmath
-from .chapter import chapter_numbers
 from .claims import BuildError, ClaimLog
 from .handout import render_handout
-from .runs import event_ms, make_runs, opening_steps, widest_gap
-from .svg import Lane, timeline_svg
+from .plugins import Page, SiteSpec, page_context, site_spec
+from .runs import event_ms
 
 SITE_DIR = REPO_ROOT / "site"
 DEFAULT_OUT = SITE_DIR / "build"
 MARKER = ".infralab-site"
-NEXT_UNITS = {"unit07": ("unit08", "第 08 单元 · 把时序变成可接受的运行点")}
 
 
 @dataclass
@@ -96,13 +96,41 @@ def _environment(unit_dir: Path | None) -> jinja2.Environment:
     return env
 
 
-def _units(labs_dir: Path) -> list[Unit]:
+@dataclass(frozen=True)
+class SiteUnit:
+    """A unit as the site shows it: its unit.yaml and its checked ``site:`` section."""
+
+    unit: Unit
+    spec: SiteSpec
+
+    @property
+    def id(self) -> str:
+        return self.unit.id
+
+    @property
+    def pages(self) -> list[Page]:
+        """Lesson (if any) and extra pages, in nav order; the handout is always there."""
+        return ([self.spec.lesson] if self.spec.lesson else []) + self.spec.pages
+
+
+def _units(labs_dir: Path) -> list[SiteUnit]:
     units = []
     for path in sorted(Path(labs_dir).glob("*/unit.yaml")):
-        units.append(load_unit(path.parent.name, labs_dir))
+        unit = load_unit(path.parent.name, labs_dir)
+        units.append(SiteUnit(unit, site_spec(unit, path.parent)))
     if not units:
         raise BuildError(f"no units under {labs_dir} (expected <unit>/unit.yaml)")
-    return units
+    return sorted(units, key=lambda u: (u.spec.order, u.id))
+
+
+def _teasers(units: list[SiteUnit]) -> dict[str, dict]:
+    """Next-unit teasers by the id of the unit that names them; ``built`` if it has a lesson."""
+    lessons = {u.id for u in units if u.spec.lesson}
+    return {
+        u.id: {"id": u.spec.next_id, "title": u.spec.next_title, "built": u.spec.next_id in lessons}
+        for u in units
+        if u.spec.next_id
+    }
 
 
 class _Renderer:
@@ -127,58 +155,29 @@ class _Renderer:
         self.report.claims.extend(claims.checked)
 
 
-def _lesson_context(unit: Unit) -> dict:
-    runs = make_runs(unit)
-    fcfs, chunked = runs.mixed["fcfs"], runs.mixed["chunked"]
-    desc = (
-        f"上：fcfs；下：chunk={runs.chunk}。横轴为毫秒，两条时间线比例相同。"
-        "绿色块是 decode batch，琥珀色块是 prefill（标注请求与 token 数），"
-        "竖线标出每个请求的首 token。"
-    )
-    figure = timeline_svg(
-        [Lane("fcfs", fcfs), Lane(f"chunk={runs.chunk}", chunked)],
-        title=f"mixed 在 fcfs 与 chunk={runs.chunk} 下的提交时间线",
-        desc=desc,
-        element_id="timeline-mixed",
-    )
-    return {
-        "runs": runs,
-        "steps": opening_steps(fcfs),
-        "gap_fcfs": widest_gap(fcfs, "A"),
-        "gap_chunked": widest_gap(chunked, "A"),
-        "timeline_svg": Markup(figure),
-        "timeline_desc": desc,
-    }
-
-
-def _build_unit(renderer: _Renderer, unit: Unit, labs_dir: Path) -> dict:
-    unit_dir = Path(labs_dir) / unit.id
-    env = _environment(unit_dir)
+def _build_unit(renderer: _Renderer, site_unit: SiteUnit, next_unit: dict | None) -> None:
+    unit, spec = site_unit.unit, site_unit.spec
+    env = _environment(spec.unit_dir)
     zip_name = f"infra-lab-{unit.id}.zip"
     archive = release.build_student_zip(unit, renderer.out / unit.id / zip_name)
     archive.chmod(0o644)  # written via mkstemp (0600); a web server must be able to read it
-    nxt = NEXT_UNITS.get(unit.id)
-    next_unit = None
-    if nxt:
-        built = (Path(labs_dir) / nxt[0] / "lesson.html.j2").is_file()
-        next_unit = {"id": nxt[0], "title": nxt[1], "built": built}
-    common = {"unit": unit, "zip_name": zip_name, "next_unit": next_unit}
-    pages = {"lesson": (unit_dir / "lesson.html.j2").is_file()}
-    pages["chapter"] = (unit_dir / "chapter31.html.j2").is_file()
-    if pages["lesson"]:
-        renderer.page(
-            env, "lesson.html.j2", f"{unit.id}/index.html", **common, **_lesson_context(unit)
-        )
+    common = {
+        "unit": unit,
+        "zip_name": zip_name,
+        "next_unit": next_unit,
+        "site_pages": site_unit.pages,
+    }
     handout = render_handout(unit.lab_dir, renderer.out / unit.id, "handout-files")
     renderer.report.handout_notes += [
         f"{unit.id}: kept as text (no such lab file): {h}" for h in handout.dropped
     ]
+    for page in site_unit.pages:
+        context = page_context(unit, spec, page)
+        clash = sorted(set(context) & (set(common) | {"root", "page_path", "units", "handout"}))
+        if clash:
+            raise BuildError(f"unit {unit.id}: {page.context}() returns reserved key {clash[0]!r}")
+        renderer.page(env, page.template, f"{unit.id}/{page.file}", **common, **context)
     renderer.page(env, "handout.html", f"{unit.id}/handout.html", handout=handout, **common)
-    if pages["chapter"]:
-        renderer.page(
-            env, "chapter31.html.j2", f"{unit.id}/chapter31.html", **common, ch=chapter_numbers()
-        )
-    return pages
 
 
 def _replace_dir(tmp: Path, out: Path) -> None:
@@ -210,14 +209,10 @@ def build_site(out: Path = DEFAULT_OUT, labs_dir: Path = LABS_DIR) -> BuildRepor
             raise BuildError(str(exc)) from None
         renderer = _Renderer(tmp, report, units)
         shutil.copytree(SITE_DIR / "static", tmp / "static")
-        unit_pages = {unit.id: _build_unit(renderer, unit, labs_dir) for unit in units}
-        renderer.page(
-            _environment(None),
-            "index.html",
-            "index.html",
-            unit_pages=unit_pages,
-            next_units=NEXT_UNITS,
-        )
+        teasers = _teasers(units)
+        for site_unit in units:
+            _build_unit(renderer, site_unit, teasers.get(site_unit.id))
+        renderer.page(_environment(None), "index.html", "index.html", teasers=teasers)
         (tmp / MARKER).write_text("built by infralab site build\n", encoding="utf-8")
         _replace_dir(tmp, out)
     except BaseException:

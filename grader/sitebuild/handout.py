@@ -1,11 +1,14 @@
 """The lab handout (the lab folder's README.md) rendered to HTML with markdown-it-py.
 
 Relative links to files of the lab folder are copied next to the page, so no link on the site
-points nowhere; relative links to anything else are kept as plain text and reported.
+points nowhere; relative links to anything else are kept as plain text and reported. Formulas
+written as ``$...$`` (inline) or ``$$...$$`` (display, on its own line) outside code become
+MathML, as on the other pages; the README stays readable as plain text.
 """
 
 from __future__ import annotations
 
+import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -14,7 +17,13 @@ from urllib.parse import urlsplit
 from markdown_it import MarkdownIt
 from markupsafe import Markup
 
+from . import math as texmath
 from .claims import BuildError
+
+_FENCE = re.compile(r"^(```|~~~).*?^\1[ \t]*$", re.M | re.S)
+_CODE_SPAN = re.compile(r"(`+)[^`].*?\1", re.S)
+_DISPLAY = re.compile(r"^\$\$(.+?)\$\$[ \t]*$", re.M)
+_INLINE = re.compile(r"(?<![\\$\w])\$(?=\S)([^$\n]+?)(?<=\S)\$(?![$\w])")
 
 
 @dataclass
@@ -36,7 +45,8 @@ def render_handout(lab_dir: Path, out_dir: Path, files_prefix: str) -> Handout:
     if not readme.is_file():
         raise BuildError(f"the lab folder has no handout: {readme} is missing")
     md = MarkdownIt("commonmark", {"html": False}).enable("table")
-    tokens = md.parse(readme.read_text(encoding="utf-8"))
+    source, formulas = _protect_math(readme.read_text(encoding="utf-8"))
+    tokens = md.parse(source)
     handout = Handout(None, None)
     for i, token in enumerate(tokens):
         if token.type == "heading_open" and token.tag == "h1" and handout.title is None:
@@ -64,8 +74,40 @@ def render_handout(lab_dir: Path, out_dir: Path, files_prefix: str) -> Handout:
                 # A folder or a missing file: nothing to link to on the site; keep the text.
                 _unlink(children, k)
                 handout.dropped.append(href)
-    handout.html = Markup(md.renderer.render(tokens, md.options, {}))
+    html = md.renderer.render(tokens, md.options, {})
+    for key, formula in formulas.items():
+        html = html.replace(f"<p>{key}</p>", formula).replace(key, formula)
+    handout.html = Markup(html)
     return handout
+
+
+def _protect_math(text: str) -> tuple[str, dict[str, str]]:
+    """Swap formulas outside code for placeholders; return the text and placeholder -> MathML."""
+    formulas: dict[str, str] = {}
+
+    def keep(mathml: str) -> str:
+        key = f"INFRALABMATH{len(formulas)}X"
+        formulas[key] = mathml
+        return key
+
+    def outside_code(part: str) -> str:
+        pieces, last = [], 0
+        for span in _CODE_SPAN.finditer(part):
+            pieces += [_math(part[last : span.start()], keep), span.group(0)]
+            last = span.end()
+        return "".join(pieces) + _math(part[last:], keep)
+
+    out, last = [], 0
+    for fence in _FENCE.finditer(text):
+        out += [outside_code(text[last : fence.start()]), fence.group(0)]
+        last = fence.end()
+    out.append(outside_code(text[last:]))
+    return "".join(out), formulas
+
+
+def _math(text: str, keep) -> str:
+    text = _DISPLAY.sub(lambda m: keep(str(texmath.block(m.group(1).strip()))), text)
+    return _INLINE.sub(lambda m: keep(str(texmath.inline(m.group(1)))), text)
 
 
 def _is_cjk(char: str) -> bool:

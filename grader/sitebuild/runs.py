@@ -1,12 +1,13 @@
-"""The simulator runs behind every number of the unit 07 lesson, made at build time.
+"""Reference runs for lesson pages, made at build time, and lookups templates need.
 
-All runs use the reference solution (``grader.reference``) and the device of the unit's
-``unit.yaml``; nothing here is typed in. The lesson template reads these objects.
+All runs use the unit's reference solution (``grader.reference``) and the device of its
+``unit.yaml``; nothing here is typed in. Which runs a lesson shows is the unit's choice (its
+site plug-in, see :mod:`grader.sitebuild.plugins`); this module holds only the generic parts.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .. import reference
 from ..units import Unit
@@ -67,24 +68,8 @@ class Gap:
         return self.after - self.before
 
 
-@dataclass
-class LessonRuns:
-    unit: Unit
-    device: dict
-    chunk: int
-    trace: dict  # mixed, as {"name", "description", "requests": [...]} (camelCase)
-    unseen: dict
-    mixed: dict[str, PolicyRun] = field(default_factory=dict)
-    prefill_only: dict[str, PolicyRun] = field(default_factory=dict)
-    prefill_only_no_overhead: dict[str, PolicyRun] = field(default_factory=dict)
-    unseen_chunk: int = 4
-
-    @property
-    def policies(self) -> list[PolicyRun]:
-        return [self.mixed["fcfs"], self.mixed["chunked"]]
-
-
-def _trace_json(trace) -> dict:
+def trace_json(trace) -> dict:
+    """A loaded trace as the templates read it: {"name", "description", "requests": [...]}."""
     return {
         "name": trace.name,
         "description": trace.description,
@@ -100,39 +85,17 @@ def _trace_json(trace) -> dict:
     }
 
 
-def _default_chunk(unit: Unit) -> int:
-    for spec in unit.policies:
-        if spec["name"] == "chunked":
-            return int(spec["params"]["chunk"]["default"])
-    raise BuildError(f"unit {unit.id}: no 'chunked' policy in unit.yaml")
-
-
-def _pair(unit: Unit, trace, device, chunk: int) -> dict[str, PolicyRun]:
-    fcfs = reference.run_reference(unit, trace, "fcfs", {}, device)
-    chunked = reference.run_reference(unit, trace, "chunked", {"chunk": chunk}, device)
-    return {"fcfs": PolicyRun("fcfs", fcfs), "chunked": PolicyRun(f"chunk={chunk}", chunked)}
-
-
-def make_runs(unit: Unit) -> LessonRuns:
-    """Run every case the lesson talks about with the unit's device."""
+def device(unit: Unit, **overrides):
+    """The unit's device (unit.yaml), with overrides; a bad one is a one-line BuildError."""
     try:
-        device = reference.device_profile(unit)
+        return reference.device_profile(unit, **overrides)
     except (TypeError, ValueError) as exc:
         raise BuildError(f"unit {unit.id}: bad device in unit.yaml: {exc}") from None
-    chunk = _default_chunk(unit)
-    mixed = reference.load_trace(unit, "mixed")
-    prefill_only = reference.load_trace(unit, "prefill-only")
-    no_overhead = reference.device_profile(unit, overhead_ms=0.0)
-    return LessonRuns(
-        unit=unit,
-        device=device.to_json(),
-        chunk=chunk,
-        trace=_trace_json(mixed),
-        unseen=_trace_json(reference.load_trace(unit, "unseen")),
-        mixed=_pair(unit, mixed, device, chunk),
-        prefill_only=_pair(unit, prefill_only, device, chunk),
-        prefill_only_no_overhead=_pair(unit, prefill_only, no_overhead, chunk),
-    )
+
+
+def policy_run(unit: Unit, trace, policy: str, params: dict, dev, label: str) -> PolicyRun:
+    """One reference run of the unit's solution, wrapped for the templates."""
+    return PolicyRun(label, reference.run_reference(unit, trace, policy, params, dev))
 
 
 def opening_steps(run: PolicyRun) -> list[Step]:
@@ -156,7 +119,10 @@ def opening_steps(run: PolicyRun) -> list[Step]:
 
 
 def widest_gap(run: PolicyRun, request_id: str) -> Gap:
-    """The longest ITL of ``request_id`` (first one on ties) and the submissions inside it."""
+    """The longest ITL of ``request_id`` and the submissions inside it.
+
+    Of equally long gaps, the earliest.
+    """
     times = run.req[request_id]["tokenTimesMs"]
     if len(times) < 2:
         raise BuildError(f"{run.label}: {request_id} has no inter-token gap")

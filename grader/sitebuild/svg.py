@@ -1,9 +1,10 @@
 """The timeline figure: the submissions of several runs on one time scale, as inline SVG.
 
 Each lane is one run; each submission is a bar whose colour says what it did (decode batch,
-prefill chunk, or both). First tokens are marked under the lane. Colours come from CSS classes
-so the page's light and dark themes apply; the figure carries <title> and <desc> for screen
-readers.
+prefill chunk, or both). Arrivals are marked above the lane, first tokens under it, and a
+lane may carry one annotated gap (a request's longest wait between two tokens). Colours come
+from CSS classes so the page's light and dark themes apply; the figure carries <title> and
+<desc> for screen readers.
 """
 
 from __future__ import annotations
@@ -12,21 +13,26 @@ import math
 from dataclasses import dataclass
 from html import escape
 
-from .runs import PolicyRun
+from .runs import Gap, PolicyRun
 
-WIDTH = 960
-LABEL_W = 92
+WIDTH = 800  # viewBox units; the page shows the figure about this wide, so 13 units ~ 13 px
+LABEL_W = 86
 RIGHT_PAD = 16
+ARRIVAL_H = 34  # arrival marks (two label rows) above each lane
 LANE_H = 34
-LANE_GAP = 52
-TOP = 34
-LABEL_SPACING = 48  # px between first-token labels before they alternate rows
+BELOW_H = 76  # first-token labels (two rows) and the gap note under each lane
+TOP = 26
+LABEL_SPACING = 72  # px between first-token labels ("L 首 token") before they alternate rows
+ARRIVAL_SPACING = 24  # the same for arrival labels (a request id)
+FIRST_TOKEN = "首 token"
+ARRIVAL = "到达"
 
 
 @dataclass(frozen=True)
 class Lane:
     title: str
     run: PolicyRun
+    gap: Gap | None = None  # annotated under the lane ("A 最长间隔 14.75 ms")
 
 
 def _fmt(value: float) -> str:
@@ -35,7 +41,7 @@ def _fmt(value: float) -> str:
 
 def _kind(event: dict) -> str:
     if event["decode"] and event["prefill"]:
-        return "mixed"
+        return "both"
     return "decode" if event["decode"] else "prefill"
 
 
@@ -52,6 +58,88 @@ def _tick_step(span: float) -> float:
     return next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
 
 
+def _rows(xs: list[float], spacing: float) -> list[int]:
+    """Label row (0 or 1) per position: neighbours closer than ``spacing`` alternate."""
+    rows, previous, row = [], -spacing, 0
+    for pos in xs:
+        row = 1 - row if pos - previous < spacing else 0
+        previous = pos
+        rows.append(row)
+    return rows
+
+
+def _arrivals(run: PolicyRun, y: float, x) -> list[str]:
+    out = []
+    requests = sorted(run.run["requests"], key=lambda r: r["arrivalMs"])
+    xs = [x(r["arrivalMs"]) for r in requests]
+    for request, pos, row in zip(requests, xs, _rows(xs, ARRIVAL_SPACING)):
+        top = y - 6 - 14 * row
+        out.append(
+            f'<g class="arrival" data-request="{escape(request["id"])}" '
+            f'data-ms="{_fmt(request["arrivalMs"])}"><title>{escape(request["id"])} {ARRIVAL} '
+            f"{_fmt(request['arrivalMs'])} ms</title>"
+            f'<line x1="{pos:.2f}" y1="{top}" x2="{pos:.2f}" y2="{y}"/>'
+            f'<path d="M{pos - 4:.2f} {y - 7} L{pos + 4:.2f} {y - 7} L{pos:.2f} {y - 1} Z"/>'
+            f'<text x="{pos + 6:.2f}" y="{top + 4}">{escape(request["id"])}</text></g>'
+        )
+    return out
+
+
+def _first_tokens(run: PolicyRun, y: float, x) -> list[str]:
+    out = []
+    requests = sorted(run.run["requests"], key=lambda r: r["firstTokenMs"])
+    xs = [x(r["firstTokenMs"]) for r in requests]
+    for request, pos, row in zip(requests, xs, _rows(xs, LABEL_SPACING)):
+        drop = 10 + 16 * row
+        out.append(
+            f'<g class="first-token"><line x1="{pos:.2f}" y1="{y + LANE_H}" '
+            f'x2="{pos:.2f}" y2="{y + LANE_H + drop}"/>'
+            f'<text x="{pos:.2f}" y="{y + LANE_H + drop + 14}" text-anchor="middle">'
+            f"{escape(request['id'])} {FIRST_TOKEN}</text></g>"
+        )
+    return out
+
+
+def _gap_note(gap: Gap, y: float, x) -> str:
+    x0, x1 = x(gap.before), x(gap.after)
+    line_y = y + LANE_H + 50
+    text = f"{gap.request} 最长间隔 {gap.length:.2f} ms"
+    middle = min(max((x0 + x1) / 2, LABEL_W + 70), WIDTH - RIGHT_PAD - 70)
+    return (
+        f'<g class="gap-note" data-request="{escape(gap.request)}" '
+        f'data-ms="{gap.length:.2f}" data-from="{_fmt(gap.before)}" data-to="{_fmt(gap.after)}">'
+        f'<line x1="{x0:.2f}" y1="{line_y}" x2="{x1:.2f}" y2="{line_y}"/>'
+        f'<line x1="{x0:.2f}" y1="{line_y - 5}" x2="{x0:.2f}" y2="{line_y + 5}"/>'
+        f'<line x1="{x1:.2f}" y1="{line_y - 5}" x2="{x1:.2f}" y2="{line_y + 5}"/>'
+        f'<text x="{middle:.2f}" y="{line_y + 18}" text-anchor="middle">{escape(text)}</text></g>'
+    )
+
+
+def _bars(run: PolicyRun, y: float, x) -> list[str]:
+    out = []
+    for event in run.events:
+        x0, x1 = x(event["startMs"]), x(event["endMs"])
+        label = _bar_label(event)
+        tip = (
+            f"{_fmt(event['startMs'])}–{_fmt(event['endMs'])} ms: "
+            + ("decode " + ",".join(event["decode"]) if event["decode"] else "")
+            + (" " if event["decode"] and event["prefill"] else "")
+            + " ".join(f"prefill {c['id']}×{c['tokens']}" for c in event["prefill"])
+        )
+        out.append(
+            f'<g class="ev ev-{_kind(event)}"><title>{escape(tip)}</title>'
+            f'<rect x="{x0:.2f}" y="{y}" width="{max(x1 - x0 - 1, 1):.2f}" '
+            f'height="{LANE_H}" rx="3"/>'
+        )
+        if x1 - x0 >= 8 * len(label) + 4:
+            out.append(
+                f'<text x="{(x0 + x1) / 2:.2f}" y="{y + LANE_H / 2 + 5}" '
+                f'text-anchor="middle">{escape(label)}</text>'
+            )
+        out.append("</g>")
+    return out
+
+
 def timeline_svg(lanes: list[Lane], title: str, desc: str, element_id: str) -> str:
     """Inline SVG of ``lanes`` on a shared time axis from 0 to the latest end."""
     span = max(lane.run.all_done for lane in lanes) or 1.0
@@ -60,7 +148,8 @@ def timeline_svg(lanes: list[Lane], title: str, desc: str, element_id: str) -> s
     def x(t: float) -> float:
         return LABEL_W + t * scale
 
-    height = TOP + len(lanes) * (LANE_H + LANE_GAP) + 10
+    block = ARRIVAL_H + LANE_H + BELOW_H
+    height = TOP + len(lanes) * block + 4
     out = [
         f'<svg id="{element_id}" class="timeline" viewBox="0 0 {WIDTH} {height}" role="img" '
         f'aria-labelledby="{element_id}-title {element_id}-desc" '
@@ -68,58 +157,28 @@ def timeline_svg(lanes: list[Lane], title: str, desc: str, element_id: str) -> s
         f'<title id="{element_id}-title">{escape(title)}</title>',
         f'<desc id="{element_id}-desc">{escape(desc)}</desc>',
     ]
-    axis_y = TOP - 14
+    axis_y = TOP - 10
     step = _tick_step(span)
     tick = 0.0
     while tick <= span + 1e-9:
         out.append(
             f'<line class="grid" x1="{x(tick):.1f}" y1="{axis_y + 4}" x2="{x(tick):.1f}" '
-            f'y2="{height - 8}"/>'
+            f'y2="{height - 4}"/>'
             f'<text class="axis" x="{x(tick):.1f}" y="{axis_y}" text-anchor="middle">'
             f"{_fmt(tick)}</text>"
         )
         tick += step
     out.append(f'<text class="axis" x="{LABEL_W - 8}" y="{axis_y}" text-anchor="end">ms</text>')
     for i, lane in enumerate(lanes):
-        y = TOP + i * (LANE_H + LANE_GAP)
+        y = TOP + i * block + ARRIVAL_H
         out.append(
             f'<text class="lane-label" x="{LABEL_W - 8}" y="{y + LANE_H / 2 + 5}" '
             f'text-anchor="end">{escape(lane.title)}</text>'
         )
-        for event in lane.run.events:
-            x0, x1 = x(event["startMs"]), x(event["endMs"])
-            kind = _kind(event)
-            label = _bar_label(event)
-            tip = (
-                f"{_fmt(event['startMs'])}–{_fmt(event['endMs'])} ms: "
-                + ("decode " + ",".join(event["decode"]) if event["decode"] else "")
-                + (" " if event["decode"] and event["prefill"] else "")
-                + " ".join(f"prefill {c['id']}×{c['tokens']}" for c in event["prefill"])
-            )
-            out.append(
-                f'<g class="ev ev-{kind}"><title>{escape(tip)}</title>'
-                f'<rect x="{x0:.2f}" y="{y}" width="{max(x1 - x0 - 1, 1):.2f}" '
-                f'height="{LANE_H}" rx="3"/>'
-            )
-            if x1 - x0 >= 8 * len(label) + 4:
-                out.append(
-                    f'<text x="{(x0 + x1) / 2:.2f}" y="{y + LANE_H / 2 + 5}" '
-                    f'text-anchor="middle">{escape(label)}</text>'
-                )
-            out.append("</g>")
-        previous = -LABEL_SPACING
-        row = 0
-        for request in sorted(lane.run.run["requests"], key=lambda r: r["firstTokenMs"]):
-            t = request["firstTokenMs"]
-            # Labels of first tokens that land close together alternate between two rows.
-            row = 1 - row if x(t) - previous < LABEL_SPACING else 0
-            previous = x(t)
-            drop = 10 + 12 * row
-            out.append(
-                f'<g class="first-token"><line x1="{x(t):.2f}" y1="{y + LANE_H}" '
-                f'x2="{x(t):.2f}" y2="{y + LANE_H + drop}"/>'
-                f'<text x="{x(t):.2f}" y="{y + LANE_H + drop + 12}" text-anchor="middle">'
-                f"{escape(request['id'])} 首字</text></g>"
-            )
+        out += _arrivals(lane.run, y, x)
+        out += _bars(lane.run, y, x)
+        out += _first_tokens(lane.run, y, x)
+        if lane.gap is not None:
+            out.append(_gap_note(lane.gap, y, x))
     out.append("</svg>")
     return "".join(out)

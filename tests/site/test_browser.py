@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 from sitetest_helpers import METRICS, engine_table
 
+from grader import reference
+
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = [
     "--headless",
@@ -98,9 +100,11 @@ def test_mixed_table_in_the_dom_matches_the_engine(page, server, unit07):
             assert shown[policy][metric] == pytest.approx(row[metric], abs=0.005)
 
 
-def test_quiz_gives_feedback_per_answer(page, server):
+@pytest.mark.parametrize("quiz_id", ["unit07-mixed", "unit07-prefill-only"])
+def test_quiz_gives_feedback_per_answer(page, server, quiz_id):
     page.goto(f"{server}/unit07/index.html")
-    quiz = page.locator("[data-quiz]")
+    assert page.locator("[data-quiz]").count() >= 3
+    quiz = page.locator(f'[data-quiz="{quiz_id}"]')
     feedback = quiz.locator(".quiz-feedback")
     assert feedback.is_hidden()
     wrong = quiz.locator('button[data-correct="false"]').first
@@ -139,8 +143,9 @@ def test_self_check_survives_a_reload(page, server):
 def test_works_from_file_url(page, built_site):
     site, _ = built_site
     page.goto((site / "unit07" / "index.html").as_uri())
-    page.locator('button[data-correct="true"]').click()
-    assert page.locator(".quiz-feedback").get_attribute("data-verdict") == "right"
+    quiz = page.locator("[data-quiz]").first
+    quiz.locator('button[data-correct="true"]').click()
+    assert quiz.locator(".quiz-feedback").get_attribute("data-verdict") == "right"
     assert page.locator("math").count() == 0  # MathML lives on the notes page
     page.goto((site / "unit07" / "chapter31.html").as_uri())
     assert page.locator("math").count() > 10
@@ -148,14 +153,137 @@ def test_works_from_file_url(page, built_site):
     assert width > 50  # rendered by the browser, not left as raw text
 
 
+def _engine_pair(unit, chunk: int, overhead: float) -> dict[str, dict]:
+    trace = reference.load_trace(unit, "mixed")
+    device = reference.device_profile(unit, overhead_ms=overhead)
+    return {
+        "fcfs": reference.run_reference(unit, trace, "fcfs", {}, device),
+        "chunked": reference.run_reference(unit, trace, "chunked", {"chunk": chunk}, device),
+    }
+
+
+def _figure(page) -> dict:
+    """What the timeline figure shows now: lanes, arrivals, gap notes, bars, label sizes."""
+    return page.evaluate(
+        """() => {
+        const svg = document.querySelector('#explorer-figure svg.timeline');
+        const scale = svg.getScreenCTM().a;
+        const px = el => parseFloat(getComputedStyle(el).fontSize) * scale;
+        return {
+          lanes: [...svg.querySelectorAll('.lane-label')].map(t => t.textContent),
+          arrivals: [...svg.querySelectorAll('.arrival')]
+            .map(g => [g.dataset.request, +g.dataset.ms]),
+          gaps: [...svg.querySelectorAll('.gap-note')].map(g => [g.dataset.request, +g.dataset.ms]),
+          gapText: [...svg.querySelectorAll('.gap-note text')].map(t => t.textContent),
+          bars: svg.querySelectorAll('.ev').length,
+          smallest: Math.min(
+            ...[...svg.querySelectorAll('.first-token text, .arrival text')].map(px)),
+        };
+    }"""
+    )
+
+
+def _table(page) -> dict[str, dict[str, float]]:
+    return page.eval_on_selector_all(
+        "#mixed-table tbody tr",
+        """rows => Object.fromEntries(rows.map(row => [row.dataset.policy,
+            Object.fromEntries([...row.querySelectorAll('td[data-metric]')]
+                .map(td => [td.dataset.metric, parseFloat(td.textContent)]))]))""",
+    )
+
+
+def _check_against_engine(page, unit, chunk: int, overhead: float) -> None:
+    runs = _engine_pair(unit, chunk, overhead)
+    figure, table = _figure(page), _table(page)
+    assert figure["lanes"] == ["fcfs", f"chunk={chunk}"]
+    assert figure["bars"] == sum(len(r["events"]) for r in runs.values())
+    arrivals = [[r["id"], r["arrivalMs"]] for r in runs["fcfs"]["requests"]]
+    assert sorted(figure["arrivals"]) == sorted(arrivals * 2)
+    for policy, (request, ms) in zip(("fcfs", "chunked"), figure["gaps"]):
+        a = next(r for r in runs[policy]["requests"] if r["id"] == "A")
+        assert request == "A" and ms == pytest.approx(a["maxItlMs"], abs=0.005)
+    for policy, run in runs.items():
+        by_id = {r["id"]: r for r in run["requests"]}
+        assert table[policy] == pytest.approx(
+            {
+                "A.maxItlMs": by_id["A"]["maxItlMs"],
+                "L.ttftMs": by_id["L"]["ttftMs"],
+                "S.ttftMs": by_id["S"]["ttftMs"],
+                "allDoneMs": run["summary"]["allDoneMs"],
+                "submissions": run["summary"]["submissions"],
+            },
+            abs=0.005,
+        )
+
+
+def test_figure_marks_arrivals_and_a_longest_gap(page, server, unit07):
+    page.goto(f"{server}/unit07/index.html")
+    figure = _figure(page)
+    assert {r for r, _ in figure["arrivals"]} == {"A", "L", "S"} and len(figure["arrivals"]) == 6
+    assert all("A 最长间隔" in text for text in figure["gapText"]) and len(figure["gapText"]) == 2
+    assert figure["smallest"] >= 12, f"labels render at {figure['smallest']:.1f} px"
+    default = unit07.device["overheadMs"]
+    _check_against_engine(page, unit07, chunk=2, overhead=default)
+
+
+def test_chunk_and_overhead_controls_switch_to_the_engines_runs(page, server, unit07):
+    page.goto(f"{server}/unit07/index.html")
+    slider = page.locator('[data-explorer] input[data-param="chunk"]')
+    assert (slider.get_attribute("min"), slider.get_attribute("max")) == ("1", "12")
+    before = _figure(page)
+    slider.fill("5")
+    assert page.locator('[data-explorer] output[data-show="chunk"]').inner_text() == "5"
+    assert _figure(page) != before
+    _check_against_engine(page, unit07, chunk=5, overhead=unit07.device["overheadMs"])
+    page.locator('[data-explorer] input[data-param="overhead"][value="0.5"]').check()
+    slider.fill("1")
+    _check_against_engine(page, unit07, chunk=1, overhead=0.5)
+    note = page.locator("[data-explorer] [data-note]").inner_text()
+    assert "chunk=1" in note and "0.5 ms" in note
+    assert page.locator("#mixed-table [data-cell=setting]").inner_text() == "chunk=1、开销 0.5 ms"
+
+
+def test_notes_survive_a_reload(page, server):
+    url = f"{server}/unit07/index.html"
+    page.goto(url)
+    notes = page.locator("textarea[data-notes]")
+    text = "条件：mixed，chunk=2\n证据：A 的 tokenTimesMs\n仍不确定：开销变大会怎样"
+    notes.fill(text)
+    assert "已保存" in page.locator(".notes-status").inner_text()
+    page.reload()
+    assert page.locator("textarea[data-notes]").input_value() == text
+    for word in ("条件", "证据", "结果", "不确定"):
+        assert word in page.locator(".notes-box").inner_text() + notes.get_attribute("placeholder")
+    page.locator("textarea[data-notes]").fill("")
+    page.reload()
+    assert page.locator("textarea[data-notes]").input_value() == ""
+
+
 @pytest.mark.parametrize("width", [1280, 390])
-def test_screenshots(browser, server, tmp_path, width):
+@pytest.mark.parametrize("name", ["index", "handout", "chapter31"])
+def test_screenshots(browser, server, tmp_path, width, name):
     context = browser.new_context(viewport={"width": width, "height": 900})
     page = context.new_page()
-    page.goto(f"{server}/unit07/index.html")
+    page.goto(f"{server}/unit07/{name}.html")
     scroll = page.evaluate("document.documentElement.scrollWidth")
     assert scroll <= width, f"page is {scroll}px wide at a {width}px viewport"
-    shot = tmp_path / f"lesson-{width}.png"
+    clipped = page.evaluate(
+        """() => [...document.querySelectorAll('.equation')]
+            .filter(e => e.scrollWidth > e.clientWidth + 1
+                && !e.classList.contains('is-scrollable'))
+            .length"""
+    )
+    assert clipped == 0, "a display formula overflows without the scroll cue"
+    cues = page.evaluate(
+        """() => [...document.querySelectorAll('.equation.is-scrollable')].map(e => {
+            const cue = e.nextElementSibling;
+            return cue && cue.classList.contains('scroll-cue') && cue.offsetHeight > 0
+                ? cue.textContent : null; })"""
+    )
+    assert None not in cues, "a scrollable formula has no visible cue"
+    if name == "chapter31" and width == 390:
+        assert len(cues) >= 3  # the wide formulas of the notes page do overflow a phone
+    shot = tmp_path / f"{name}-{width}.png"
     page.screenshot(path=str(shot), full_page=True)
     context.close()
     assert shot.stat().st_size > 10_000

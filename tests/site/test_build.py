@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import shutil
 import zipfile
+from html import unescape
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -132,7 +133,7 @@ def test_timeline_figure_comes_from_the_events(built_site, unit07):
     assert "<title" in svg and "<desc" in svg and 'role="img"' in svg
     table = engine_table(unit07)
     assert table  # the engine ran
-    bars = re.findall(r'<g class="ev ev-(decode|prefill|mixed)">', svg)
+    bars = re.findall(r'<g class="ev ev-(decode|prefill|both)">', svg)
     from grader import reference
 
     trace = reference.load_trace(unit07, "mixed")
@@ -192,7 +193,7 @@ def test_site_is_not_a_python_package():
 def test_chapter_page_shows_the_computed_numbers(built_site):
     site, _ = built_site
     html = (site / "unit07" / "chapter31.html").read_text(encoding="utf-8")
-    table = re.search(r'<table class="data" id="mm1-table">.*?</table>', html, re.S).group(0)
+    table = re.search(r'<table class="data[^"]*" id="mm1-table">.*?</table>', html, re.S).group(0)
     rows = [
         [re.sub(r"<[^>]+>", "", cell).strip() for cell in re.findall(r"<td>(.*?)</td>", row)]
         for row in re.findall(r"<tr>(.*?)</tr>", table.split("<tbody>")[1], re.S)
@@ -201,3 +202,29 @@ def test_chapter_page_shows_the_computed_numbers(built_site):
     for shown in ("<strong>33</strong>", "<strong>49</strong>", "<strong>97</strong>"):
         assert shown in html
     assert html.count("<math") > 20
+
+
+def _quizzes(html: str) -> dict[str, list[tuple[bool, str]]]:
+    found = {}
+    for quiz_id, body in re.findall(
+        r'<div class="quiz" data-quiz="([^"]+)">(.*?)</noscript>', html, re.S
+    ):
+        options = re.findall(r'data-correct="(true|false)"[^>]*>(.*?)</button>', body, re.S)
+        found[quiz_id] = [(right == "true", unescape(text)) for right, text in options]
+    return found
+
+
+def test_quiz_questions_have_one_right_answer_among_similar_options(built_site):
+    quizzes = _quizzes(lesson_html(built_site[0]))
+    assert len(quizzes) >= 3
+    positions = set()
+    for quiz_id, options in quizzes.items():
+        assert len(options) >= 3 and [r for r, _ in options].count(True) == 1, quiz_id
+        lengths = [len(text) for _, text in options]
+        assert max(lengths) <= 1.6 * min(lengths), (quiz_id, lengths)
+        right = next(len(t) for r, t in options if r)
+        assert right < max(lengths) or lengths.count(right) > 1, (
+            f"{quiz_id}: the right one is longest"
+        )
+        positions.add(next(i for i, (r, _) in enumerate(options) if r))
+    assert len(positions) > 1, "the right answer sits at the same place in every question"

@@ -1,4 +1,4 @@
-"""The chapter-31 worked numbers, computed by grader.sitebuild.chapter, against the textbook."""
+"""The chapter-31 worked numbers (unit 07's notes-page plug-in), against the textbook."""
 
 from __future__ import annotations
 
@@ -7,7 +7,10 @@ from fractions import Fraction
 
 import pytest
 
-from grader.sitebuild import chapter
+from grader.sitebuild.plugins import load_module
+from grader.units import LABS_DIR
+
+chapter = load_module(LABS_DIR / "unit07" / "chapter31.py")
 
 
 def test_padding_utilisation_of_the_textbook_example():

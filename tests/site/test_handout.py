@@ -45,3 +45,23 @@ def test_line_breaks_inside_chinese_sentences_vanish(tmp_path):
     html = str(render_handout(tmp_path, tmp_path / "out", "files").html)
     assert "第一行写到这里，第二行接着写。" in html
     assert "English\nwords" in html
+
+
+def test_formulas_become_mathml_outside_code(tmp_path):
+    (tmp_path / "README.md").write_text(
+        "# 说明\n\n- $\\mathrm{ITL}_j = u_j - u_{j-1}$（$j \\ge 2$）\n\n$$x^2$$\n\n"
+        "价格 $5 和 $6，代码 `$u_{1}$`：\n\n```\necho $HOME $u_1$\n```\n",
+        encoding="utf-8",
+    )
+    html = str(render_handout(tmp_path, tmp_path / "out", "files").html)
+    assert html.count("<math") == 3 and 'class="equation"' in html
+    assert "u_{j-1}" not in html and "INFRALABMATH" not in html
+    assert "价格 $5 和 $6" in html and "<code>$u_{1}$</code>" in html
+    assert "echo $HOME $u_1$" in html
+
+
+def test_the_lab_handout_shows_no_raw_formula(built_site):
+    site, _ = built_site
+    html = (site / "unit07" / "handout.html").read_text(encoding="utf-8")
+    assert html.count("<math") >= 8
+    assert "u_{j" not in html and "$" not in html.split("<pre>")[0]

@@ -5,7 +5,7 @@ committed notebook is what this script writes. The notebook is nbgrader's *sourc
 solution regions, hidden tests and model answers are removed by ``nbgrader generate_assignment``.
 
 Autograder tests never hold expected numbers: their hidden regions ask the trusted grader
-(``python -I -m grader.nbcheck``) for answer keys computed with the engine at grading time.
+(``python -I -m grader.course.nbcheck``) for answer keys computed with the engine at grading time.
 """
 
 from __future__ import annotations
@@ -61,7 +61,8 @@ def cells() -> list:
 
 `policies.py` 中的两个函数决定每一次提交做什么:`fcfs` 先把等待队首的 prefill 一次做完,
 `chunked` 在每个周期里先给正在生成的请求一个 decode batch,再做队首最多 `chunk` 个 prefill
-token。函数上方的 docstring 写明了完整规则;实验文件夹里的 `pytest` 会给出本地反馈。
+token。函数上方的 docstring 写明了完整规则;在实验文件夹里运行 `python3 run_tests.py`
+(或装了 pytest 时 `python3 -m pytest -q`)会给出本地反馈。
 
 下面的检查先在 `mixed` 上试运行你的策略;评分时,它还会用**你没有见过的 trace** 在隔离的
 子进程中运行你的 `policies.py`,按评分器给出的得分比例折算(共 {POLICY_POINTS} 分)。
@@ -77,7 +78,8 @@ token。函数上方的 docstring 写明了完整规则;实验文件夹里的 `p
 _report = _trusted("policies", "--submission", str((LAB / "policies.py").resolve()))
 print(_report["text"])
 """
-                + f'{POLICY_POINTS} * _report["score"] / _report["maxScore"]'
+                # Rounded: exported grades otherwise show float noise such as 0.6799999999999999.
+                + f'round({POLICY_POINTS} * _report["score"] / _report["maxScore"], 2)'
             ),
         ),
         text(

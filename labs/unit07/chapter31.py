@@ -1,7 +1,8 @@
 """The worked numbers of textbook chapter 31, computed rather than typed.
 
-Inputs are the chapter's example parameters (lengths, rates, sizes); every result shown on the
-notes page comes out of these functions.
+Site plug-in of unit 07's notes page (``chapter31.html``, see docs/units.md "Site"): the build
+loads this file by path and calls ``chapter_context(unit)``. Inputs are the chapter's example
+parameters (lengths, rates, sizes); every result on the page comes out of these functions.
 """
 
 from __future__ import annotations
@@ -177,3 +178,8 @@ def chapter_numbers() -> dict:
             "tokens": tokens,
         },
     }
+
+
+def chapter_context(unit) -> dict:
+    """Template variables of chapter31.html.j2: ``ch``, every worked example."""
+    return {"ch": chapter_numbers()}

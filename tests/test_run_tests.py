@@ -1,0 +1,94 @@
+"""The lab's standard-library test runner (run_tests.py) under a Python without pytest:
+red on the stubs, green with the solution, and the same failures and messages as pytest."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+from labtools import copy_lab
+
+NO_SITE = [sys.executable, "-I", "-S"]  # no site-packages: pytest cannot be imported
+
+
+def run_tests(lab, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [*NO_SITE, "run_tests.py", *args], cwd=lab, capture_output=True, text=True, timeout=120
+    )
+
+
+def run_pytest(lab) -> subprocess.CompletedProcess:
+    env = {**os.environ, "COLUMNS": "1000"}  # pytest shortens summary lines to the terminal
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+        cwd=lab,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+
+
+def failures(output: str) -> dict[str, str]:
+    return dict(re.findall(r"^FAILED (\S+) - (.*)$", output, re.M))
+
+
+def mutant(lab) -> None:
+    """The solution with chunks one token too long: the chunked timelines diverge."""
+    path = lab / "policies.py"
+    text = path.read_text(encoding="utf-8")
+    assert "min(chunk, head.remaining_prefill)" in text
+    path.write_text(text.replace("min(chunk, ", "min(chunk + 1, "), encoding="utf-8")
+
+
+def test_this_python_has_no_pytest_without_site():
+    probe = subprocess.run([*NO_SITE, "-c", "import pytest"], capture_output=True, text=True)
+    assert probe.returncode != 0 and "No module named 'pytest'" in probe.stderr
+
+
+def test_red_on_the_stubs(tmp_path):
+    lab = copy_lab(tmp_path / "lab", solution=False)
+    result = run_tests(lab)
+    assert result.returncode == 1, result.stdout + result.stderr
+    found = failures(result.stdout)
+    assert len(found) >= 10
+    assert all(m.endswith("in policies.py is not implemented yet") for m in found.values())
+    assert re.search(r"^\d+ failed, 0 passed$", result.stdout, re.M)
+
+
+def test_green_with_the_solution(tmp_path):
+    lab = copy_lab(tmp_path / "lab", solution=True)
+    result = run_tests(lab)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert re.search(r"^\d+ passed$", result.stdout, re.M) and "FAILED" not in result.stdout
+
+
+@pytest.mark.parametrize("variant", ["stubs", "mutant"])
+def test_same_failures_and_messages_as_pytest(tmp_path, variant):
+    lab = copy_lab(tmp_path / "lab", solution=variant == "mutant")
+    if variant == "mutant":
+        mutant(lab)
+    ours, theirs = run_tests(lab), run_pytest(lab)
+    assert ours.returncode == theirs.returncode == 1, theirs.stdout
+    mine, pytests = failures(ours.stdout), failures(theirs.stdout)
+    assert set(mine) == set(pytests) and mine
+    explicit = {k: v for k, v in pytests.items() if not v.startswith("assert")}
+    assert explicit and {k: mine[k] for k in explicit} == explicit
+    if variant == "mutant":
+        assert any("first differing token time: request" in m for m in mine.values())
+
+
+def test_same_tests_are_collected(tmp_path):
+    lab = copy_lab(tmp_path / "lab", solution=False)
+    collected = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"],
+        cwd=lab,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    ).stdout
+    ids = {line for line in collected.splitlines() if "::" in line}
+    assert ids and ids == set(failures(run_tests(lab).stdout))
