@@ -86,19 +86,18 @@ class EngineState:
             if seq.prefilled == 0:
                 self._hold(seq)
             self.waiting.mark_started(seq)
-            before = seq.prefilled
-            seq.prefilled += chunk.tokens
-            self.tally.pages += pages(seq.context_tokens) - pages(before + seq.decodes)
-            if rules.emits_on_prefill(before, chunk.tokens, seq.prefill_target):
+            before = pages(seq.context_tokens)
+            emits = seq.take_prefill(chunk.tokens, end)
+            self.tally.pages += pages(seq.context_tokens) - before
+            if emits:
                 self.waiting.remove(seq)
-                seq.token_times_ms.append(end)
                 seq.phase = Phase.DECODE
                 self.running.append(seq)
         for rid in batch.decode:
             seq = live[rid]
-            self.tally.pages += pages(seq.context_tokens + 1) - pages(seq.context_tokens)
-            seq.decodes += 1
-            seq.token_times_ms.append(end)
+            before = pages(seq.context_tokens)
+            seq.take_decode(end)
+            self.tally.pages += pages(seq.context_tokens) - before
         self._finish([live[rid] for rid in batch.ids], end)
 
     def _finish(self, members: list[Sequence], end: float) -> None:
@@ -116,10 +115,7 @@ class EngineState:
             self.running.remove(seq)
         else:
             self.waiting.remove(seq)
-        seq.recomputes += 1
-        seq.recomputed_tokens += seq.context_tokens
-        seq.prefill_target = rules.recompute_target(seq.input_tokens, seq.generated)
-        seq.prefilled = seq.decodes = 0
+        seq.drop_cache()
         seq.phase = Phase.PREFILL
 
     def _hold(self, seq: Sequence) -> None:
