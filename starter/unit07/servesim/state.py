@@ -26,7 +26,7 @@ class EngineState:
         self.waiting = WaitingQueue()
         self.running: list[Sequence] = []
         self.live: dict[str, Sequence] = {}  # arrived and not finished, by id
-        self.tally = Tally()
+        self.tally = Tally(pages_kept=device.kv_pages is not None)
         self._deadlines: list[tuple[float, int, Sequence]] = []
 
     def view(self, clock: float, previous, budget, memo: dict) -> SchedulerView:
@@ -76,7 +76,7 @@ class EngineState:
 
     def run_step(self, batch: Batch, end: float) -> None:
         """Apply a checked batch that ended at ``end``: preempt, prefill, decode, finish."""
-        live, pages = self.live, self.device.pages_for
+        live, device, tally = self.live, self.device, self.tally
         preempted = [live[rid] for rid in batch.preempt]
         for seq in preempted:
             self._preempt(seq)
@@ -86,22 +86,23 @@ class EngineState:
             if seq.prefilled == 0:
                 self._hold(seq)
             self.waiting.mark_started(seq)
-            before = pages(seq.context_tokens)
-            emits = seq.take_prefill(chunk.tokens, end)
-            self.tally.pages += pages(seq.context_tokens) - before
-            if emits:
+            if tally.pages_kept:
+                tally.pages += rules.pages_added(device, seq.context_tokens, chunk.tokens)
+            if seq.take_prefill(chunk.tokens, end):
                 self.waiting.remove(seq)
                 seq.phase = Phase.DECODE
                 self.running.append(seq)
+        done = [live[c.id] for c in batch.prefill if _completed(live[c.id])]
         for rid in batch.decode:
             seq = live[rid]
-            before = pages(seq.context_tokens)
+            if tally.pages_kept:
+                tally.pages += rules.pages_added(device, seq.context_tokens, 1)
             seq.take_decode(end)
-            self.tally.pages += pages(seq.context_tokens) - before
-        self._finish([live[rid] for rid in batch.ids], end)
+            if seq.generated == seq.output_tokens:
+                done.append(seq)
+        self._finish(done, end)
 
-    def _finish(self, members: list[Sequence], end: float) -> None:
-        done = [seq for seq in members if seq.phase is Phase.DECODE and seq.remaining_output == 0]
+    def _finish(self, done: list[Sequence], end: float) -> None:
         for seq in done:
             self._release(seq)
             self._leave(seq, Status.COMPLETED, end)
@@ -120,16 +121,22 @@ class EngineState:
 
     def _hold(self, seq: Sequence) -> None:
         self.tally.active += 1
-        self.tally.reserved += self.device.pages_for(seq.reservation_tokens)
+        if self.tally.pages_kept:
+            self.tally.reserved += self.device.pages_for(seq.reservation_tokens)
 
     def _release(self, seq: Sequence) -> None:
         if seq.prefilled == 0:
             return
         self.tally.active -= 1
-        self.tally.pages -= self.device.pages_for(seq.context_tokens)
-        self.tally.reserved -= self.device.pages_for(seq.reservation_tokens)
+        if self.tally.pages_kept:
+            self.tally.pages -= self.device.pages_for(seq.context_tokens)
+            self.tally.reserved -= self.device.pages_for(seq.reservation_tokens)
 
     def _leave(self, seq: Sequence, status: Status, at_ms: float) -> None:
         seq.status, seq.status_ms, seq.phase = status, at_ms, Phase.FINISHED
         self.live.pop(seq.id, None)
         self.arrivals.left(seq, at_ms)
+
+
+def _completed(seq: Sequence) -> bool:
+    return seq.phase is Phase.DECODE and seq.remaining_output == 0
