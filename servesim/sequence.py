@@ -48,6 +48,8 @@ class Sequence:
     prefill_target: int = 0  # 0: input_tokens (set by the engine at arrival)
     decodes: int = 0
     started: bool = False  # prefill ever started (a never-started request counts for queueCap)
+    prefill_start: int = -1  # order in which current prefills began (later start: larger)
+    prefill_start_ms: float | None = None  # when the current prefill (or recompute) began
     recomputes: int = 0
     recomputed_tokens: int = 0
     token_times_ms: list[float] = field(default_factory=list)

@@ -28,6 +28,7 @@ class EngineState:
         self.live: dict[str, Sequence] = {}  # arrived and not finished, by id
         self.tally = Tally(pages_kept=device.kv_pages is not None)
         self._deadlines: list[tuple[float, int, Sequence]] = []
+        self._starts = 0  # prefills begun so far (Sequence.prefill_start)
 
     def view(self, clock: float, previous, budget, memo: dict) -> SchedulerView:
         return SchedulerView(
@@ -74,8 +75,9 @@ class EngineState:
 
     # -- one step ---------------------------------------------------------------------------
 
-    def run_step(self, batch: Batch, end: float) -> None:
-        """Apply a checked batch that ended at ``end``: preempt, prefill, decode, finish."""
+    def run_step(self, batch: Batch, start_ms: float, end: float) -> None:
+        """Apply a checked batch that ran from ``start_ms`` to ``end``: preempt, prefill,
+        decode, finish."""
         live, device, tally = self.live, self.device, self.tally
         preempted = [live[rid] for rid in batch.preempt]
         for seq in preempted:
@@ -84,7 +86,7 @@ class EngineState:
         for chunk in batch.prefill:
             seq = live[chunk.id]
             if seq.prefilled == 0:
-                self._hold(seq)
+                self._hold(seq, start_ms)
             self.waiting.mark_started(seq)
             if tally.pages_kept:
                 tally.pages += rules.pages_added(device, seq.context_tokens, chunk.tokens)
@@ -119,7 +121,9 @@ class EngineState:
         seq.drop_cache()
         seq.phase = Phase.PREFILL
 
-    def _hold(self, seq: Sequence) -> None:
+    def _hold(self, seq: Sequence, start_ms: float) -> None:
+        seq.prefill_start, seq.prefill_start_ms = self._starts, start_ms
+        self._starts += 1
         self.tally.active += 1
         if self.tally.pages_kept:
             self.tally.reserved += self.device.pages_for(seq.reservation_tokens)

@@ -123,8 +123,12 @@ def test_preempted_sequences_rejoin_behind_partial_prefills_in_arrival_order():
             return Batch(prefill=[PrefillChunk("P", 1)], preempt=["B", "A"])
         return fifo(view)
 
-    simulate(trace, policy, DeviceProfile())
+    timeline = simulate(trace, policy, DeviceProfile())
     assert orders[3] == ["P", "A", "B", "N"]
+    seqs = {s.id: s for s in timeline.sequences}
+    # current prefills in the order they began: P (step 2), then A and B recomputed, then N
+    assert sorted(seqs, key=lambda rid: seqs[rid].prefill_start) == ["P", "A", "B", "N"]
+    assert seqs["P"].prefill_start_ms == timeline.events[1].start_ms
 
 
 def test_rejections_at_arrival_stay_in_the_run():

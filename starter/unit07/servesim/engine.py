@@ -99,7 +99,7 @@ def simulate(
             end = clock + device.overhead_ms + work
         else:
             end = clock + execute(batch, context)
-        state.run_step(batch, end)
+        state.run_step(batch, clock, end)
         events.append(Event(len(events), clock, end, work, batch, starts))
         clock, previous = end, batch
 
