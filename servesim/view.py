@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from . import rules
 from .batch import Batch
 from .device import DeviceProfile
+from .queues import SeqView
 from .sequence import Sequence
 
 
@@ -45,8 +46,8 @@ class SchedulerView:
     """
 
     now_ms: float
-    waiting: tuple[Sequence, ...]
-    running: tuple[Sequence, ...]
+    waiting: SeqView | tuple[Sequence, ...]  # the engine passes lazy views, tests may pass tuples
+    running: SeqView | tuple[Sequence, ...]
     previous: Batch | None  # the batch that just finished (None at the start or after idling)
     device: DeviceProfile
     budget: int | None = None  # the token budget B the engine enforces (None: none)

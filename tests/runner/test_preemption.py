@@ -134,3 +134,29 @@ def test_runner_replays_a_preempting_schedule(torch_cpu, unit):
     assert any(e["decode"] and e["prefill"] for e in run["events"])  # a mixed step ran
     assert tokens == runs["plain"][1]
     assert all(len(t) == n for t, n in zip(tokens.values(), (6, 4), strict=True))
+
+
+def test_run_gpu_passes_the_budget_and_queue_cap_in_extended_labs(torch_cpu):
+    from argparse import Namespace
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from realdevice.cli import policy_functions
+    from servesim import DeviceProfile
+    from servesim.labconfig import LabConfig, PolicySpec
+
+    spec = PolicySpec("budgeted", "budgeted", {"budget": {"default": 8, "min": 1}})
+    module = SimpleNamespace(budgeted=lambda view, budget: None)
+    args = Namespace(budget=6, queue_cap=3)
+    for extended in (False, True):
+        lab = LabConfig("u", "U", DeviceProfile(), (spec,), (), Path("."), extended)
+        (run,) = policy_functions(lab, module, "budgeted", args)
+        assert run.params == {"budget": 6}
+        if extended:
+            assert run.simulate_options == {"budget": 6, "queue_cap": 3}
+            assert run.run_options == {
+                "extended": True,
+                "limits": {"budget": 6, "queueCap": 3},
+            }
+        else:
+            assert run.simulate_options == {} and run.run_options == {}
