@@ -82,7 +82,6 @@ class EngineState:
         preempted = [live[rid] for rid in batch.preempt]
         for seq in preempted:
             self._preempt(seq)
-        self.waiting.add_preempted(preempted)
         for chunk in batch.prefill:
             seq = live[chunk.id]
             if seq.prefilled == 0:
@@ -94,6 +93,8 @@ class EngineState:
                 self.waiting.remove(seq)
                 seq.phase = Phase.DECODE
                 self.running.append(seq)
+        # behind every partial prefill, including those this step started
+        self.waiting.add_preempted(preempted)
         done = [live[c.id] for c in batch.prefill if _completed(live[c.id])]
         for rid in batch.decode:
             seq = live[rid]

@@ -131,6 +131,22 @@ def test_preempted_sequences_rejoin_behind_partial_prefills_in_arrival_order():
     assert seqs["P"].prefill_start_ms == timeline.events[1].start_ms
 
 
+def test_a_prefill_started_in_the_preempting_step_stays_ahead_of_the_preempted():
+    trace = trace_of(("A", 0, 2, 9), ("F", 0, 6, 2), ("N", 0, 2, 2))
+    orders = []
+
+    def policy(view):
+        orders.append([s.id for s in view.waiting])
+        if len(orders) == 1:
+            return Batch(prefill=[PrefillChunk("A", 2)])
+        if len(orders) == 2:
+            return Batch(prefill=[PrefillChunk("F", 3)], preempt=["A"])
+        return fifo(view)
+
+    simulate(trace, policy, DeviceProfile())
+    assert orders[2] == ["F", "A", "N"]
+
+
 def test_rejections_at_arrival_stay_in_the_run():
     device = DeviceProfile(kv_pages=4, page_tokens=4)  # 16 positions
     trace = trace_of(
