@@ -98,8 +98,12 @@ class Unit:
         return tuple(self.doc.get("snapshot_traces", ()))
 
     def lab_json(self) -> dict:
-        """What the lab folder's lab.json must hold, derived from unit.yaml."""
-        return {
+        """What the lab folder's lab.json must hold, derived from unit.yaml.
+
+        ``run_file: extended`` (unit 08) turns on the run file's status and recompute fields;
+        without it lab.json does not mention ``runFile`` and runs keep unit 07's format.
+        """
+        doc = {
             "unit": self.id,
             "title": self.title,
             "editable": list(self.editable),
@@ -107,6 +111,9 @@ class Unit:
             "policies": self.policies,
             "publicTraces": list(self.public_traces),
         }
+        if "run_file" in self.doc:
+            doc["runFile"] = self.doc["run_file"]
+        return doc
 
 
 def unit_ids(labs: Path | None = None) -> list[str]:
