@@ -101,6 +101,9 @@ def make_course(root: Path) -> Path:
     lab = root / "starter" / UNIT_ID
     (lab / "traces").mkdir(parents=True)
     (lab / "simulate.py").write_text(SIMULATE, encoding="utf-8")
+    (lab / "README.md").write_text(
+        "# Toy unit\n\nImplement `fcfs` in policies.py.\n", encoding="utf-8"
+    )
     (lab / "traces" / "tiny.json").write_text(json.dumps(TRACE, indent=2), encoding="utf-8")
     shutil.copytree(CODE_ROOT / "starter" / "unit07" / "schemas", lab / "schemas")
     return root
