@@ -26,6 +26,7 @@ class LabConfig:
     policies: tuple[PolicySpec, ...]
     public_traces: tuple[str, ...]
     folder: Path
+    extended_runs: bool = False  # lab.json "runFile": "extended" (unit 08's run-file fields)
 
     @property
     def traces_dir(self) -> Path:
@@ -44,4 +45,5 @@ def load_lab(folder: Path = LAB_DIR) -> LabConfig:
         policies=tuple(PolicySpec(p["name"], p["function"], p["params"]) for p in doc["policies"]),
         public_traces=tuple(doc["publicTraces"]),
         folder=Path(folder),
+        extended_runs=doc.get("runFile", "basic") == "extended",
     )
