@@ -23,6 +23,11 @@ that breaks a device rule (B, K, M) with a message that says which.
 from servesim import Batch, PrefillChunk, SchedulerView
 
 
+def whole_prompts(seqs) -> Batch:
+    """A step (given) that prefills the whole remaining prompt of each of ``seqs``."""
+    return Batch(prefill=[PrefillChunk(s.id, s.remaining_prefill) for s in seqs])
+
+
 def static(view: SchedulerView) -> Batch:
     """Static batching (31.2): groups of up to K, no one joins a group that is running.
 
@@ -34,8 +39,7 @@ def static(view: SchedulerView) -> Batch:
     if view.running:
         return Batch.decode_of(view.running)
     cap = view.device.max_active
-    group = list(view.waiting) if cap is None else list(view.waiting[:cap])
-    return Batch(prefill=[PrefillChunk(s.id, s.remaining_prefill) for s in group])
+    return whole_prompts(view.waiting if cap is None else view.waiting[:cap])
     ### END SOLUTION
 
 
@@ -49,8 +53,7 @@ def continuous(view: SchedulerView) -> Batch:
     ### BEGIN SOLUTION
     free = view.free_slots
     if view.waiting and (free is None or free > 0):
-        joining = list(view.waiting) if free is None else list(view.waiting[:free])
-        return Batch(prefill=[PrefillChunk(s.id, s.remaining_prefill) for s in joining])
+        return whole_prompts(view.waiting if free is None else view.waiting[:free])
     return Batch.decode_of(view.running)
     ### END SOLUTION
 

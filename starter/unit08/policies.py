@@ -23,6 +23,11 @@ that breaks a device rule (B, K, M) with a message that says which.
 from servesim import Batch, PrefillChunk, SchedulerView
 
 
+def whole_prompts(seqs) -> Batch:
+    """A step (given) that prefills the whole remaining prompt of each of ``seqs``."""
+    return Batch(prefill=[PrefillChunk(s.id, s.remaining_prefill) for s in seqs])
+
+
 def static(view: SchedulerView) -> Batch:
     """Static batching (31.2): groups of up to K, no one joins a group that is running.
 
