@@ -108,7 +108,8 @@ def paged(view: SchedulerView, budget: int) -> Batch:
     request and fill the rest of ``budget`` with prefill chunks in queue order as ``budgeted``
     does, except that a request that has not started needs only the pages of its prompt
     (``prefill_target``) to fit beside what the step needs. Stop at the first request that
-    cannot start.
+    cannot start. A step that preempts starts nobody (as vLLM does): a request started now
+    would queue behind the preempted one and could wait for it forever.
     """
     ### BEGIN SOLUTION
     device, started = view.device, _started_order(view)
@@ -129,7 +130,7 @@ def paged(view: SchedulerView, budget: int) -> Batch:
         if left <= 0:
             break
         if not seq.holds_kv:
-            if device.max_active is not None and active >= device.max_active:
+            if preempt or (device.max_active is not None and active >= device.max_active):
                 break
             pages = device.pages_for(seq.prefill_target)
             if device.kv_pages is not None and need + pages > device.kv_pages:

@@ -81,7 +81,8 @@ def paged(view: SchedulerView, budget: int) -> Batch:
     request and fill the rest of ``budget`` with prefill chunks in queue order as ``budgeted``
     does, except that a request that has not started needs only the pages of its prompt
     (``prefill_target``) to fit beside what the step needs. Stop at the first request that
-    cannot start.
+    cannot start. A step that preempts starts nobody (as vLLM does): a request started now
+    would queue behind the preempted one and could wait for it forever.
     """
     # YOUR CODE HERE
     raise NotImplementedError("paged() is not implemented yet")
