@@ -253,3 +253,24 @@ def test_unit08_trace_fields_are_validated(field, value, message):
 
     with pytest.raises(TraceError, match=f"request 'A' \\(#1\\): field {message}"):
         trace_of(("A", 0, 2, 2, {field: value}))
+
+
+def test_view_queues_behave_like_the_tuples_unit07_policies_saw():
+    trace = trace_of(("A", 0, 2, 2), ("B", 0, 3, 2), ("C", 1, 1, 1))
+    seen = []
+
+    def policy(view):
+        both = view.waiting + view.running
+        seen.append(
+            (
+                [s.id for s in both],
+                [s.id for s in view.waiting[1:]],
+                view.waiting == tuple(view.waiting),
+                len(view.waiting),
+                view.waiting[-1].id if view.waiting else None,
+            )
+        )
+        return fifo(view)
+
+    simulate(trace, policy, DeviceProfile())
+    assert seen[0] == (["A", "B"], ["B"], True, 2, "B")

@@ -160,3 +160,24 @@ def test_run_gpu_passes_the_budget_and_queue_cap_in_extended_labs(torch_cpu):
             }
         else:
             assert run.simulate_options == {} and run.run_options == {}
+
+
+def test_cuda_recompute_continues_with_the_same_tokens(torch_cpu):
+    """GPU counterpart of the recompute test above (float32 on CUDA, 3 tokens emitted)."""
+    if not torch_cpu.cuda.is_available():
+        pytest.skip("needs a CUDA GPU (torch.cuda.is_available() is False)")
+    from realdevice.backend import RealDevice
+    from servesim import Batch, PrefillChunk
+
+    def tokens(preempt_after):
+        real = RealDevice("tiny", device="cuda", dtype="float32", page_tokens=2, kv_pages=64)
+        real.executor.add_request("A", PROMPT, OUTPUT)
+        steps = _straight()
+        _run(real.executor, steps[:preempt_after])
+        if preempt_after < len(steps):
+            target = PROMPT + preempt_after
+            real.executor.run(Batch(prefill=[PrefillChunk("A", target)], preempt=["A"]))
+            _run(real.executor, [Batch(decode=["A"])] * (OUTPUT - preempt_after - 1))
+        return real.executor.generated("A")
+
+    assert tokens(3) == tokens(len(_straight()))
