@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import re
 import sys
+from pathlib import Path
 from types import ModuleType
 
 from .units import Unit, UnitError
@@ -19,7 +20,17 @@ def load_plugin(unit: Unit, relative: str, what: str) -> ModuleType:
     path = (unit.unit_dir / relative).resolve()
     if not path.is_file():
         raise UnitError(f"unit {unit.id}: {what} {relative} not found in {unit.unit_dir}")
-    name = "_infralab_plugin_" + re.sub(r"\W", "_", f"{unit.id}_{path}")
+    return load_file(path)
+
+
+def load_file(path: Path) -> ModuleType:
+    """Import the Python file ``path`` by location, once, as a module named after that location.
+
+    The module is registered in ``sys.modules`` (dataclasses and pickling look classes up by
+    module name) and removed again if executing it fails.
+    """
+    path = Path(path).resolve()
+    name = "_infralab_plugin_" + re.sub(r"\W", "_", str(path.with_suffix("")))
     if name in sys.modules:
         return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, path)

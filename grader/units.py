@@ -92,11 +92,6 @@ class Unit:
     def public_traces(self) -> tuple[str, ...]:
         return tuple(self.doc["public_traces"])
 
-    @property
-    def snapshot_traces(self) -> tuple[str, ...]:
-        """Public traces whose reference token times the lab's tests compare against."""
-        return tuple(self.doc.get("snapshot_traces", ()))
-
     def lab_json(self) -> dict:
         """What the lab folder's lab.json must hold, derived from unit.yaml.
 

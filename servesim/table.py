@@ -20,6 +20,11 @@ def _ms(value) -> str:
     return "-" if value is None else f"{value:.2f}"
 
 
+def _stat(stat: dict | None, key: str):
+    """One figure of a summary statistic; None when nothing was measured (no request done)."""
+    return stat[key] if stat else None
+
+
 def _label(run: dict) -> str:
     params = ",".join(f"{k}={v}" for k, v in run["params"].items())
     return f"{run['policy']}({params})" if params else run["policy"]
@@ -62,12 +67,12 @@ def _distribution_rows(runs: list[dict]) -> list[list[str]]:
         rows.append(
             [
                 _label(run),
-                _ms(s["ttftMs"]["p50"]),
-                _ms(s["ttftMs"]["p99"]),
-                _ms(s["itlMs"]["p99"] if s["itlMs"] else None),
+                _ms(_stat(s["ttftMs"], "p50")),
+                _ms(_stat(s["ttftMs"], "p99")),
+                _ms(_stat(s["itlMs"], "p99")),
                 _ms(s["maxItlMs"]),
-                _ms(s["tpotMs"]["p50"] if s["tpotMs"] else None),
-                _ms(s["e2eMs"]["p99"]),
+                _ms(_stat(s["tpotMs"], "p50")),
+                _ms(_stat(s["e2eMs"], "p99")),
             ]
         )
     return rows
@@ -103,6 +108,13 @@ def render(trace_name: str, runs: list[dict]) -> str:
     lines += _grid(_totals_rows(runs))
     if small:
         lines.append(LEGEND)
+    for run in runs:
+        s = run["summary"]
+        if "completed" in s:  # extended run files (unit 08) count every outcome
+            lines.append(
+                f"{_label(run)}: {s['completed']} completed, {s['rejected']} rejected, "
+                f"{s['cancelled']} cancelled; {s['recomputedTokens']} tokens recomputed"
+            )
     faulty = [r["fault"] for r in runs if r["fault"]]
     if faulty:
         lines.append(f"fault switch on: {faulty[0]} (the statistics above are deliberately wrong)")

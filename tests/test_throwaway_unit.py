@@ -76,7 +76,7 @@ UNIT = {
     },
     "policies": [{"name": "oldest", "function": "oldest_first", "params": {}}],
     "public_traces": ["tiny"],
-    "snapshot_traces": ["tiny"],
+    "snapshots": ["tiny"],
     "grading": {
         "timeout_s": 20,
         "cases": [

@@ -20,13 +20,12 @@ returns a dict of extra template variables. Plug-in files are loaded by path (ne
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
+from ..plugins import load_file
 from ..units import Unit
 from .claims import BuildError
 
@@ -136,18 +135,12 @@ def load_module(path: Path) -> ModuleType:
     path = Path(path).resolve()
     if not path.is_file():
         raise BuildError(f"site plug-in {path} does not exist")
-    name = "_infralab_site_" + re.sub(r"\W", "_", str(path.with_suffix("")))
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses and pickling look classes up by module name
     try:
-        spec.loader.exec_module(module)
+        return load_file(path)
     except BuildError:
         raise
     except Exception as exc:
-        del sys.modules[name]
         raise BuildError(f"site plug-in {path.name}: {type(exc).__name__}: {exc}") from exc
-    return module
 
 
 def page_context(unit: Unit, spec: SiteSpec, page: Page) -> dict:
