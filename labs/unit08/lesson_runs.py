@@ -28,7 +28,7 @@ BATCH_K = 2  # the chapter's two slots for static vs continuous
 POOL = {"max_active": 16, "kv_pages": 256}  # a small pool the burst overflows
 LOOP_DEVICE = {"max_active": 32, "kv_pages": 2048}  # the small tiers' capacity
 LOOP = {"users": 32, "think_ms": 5000.0, "requests": 200, "seed": 1}
-SWEEP = {"loads": (1, 2, 3, 4, 5), "requests": 100, "seed": 1}
+SWEEP = {"loads": (1, 2, 3, 4, 5, 6), "requests": 150, "seed": 1}
 SLO = {"ttft_ms": 2000.0, "tpot_ms": 80.0}
 TARGET = 0.9
 SIZES = "azure-conv-slice"
@@ -189,9 +189,10 @@ def loops(runs: Runs) -> dict:
     )
     closed = runs.policy(None, "paged", params, dev, "closed", closed=closed_src)
     rate = _rate(closed.run["requests"])
-    opened = runs.policy(
-        open_loop(base, rate, LOOP["requests"], LOOP["seed"]), "paged", params, dev, "open"
-    )
+    # one seed, its time axis scaled so the sample's own rate equals the closed loop's
+    sample = _rate(open_loop(base, rate, LOOP["requests"], LOOP["seed"]).raw["requests"])
+    trace = open_loop(base, rate * rate / sample, LOOP["requests"], LOOP["seed"])
+    opened = runs.policy(trace, "paged", params, dev, "open")
     out = {"device": dev.to_json(), "rate": rate, "open_rate": _rate(opened.run["requests"])}
     for name, run in (("closed", closed), ("open", opened)):
         ttfts = [r["ttftMs"] for r in run.run["requests"] if r["ttftMs"] is not None]

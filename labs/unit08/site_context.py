@@ -28,11 +28,12 @@ def _n(value: float, digits: int = 2) -> str:
 
 def batching_figure(pair: dict) -> str:
     desc = (
-        "上：static；下：continuous；同一时间比例，横轴为毫秒。琥珀色块是 prefill，绿色块是 "
-        "decode batch；上方三角标出请求到达，下方竖线标出各请求的首 token。static 要等整组都结束"
-        "才接纳 C，continuous 在 B 结束后的下一步就让 C 补进空位。"
+        "上：static（静态）；下：continuous（连续）；同一时间比例，横轴为毫秒。"
+        "琥珀色块是 prefill，绿色块是 decode batch；上方三角标出请求到达，"
+        "下方竖线标出各请求的首 token。"
+        "static 要等整组都结束才接纳 C，continuous 在 B 结束后的下一步就让 C 补进空位。"
     )
-    lanes = [Lane(p, pair[p]) for p in ("static", "continuous")]
+    lanes = [Lane(title, pair[p]) for title, p in (("静态", "static"), ("连续", "continuous"))]
     return timeline_svg(
         lanes, title="static 与 continuous 的提交时间线", desc=desc, element_id="timeline-batching"
     )

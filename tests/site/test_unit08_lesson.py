@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import re
 import shutil
+import subprocess
+import sys
+from html import unescape
 from pathlib import Path
 
 import yaml
@@ -62,3 +65,36 @@ def test_device_change_moves_the_curves_and_numbers(tmp_path, built_site, capsys
     assert new["closed-p99"] != old["closed-p99"]
     expected = _mean_continuous(load_unit("unit08", labs))
     assert float(new["mean-continuous"].split()[0]) == round(expected, 2)
+
+
+def test_lab_sweep_prints_the_pages_operating_points(built_site, tmp_path):
+    """The lab's own sweep.py, with the reference solution in place, agrees with the page."""
+    unit = load_unit("unit08")
+    lab = tmp_path / "lab"
+    shutil.copytree(unit.lab_dir, lab)
+    for name in unit.doc["editable"]:
+        shutil.copy(unit.solutions_dir / name, lab / name)
+    html = (built_site[0] / "unit08" / "index.html").read_text(encoding="utf-8")
+    command = unescape(re.search(r'<code id="sweep-command">(.*?)</code>', html).group(1))
+    args = command.split()[2:]
+    tiers = sorted(str(p.relative_to(lab)) for p in (lab / "tiers").glob("*.json"))
+    at = args.index("tiers/*.json")
+    args[at : at + 1] = tiers
+    done = subprocess.run(
+        [sys.executable, "sweep.py", *args, "--out", str(tmp_path / "plots")],
+        cwd=lab,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    printed = dict(re.findall(r"^(\S+)\s+up to (\S+) req/s", done.stdout, re.M))
+    shown = dict(
+        re.findall(
+            r'<tr data-tier="([^"]+)"><th scope="row">[^<]+</th><td>[^<]*</td><td>([^<]+)</td>',
+            html,
+        )
+    )
+    assert printed and printed == {t: v for t, v in shown.items() if v != "不可行"}
+    cheapest = re.search(r"cheapest feasible tier: (\S+)", done.stdout).group(1)
+    assert f'data-value="cheapest">{cheapest}<' in html
