@@ -19,8 +19,8 @@ from servesim.metrics import percentile
 from servesim.tiers import TierError, load_tier
 
 from grader import reference
-from grader.plugins import load_file
 from grader.sitebuild.claims import BuildError
+from grader.sitebuild.plugins import load_module
 from grader.sitebuild.runs import PolicyRun, device
 from grader.units import Unit
 
@@ -50,7 +50,7 @@ class Runs:
 
     @property
     def measure(self):
-        return load_file(self.unit.solutions_dir / "measure.py")
+        return load_module(self.unit.solutions_dir / "measure.py")
 
     def run(self, key: tuple, make) -> PolicyRun:
         if key not in self.cache:

@@ -13,12 +13,12 @@ from pathlib import Path
 
 from markupsafe import Markup
 
-from grader.plugins import load_file
 from grader.sitebuild.charts import Series, bar_chart, line_chart
+from grader.sitebuild.plugins import load_module
 from grader.sitebuild.svg import Lane, timeline_svg
 from grader.units import Unit
 
-lesson_runs = load_file(Path(__file__).with_name("lesson_runs.py"))
+lesson_runs = load_module(Path(__file__).with_name("lesson_runs.py"))
 
 
 def _n(value: float, digits: int = 2) -> str:
