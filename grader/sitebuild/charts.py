@@ -17,7 +17,7 @@ from html import escape
 WIDTH = 400
 LEFT, RIGHT, TOP, BOTTOM = 52, 12, 14, 40
 PLOT_H = 200
-LEGEND_ROW = 18
+LEGEND_ROW = 20
 
 
 @dataclass(frozen=True)

@@ -109,7 +109,7 @@ def sweep_figures(sweep: dict) -> tuple[str, str]:
         f"超过 1% 的请求没有首 token 时 p99 为无穷大，画成上沿的空心点。档位：{'、'.join(names)}。",
         x_label="提供负载 (请求/s)",
         y_label="p99 TTFT (s)",
-        inf_note="空心点在上沿：超过 1% 请求失败，p99 为无穷大",
+        inf_note="空心点：超过 1% 失败，p99 为无穷大",
     )
     return good, p99
 
