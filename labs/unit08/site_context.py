@@ -118,10 +118,10 @@ def loops_figure(loops: dict) -> str:
     groups = ["p50", "p90", "p99"]
     series = [
         (
-            f"{name}（{_n(loops['rate' if name == 'closed' else 'open_rate'])} 请求/s）",
+            f"{word}（{_n(loops['rate' if name == 'closed' else 'open_rate'])} 请求/s）",
             [loops[name][g] / 1000 for g in groups],
         )
-        for name in ("closed", "open")
+        for name, word in (("closed", "闭环"), ("open", "开环"))
     ]
     desc = (
         "同一平均到达率下，闭环（固定用户数、每人收到回答后思考再发）与开环（泊松到达，"
