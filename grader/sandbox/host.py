@@ -8,6 +8,7 @@ base interpreter, then ``/usr/bin/python3``, ...) that the child's uid can execu
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import shutil
@@ -21,7 +22,7 @@ from pathlib import Path
 from .bwrap import bwrap_command
 from .results import Limits, SandboxError
 from .rlimits import launcher
-from .uids import become_subreaper, fresh_uid, hand_over, kill_uid, own_tasks
+from .uids import become_subreaper, hand_over, kill_uid, own_tasks, reserved_uid
 
 MODE_ENV = "INFRALAB_SANDBOX"  # "auto" (default), "bwrap" (required) or "rlimits" (fallback)
 
@@ -44,8 +45,8 @@ class Plan:
         """The mode as reports name it: "bwrap+uid", "bwrap", "rlimits+uid" or "rlimits"."""
         return self.mode + ("+uid" if self.drop_uid else "")
 
-    def bwrap_command(self, case: Path, out: Path, inner: list[str], tmp_mb: int) -> list[str]:
-        return bwrap_command(self.bwrap, self.python.prefix, case, out, inner, tmp_mb)
+    def bwrap_command(self, case: Path, inner: list[str], limits: Limits) -> list[str]:
+        return bwrap_command(self.bwrap, self.python.prefix, case, inner, limits)
 
 
 def world_usable(path: str) -> bool:
@@ -114,15 +115,16 @@ def plan(requested: str) -> Plan:
 
 def _works(candidate: Plan) -> bool:
     """Whether bubblewrap can start the interpreter here with this plan (a 1-second probe)."""
-    with tempfile.TemporaryDirectory(prefix="infralab-probe-") as tmp:
-        uid = fresh_uid() if candidate.drop_uid else None
+    with contextlib.ExitStack() as stack:
+        tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="infralab-probe-"))
+        uid = stack.enter_context(reserved_uid()) if candidate.drop_uid else None
         case, out = Path(tmp) / "case", Path(tmp) / "out"
         case.mkdir()
         out.mkdir()
         if uid is not None:
             hand_over([Path(tmp), case, out], uid)
         inner = [candidate.python.path, "-I", "-S", "-c", "pass"]
-        command = candidate.bwrap_command(case, out, inner, Limits.tmp_mb)
+        command = candidate.bwrap_command(case, inner, Limits())
         prefix, preexec = launcher(Limits(), uid, own_tasks() if uid is None else 0)
         try:
             done = subprocess.run(
