@@ -18,7 +18,8 @@ case left running (the sandbox makes ``kill(-1)`` safe: a PID namespace or a ded
 reads the case's stdout/stderr tails and run file, deletes the case folder and answers with
 ONE frame on stdout::
 
-    done <exit code> <run state> <stdout bytes> <stderr bytes> <run bytes> <stdout size> <stderr size>\\n
+    done <exit code> <run state> <stdout bytes> <stderr bytes> <run bytes>
+         <stdout size> <stderr size>\\n   (one line)
     <stdout tail><stderr tail><run file>
 
 (``run state``: ``ok``, ``none`` or a one-word reason it was rejected). So the grader has each

@@ -155,3 +155,48 @@ def current_plan() -> Plan:
 def isolation_mode() -> str:
     """The mode ``run_simulation`` uses on this host ("bwrap+uid", "rlimits", ...)."""
     return current_plan().isolation
+
+
+def reachable_by_others(path: Path) -> bool:
+    """Whether a user that is neither the owner nor in the group can reach ``path``: every
+    folder from ``/`` down to it, itself included, is o+x (a child has only "other" rights)."""
+    path = Path(os.path.realpath(path))
+    try:
+        return all(os.stat(p).st_mode & stat.S_IXOTH for p in (path, *path.parents))
+    except OSError:
+        return False
+
+
+def require_safe_isolation(hidden: list[Path], *, batch: bool = False) -> str:
+    """The isolation mode, if it keeps ``hidden`` (golden files, hidden traces, solutions,
+    reports) out of the child's reach; else ``SandboxError`` saying what to do.
+
+    bubblewrap modes: the paths do not exist in the child's file system. ``rlimits+uid``: only
+    where each path sits below a folder other users cannot enter, and only for one submission
+    at a time (``batch``: no disk quota without bubblewrap). ``rlimits`` (not root, no
+    bubblewrap): always refused, the child would run as the grader's own user.
+    """
+    current = current_plan()
+    if current.mode == "bwrap":
+        return current.isolation
+    if not current.drop_uid:
+        raise SandboxError(
+            "refusing to grade: without bubblewrap and without root the submission would run as "
+            "the grader's own user and could read or rewrite golden files and reports; install "
+            "bubblewrap (apt-get install bubblewrap) or run the grader as root"
+        )
+    exposed = [str(path) for path in hidden if reachable_by_others(path)]
+    if exposed:
+        raise SandboxError(
+            f"refusing to grade in mode {current.isolation}: {exposed[0]} is reachable by other "
+            "users, so a submission could read it; install bubblewrap, or make a folder above it "
+            "private (chmod 700)"
+        )
+    if batch:
+        raise SandboxError(
+            f"refusing to grade a batch in mode {current.isolation}: without bubblewrap the disk "
+            "a submission writes cannot be capped, so one submission could fill the disk under "
+            "the others; install bubblewrap (apt-get install bubblewrap), or grade one "
+            "submission per machine"
+        )
+    return current.isolation

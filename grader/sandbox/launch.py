@@ -66,6 +66,11 @@ def launch(
     Raises ``SandboxError`` when the child cannot be started at all.
     """
     plan = current_plan()
+    if plan.mode != "bwrap" and not plan.drop_uid:
+        raise SandboxError(
+            "the rlimits mode needs root (a dedicated uid for the child); install bubblewrap "
+            "(apt-get install bubblewrap) or run the grader as root"
+        )
     with contextlib.ExitStack() as stack:
         uid = stack.enter_context(reserved_uid()) if plan.drop_uid else None
         root = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="infralab-case-")))

@@ -96,7 +96,8 @@ def _run_batch(lab_dir, files, runs, pending, limits, deadline, results, timed_o
     )
     isolation = _isolation()
     for index, answer in session.answers.items():
-        result = _from_frame(answer.frame, answer.wall_s, isolation, limits, _cap(runs[index], limits))
+        cap = _cap(runs[index], limits)
+        result = _from_frame(answer.frame, answer.wall_s, isolation, limits, cap)
         results[index] = result
         if result.out_of_time and session.groups.get(index):
             timed_out.setdefault(session.groups[index], result)

@@ -30,5 +30,3 @@ def cut_note(tail: bytes, size: int) -> str:
     if size > len(tail):
         text = f"[... {size - len(tail)} earlier bytes cut ...]\n" + text
     return text
-
-

@@ -3,7 +3,8 @@ frames it reads back, with every length and number bounded before anything is ke
 
 A frame the runner sends after each case::
 
-    done <exit code> <run state> <stdout bytes> <stderr bytes> <run bytes> <stdout size> <stderr size>\\n
+    done <exit code> <run state> <stdout bytes> <stderr bytes> <run bytes>
+         <stdout size> <stderr size>\\n   (one line)
 
 followed by exactly that many bytes of stdout tail, stderr tail and run file. Anything else
 (a longer header, a length above its cap, an unknown state) raises ``ProtocolError``: the
@@ -80,7 +81,7 @@ class FrameReader:
             code, state, lengths, sizes = self._header
             if len(self._buffer) < sum(lengths):
                 return frames
-            out_len, err_len, run_len = lengths
+            out_len, err_len, _ = lengths
             body, self._buffer = self._buffer[: sum(lengths)], self._buffer[sum(lengths) :]
             frames.append(
                 Frame(
