@@ -47,8 +47,7 @@ def add_golden(commands) -> None:
 
 
 def _grade(args, extra: list[str]) -> int:
-    from .grading import grade_submission
-    from .sandbox import Limits
+    from .grading import grade_submission, limits_for
 
     if len(args.submission) > 1 or args.out:
         from . import batch
@@ -60,8 +59,8 @@ def _grade(args, extra: list[str]) -> int:
     for path in outputs:
         if path.is_dir():
             raise UnitError(f"{path}: is a folder, expected a file path")
-    limits = Limits(wall_s=args.timeout) if args.timeout else None
     try:
+        limits = limits_for(args.unit, args.timeout, args.all_cases)
         report = grade_submission(
             args.unit, Path(args.submission), cases=args.case or None, limits=limits, jobs=args.jobs
         )
@@ -71,10 +70,10 @@ def _grade(args, extra: list[str]) -> int:
     from .jsonio import write_json
 
     if args.json:
-        write_json(Path(args.json), report.to_json(staff=args.staff))
+        write_json(Path(args.json), report.to_json(staff=args.staff), mode=0o600)
         print(f"wrote {args.json}")
     if args.gradescope:
-        write_json(Path(args.gradescope), report.to_gradescope())
+        write_json(Path(args.gradescope), report.to_gradescope(), mode=0o600)
         print(f"wrote {args.gradescope}")
     return 0
 
@@ -99,6 +98,12 @@ def add_grade(commands) -> None:
     grade.add_argument("--gradescope", metavar="RESULTS", help="write Gradescope results.json here")
     grade.add_argument("--case", action="append", help="grade only this case (repeatable)")
     grade.add_argument("--timeout", type=float, help="wall seconds per case (default: unit.yaml)")
+    grade.add_argument(
+        "--all-cases",
+        action="store_true",
+        help="run every case even after a policy timed out (default: its other cases get the "
+        "same verdict without running)",
+    )
     grade.add_argument(
         "--jobs",
         type=int,

@@ -108,7 +108,7 @@ def grade_submission(
         except SubmissionError as exc:
             raise GradingError(str(exc)) from None
     run = runner or run_simulation
-    limits = limits or Limits(wall_s=grading.timeout_s, submission_s=grading.submission_timeout_s)
+    limits = limits or limits_for(unit)
     workers = max(1, jobs) if jobs else min(2, os.cpu_count() or 1)
     if getattr(run, "in_process", False):
         workers = 1
@@ -145,6 +145,18 @@ def grade_submission(
         missing=list(submission.missing),
         hidden_visibility=str(unit.doc["grading"].get("hidden_visibility", "after_published")),
         seconds=time.monotonic() - started,
+    )
+
+
+def limits_for(unit: Unit | str, timeout_s: float | None = None, all_cases: bool = False) -> Limits:
+    """The sandbox limits of a unit's grading (``unit.yaml``: ``grading.timeout_s`` per case,
+    ``grading.submission_timeout_s`` per submission); ``timeout_s`` overrides the first."""
+    unit = load_unit(unit) if isinstance(unit, str) else unit
+    grading = load_grading(unit)
+    return Limits(
+        wall_s=timeout_s or grading.timeout_s,
+        submission_s=grading.submission_timeout_s,
+        all_cases=all_cases,
     )
 
 
