@@ -46,8 +46,11 @@ def add_golden(commands) -> None:
     golden_cmd.set_defaults(handler=_golden)
 
 
+ENVIRONMENT_EXIT = 3  # grading could not run because of the grader's environment
+
+
 def _grade(args, extra: list[str]) -> int:
-    from .grading import grade_submission, limits_for
+    from .grading import EnvironmentFailure, grade_submission, limits_for
 
     if len(args.submission) > 1 or args.out:
         from . import batch
@@ -64,6 +67,9 @@ def _grade(args, extra: list[str]) -> int:
         report = grade_submission(
             args.unit, Path(args.submission), cases=args.case or None, limits=limits, jobs=args.jobs
         )
+    except EnvironmentFailure as exc:  # not the submission's fault: no score at all
+        print(f"infralab: error: {exc}", file=sys.stderr)
+        return ENVIRONMENT_EXIT
     except GradingError as exc:
         raise UnitError(str(exc)) from None
     print(report.text(staff=args.staff))
