@@ -32,6 +32,7 @@ from pathlib import Path
 from .batchcsv import csv_text
 from .cases import load_grading
 from .fingerprint import grader_version, inputs_fingerprint, submission_hash
+from .gradelimits import hidden_material
 from .jsonio import write_json, write_text_atomic
 from .sandbox import Limits, SandboxError, require_safe_isolation
 from .units import Unit, UnitError, load_unit
@@ -190,7 +191,7 @@ def _private_out(out: Path, unit: Unit) -> Path:
     hidden material and the reports out of every child's reach."""
     if out.exists() and not out.is_dir():
         raise BatchError(f"--out {out}: exists and is not a folder")
-    hidden = [p for p in (unit.traces_dir, unit.solutions_dir) if p.exists()]
+    hidden = hidden_material(unit)
     out.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIR)
     os.chmod(out, PRIVATE_DIR)
     try:

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from .cases import Case, case_trace_doc, load_grading, trace_path
 from .golden import load_golden
+from .gradelimits import hidden_material, limits_for, run_file_cap
 from .report import CaseResult, GradeReport, Status
 from .sandbox import (
     CaseRun,
@@ -59,8 +60,6 @@ __all__ = [
 
 WRONG_SCHEDULE_SHARE = 0.5  # most a wrong schedule can earn, times the share of right requests
 HIDDEN_HALF_SHARE = 0.5  # a hidden case earns half its points from this share of right requests
-RUN_FILE_BASE = 64 * 1024  # run-file cap: this much, plus
-RUN_FILE_PER_UNIT = 1024  # this much per request and per input or output token of the trace
 SKIPPED_AFTER_TIMEOUT = "this policy ran out of time on an earlier case"
 
 
@@ -92,21 +91,7 @@ def grade_submission(
     run in-process); ``jobs`` is how many cases run at once (default: up to 2).
     """
     started = time.monotonic()
-    try:
-        if isinstance(unit, str):
-            unit = load_unit(unit)
-        grading = load_grading(unit)
-        selected = [grading.by_id(c) for c in cases] if cases else list(grading.cases)
-        goldens = {case.id: load_golden(unit, case) for case in selected}
-    except UnitError as exc:
-        raise GradingError(str(exc)) from None
-    if not isinstance(submission, Submission):
-        from .submission import SubmissionError
-
-        try:
-            submission = load_submission(Path(submission), unit.editable)
-        except SubmissionError as exc:
-            raise GradingError(str(exc)) from None
+    unit, selected, goldens, submission = _inputs(unit, cases, submission)
     run = runner or run_simulation
     limits = limits or limits_for(unit)
     workers = max(1, jobs) if jobs else min(2, os.cpu_count() or 1)
@@ -116,7 +101,7 @@ def grade_submission(
     children: dict[str, ChildResult] = {}
     if runner is None:
         with _environment_errors():
-            require_safe_isolation(_hidden_material(unit))
+            require_safe_isolation(hidden_material(unit))
         children = _run_all_cases(unit, selected, submission.files, limits)
 
     def one(case: Case) -> tuple[CaseResult, str]:
@@ -148,16 +133,24 @@ def grade_submission(
     )
 
 
-def limits_for(unit: Unit | str, timeout_s: float | None = None, all_cases: bool = False) -> Limits:
-    """The sandbox limits of a unit's grading (``unit.yaml``: ``grading.timeout_s`` per case,
-    ``grading.submission_timeout_s`` per submission); ``timeout_s`` overrides the first."""
-    unit = load_unit(unit) if isinstance(unit, str) else unit
-    grading = load_grading(unit)
-    return Limits(
-        wall_s=timeout_s or grading.timeout_s,
-        submission_s=grading.submission_timeout_s,
-        all_cases=all_cases,
-    )
+def _inputs(unit: Unit | str, cases: list[str] | None, submission: Path | Submission):
+    """(unit, selected cases, golden per case id, submission), or ``GradingError``."""
+    try:
+        if isinstance(unit, str):
+            unit = load_unit(unit)
+        grading = load_grading(unit)
+        selected = [grading.by_id(c) for c in cases] if cases else list(grading.cases)
+        goldens = {case.id: load_golden(unit, case) for case in selected}
+    except UnitError as exc:
+        raise GradingError(str(exc)) from None
+    if not isinstance(submission, Submission):
+        from .submission import SubmissionError
+
+        try:
+            submission = load_submission(Path(submission), unit.editable)
+        except SubmissionError as exc:
+            raise GradingError(str(exc)) from None
+    return unit, selected, goldens, submission
 
 
 KEYED_NOTE = (
@@ -270,21 +263,6 @@ def _one_child_each(lab_dir: Path, files, runs: list[CaseRun], limits: Limits) -
         if result.out_of_time and run.group:
             timed_out.setdefault(run.group, result)
     return results
-
-
-def _hidden_material(unit: Unit) -> list[Path]:
-    """What a child must never read: the unit's hidden traces and golden files, solutions."""
-    return [path for path in (unit.traces_dir, unit.solutions_dir) if path.exists()]
-
-
-def run_file_cap(trace_doc: dict) -> int:
-    """The largest run file accepted for a trace: far above what any valid schedule needs
-    (a reference run file takes at most about 270 bytes per request and token)."""
-    requests = trace_doc.get("requests") or []
-    work = len(requests) + sum(
-        int(r.get("inputTokens", 0)) + int(r.get("outputTokens", 0)) for r in requests
-    )
-    return RUN_FILE_BASE + RUN_FILE_PER_UNIT * work
 
 
 @contextlib.contextmanager
