@@ -39,7 +39,9 @@ from grader.units import REPO_ROOT
 LIMITS = Limits(wall_s=10, submission_s=60, cpu_s=0.3, memory_mb=256, processes=32)
 # The memory bomb must meet the memory limit, not its CPU share, on a busy machine too.
 LIMITS_FOR = {
-    "memory_bomb": Limits(wall_s=10, submission_s=60, cpu_s=3, memory_mb=256, processes=32)
+    "memory_bomb": Limits(wall_s=10, submission_s=60, cpu_s=3, memory_mb=256, processes=32),
+    # Without bubblewrap the allocations hit the host's file system: kernel time, CPU share.
+    "fill_disk": Limits(wall_s=10, submission_s=60, cpu_s=3, memory_mb=256, processes=32),
 }
 WORST_CASE_S = 45  # no adversarial submission may hold the grader longer (2 cores, busy)
 FILES = sorted(ADVERSARIAL.glob("*.py"))
