@@ -140,7 +140,7 @@ def _from_frame(frame: Frame, wall_s: float, isolation: str, limits: Limits, cap
 
 def _fate(raw: Raw, session: Session, isolation: str) -> ChildResult:
     """The case in flight when the child ended: stopped for time, or the runner broke."""
-    wall = max(0.0, time.monotonic() - session._sent_at)
+    wall = max(0.0, time.monotonic() - session.sent_at)
     stderr = raw.stderr
     if session.broken:
         stderr = f"the sandboxed runner broke its protocol ({session.broken})\n{stderr}"

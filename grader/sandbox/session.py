@@ -42,7 +42,7 @@ class Session:
     broken: str | None = None  # why the runner was judged broken (protocol error)
     _order: list[int] = field(default_factory=list)
     _pending: bytes = b""
-    _sent_at: float = 0.0
+    sent_at: float = 0.0  # when the case in flight was sent
 
     def __post_init__(self) -> None:
         self._order = list(self.messages)
@@ -53,7 +53,10 @@ class Session:
         Raises ``subprocess.TimeoutExpired`` when a deadline passes (``current`` is then the
         case in flight, or None when the submission's time ran out between cases).
         """
-        pidfd = os.pidfd_open(child.pid)
+        try:
+            pidfd = os.pidfd_open(child.pid)  # wakes the loop the moment the child exits
+        except (AttributeError, OSError):
+            pidfd = None  # an old kernel: poll every 50 ms instead
         stdin, stdout = child.stdin.fileno(), child.stdout.fileno()
         os.set_blocking(stdin, False)
         reading = True
@@ -63,9 +66,10 @@ class Session:
                 left = self._time_left()
                 if left <= 0:
                     raise subprocess.TimeoutExpired(child.args, self.wall_s)
-                readers = [pidfd] + ([stdout] if reading else [])
+                readers = ([] if pidfd is None else [pidfd]) + ([stdout] if reading else [])
                 writers = [stdin] if self._pending else []
-                readable, writable, _ = select.select(readers, writers, [], left)
+                step = left if pidfd is not None else min(left, 0.05)
+                readable, writable, _ = select.select(readers, writers, [], step)
                 if writable:
                     self._write_some(stdin)
                 if stdout in readable:
@@ -73,16 +77,18 @@ class Session:
                     reading = bool(data)
                     if data and self._heard(data, child):
                         return self._finish(child)
-                if pidfd in readable and not (reading and stdout in readable):
+                exited = pidfd in readable if pidfd is not None else child.poll() is not None
+                if exited and not (reading and stdout in readable):
                     return child.wait()
         finally:
-            os.close(pidfd)
+            if pidfd is not None:
+                os.close(pidfd)
 
     def _time_left(self) -> float:
         now = time.monotonic()
         limit = self.deadline
         if self.current is not None:
-            limit = min(limit, self._sent_at + self.wall_s)
+            limit = min(limit, self.sent_at + self.wall_s)
         return limit - now
 
     def _next(self, child: subprocess.Popen) -> None:
@@ -93,7 +99,7 @@ class Session:
                 continue
             self.current = index
             self._pending = self.messages[index]
-            self._sent_at = time.monotonic()
+            self.sent_at = time.monotonic()
             return
         self.current = None
         child.stdin.close()
@@ -118,7 +124,7 @@ class Session:
             if self.current is None or self._pending:  # an answer nobody asked for
                 self.broken = "an answer before its case was sent"
                 return True
-            self.answers[self.current] = Answer(frame, time.monotonic() - self._sent_at)
+            self.answers[self.current] = Answer(frame, time.monotonic() - self.sent_at)
             group = self.groups.get(self.current)
             if frame.code in TIME_SIGNALS and group is not None:
                 self.timed_out_groups.add(group)

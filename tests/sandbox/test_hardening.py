@@ -273,3 +273,16 @@ def test_report_of_a_submission_is_private(unit, solution, tmp_path):
         == 0
     )
     assert out.stat().st_mode & 0o777 == 0o600
+
+
+def test_the_runner_works_without_pidfd(monkeypatch, unit, solution):
+    """Kernels without pidfd_open: the parent polls for the child's exit instead."""
+
+    def missing(pid):
+        raise OSError("pidfd_open is not supported")
+
+    monkeypatch.setattr("grader.sandbox.session.os.pidfd_open", missing)
+    path = unit.lab_dir / "traces" / "mixed.json"
+    result = run_simulation(unit.lab_dir, {"policies.py": solution}, path, ["--policy", "both"])
+    assert result.returncode == 0, result.stderr
+    assert [r["policy"] for r in json.loads(result.output)["runs"]] == ["fcfs", "chunked"]
