@@ -1,19 +1,21 @@
-"""Grade one submission: run every graded case in a child process, verify, compare, score.
+"""Grade one submission: run every graded case in the sandbox, verify, compare, score.
 
     grade_submission(unit, submission, cases=None, limits=None) -> GradeReport
 
-Per case the student's editable files run in a fresh copy of the lab folder (see
-``sandbox.run_simulation``); everything after that happens here, in the trusted parent:
+The cases run in a fresh copy of the lab folder (``sandbox.run_cases``: one child, each case's
+results back before the next case is sent, visible cases first, a policy that runs out of time
+not run again), after ``sandbox.require_safe_isolation`` has refused any mode in which a child
+could reach the unit's hidden material. Everything after that happens in the trusted parent
+(``verdict.judge``): the run file is parsed with bounded numbers and validated against the
+lab's published JSON Schemas; the run must be the one asked for; ``verify.replay_run`` replays
+the event log against the device rules, rebuilds every token time and recomputes the metrics;
+the result is compared with the golden run (1e-6 ms).
 
-1. the run file is parsed and validated against the lab's published JSON Schemas;
-2. the run must be the one asked for (policy, params, device, trace, no fault switch);
-3. ``verify.replay_run`` replays the event log against the device rules, rebuilds every token
-   time and recomputes the metrics, flagging reported statistics that disagree;
-4. the schedule, token times and metrics are compared with the golden run (1e-6 ms).
-
-Scoring per case: ``passed`` full points; ``wrong_schedule`` half the points scaled by the share
-of requests whose token times match golden; every other status 0. Feedback on a hidden case
-names only the kind of failure (never ids, arrival times or token counts).
+Scoring per case: ``passed`` full points; ``wrong_schedule`` on a public case half the points
+scaled by the share of requests whose token times match golden, on a hidden case half the
+points when at least half of them match, else none; every other status 0. Feedback on a
+hidden case names only the kind of failure (never ids, arrival times or token counts). A
+failure of the grader's environment raises ``EnvironmentFailure``, never a score.
 """
 
 from __future__ import annotations

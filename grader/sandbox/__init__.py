@@ -6,20 +6,23 @@ Interface used by grading (keep it stable):
     run_cases(lab_dir, submission_files, runs, limits) -> list[ChildResult]
 
 Per call, a fresh private temp folder gets a pristine copy of the lab folder (its ``tests``
-left out), the student's editable files and the one trace. ``simulate.py`` runs there in a child
-process that is, depending on what the host allows (see ``docs/sandbox.md``):
+left out), the student's editable files and the runner (``case_runner.py``); the cases' traces
+are sent to it one at a time. It runs in a child process that is, depending on what the host
+allows (see ``docs/sandbox.md``):
 
 - ``bwrap``: inside bubblewrap (``--unshare-all``: no network, own PID/IPC/UTS namespaces), with
-  only the Python install, ``/usr`` and the case folder bound read-only and one writable output
-  folder; nothing else of the host (the course repo included) exists in its file system;
+  only the Python install, ``/usr`` and the case folder bound read-only and size-capped tmpfs
+  for ``/tmp`` and the output folder; nothing else of the host (the course repo included)
+  exists in its file system;
 - ``rlimits``: the fallback, a plain child process; refused unless the grader is root (a
   dedicated uid) and the hidden material is private (``require_safe_isolation``).
 
 In both modes the child gets rlimits (CPU seconds, address space, file size, open files,
-processes), a scrubbed environment, a wall-clock timeout that kills its whole session, and, when
-the grader runs as root, a dedicated unprivileged uid (fresh per call, so concurrent cases cannot
-see or signal each other) under which every leftover process is killed afterwards. The mode that
-ran is in every ``ChildResult.isolation`` ("bwrap+uid", "bwrap", "rlimits+uid", "rlimits").
+processes), a scrubbed environment, wall-clock deadlines per case and per submission that the
+parent alone keeps, and, when the grader runs as root, a dedicated unprivileged uid (reserved
+with a lock across grader processes, so no two children on the host share one) under which
+every leftover process is killed afterwards. The mode that ran is in every
+``ChildResult.isolation`` ("bwrap+uid", "bwrap", "rlimits+uid").
 
 Each case's results (exit status, stdout/stderr tails, run file) come back over the runner's
 stdout in one frame whose every length the parent bounds, before the next case is sent; the
