@@ -1,19 +1,21 @@
-"""Grade one submission: run every graded case in a child process, verify, compare, score.
+"""Grade one submission: run every graded case in the sandbox, verify, compare, score.
 
     grade_submission(unit, submission, cases=None, limits=None) -> GradeReport
 
-Per case the student's editable files run in a fresh copy of the lab folder (see
-``sandbox.run_simulation``); everything after that happens here, in the trusted parent:
+The cases run in a fresh copy of the lab folder (``sandbox.run_cases``: one child, each case's
+results back before the next case is sent, visible cases first, a policy that runs out of time
+not run again), after ``sandbox.require_safe_isolation`` has refused any mode in which a child
+could reach the unit's hidden material. Everything after that happens in the trusted parent
+(``verdict.judge``): the run file is parsed with bounded numbers and validated against the
+lab's published JSON Schemas; the run must be the one asked for; ``verify.replay_run`` replays
+the event log against the device rules, rebuilds every token time and recomputes the metrics;
+the result is compared with the golden run (1e-6 ms).
 
-1. the run file is parsed and validated against the lab's published JSON Schemas;
-2. the run must be the one asked for (policy, params, device, trace, no fault switch);
-3. ``verify.replay_run`` replays the event log against the device rules, rebuilds every token
-   time and recomputes the metrics, flagging reported statistics that disagree;
-4. the schedule, token times and metrics are compared with the golden run (1e-6 ms).
-
-Scoring per case: ``passed`` full points; ``wrong_schedule`` half the points scaled by the share
-of requests whose token times match golden; every other status 0. Feedback on a hidden case
-names only the kind of failure (never ids, arrival times or token counts).
+Scoring per case: ``passed`` full points; ``wrong_schedule`` on a public case half the points
+scaled by the share of requests whose token times match golden, on a hidden case half the
+points when at least half of them match, else none; every other status 0. Feedback on a
+hidden case names only the kind of failure (never ids, arrival times or token counts). A
+failure of the grader's environment raises ``EnvironmentFailure``, never a score.
 """
 
 from __future__ import annotations
@@ -21,27 +23,34 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import replace
 from pathlib import Path
 
-from . import verify
 from .cases import Case, case_trace_doc, load_grading, trace_path
-from .course.golden import case_device, load_golden
+from .course.golden import load_golden
+from .gradelimits import hidden_material, limits_for, run_file_cap
 from .report import CaseResult, GradeReport, Status
-from .sandbox import CaseRun, ChildResult, Limits, SandboxError, run_cases, run_simulation
+from .sandbox import (
+    CaseRun,
+    ChildResult,
+    Limits,
+    SandboxError,
+    require_safe_isolation,
+    run_cases,
+    run_simulation,
+)
 from .submission import Submission, load_submission
 from .units import Unit, UnitError, load_unit
-from .verify import compare
-from .verify.runschema import validate_run_file
+from .verdict import Verdict, judge
 
 __all__ = [
     "CaseResult",
+    "EnvironmentFailure",
     "GradeReport",
     "GradingError",
     "Limits",
@@ -52,11 +61,17 @@ __all__ = [
 ]
 
 WRONG_SCHEDULE_SHARE = 0.5  # most a wrong schedule can earn, times the share of right requests
-NOT_IMPLEMENTED = re.compile(r"is not implemented yet|NotImplementedError")
+HIDDEN_HALF_SHARE = 0.5  # a hidden case earns half its points from this share of right requests
+SKIPPED_AFTER_TIMEOUT = "this policy ran out of time on an earlier case"
 
 
 class GradingError(Exception):
     """Grading itself could not run (bad unit, missing golden files, bad submission)."""
+
+
+class EnvironmentFailure(GradingError):
+    """The grader's environment failed (sandbox refused or broken, disk, permissions): not the
+    submission's fault, so no score may be recorded for it."""
 
 
 Runner = Callable[[Path, dict, Path, list, Limits], ChildResult]
@@ -78,29 +93,17 @@ def grade_submission(
     run in-process); ``jobs`` is how many cases run at once (default: up to 2).
     """
     started = time.monotonic()
-    try:
-        if isinstance(unit, str):
-            unit = load_unit(unit)
-        grading = load_grading(unit)
-        selected = [grading.by_id(c) for c in cases] if cases else list(grading.cases)
-        goldens = {case.id: load_golden(unit, case) for case in selected}
-    except UnitError as exc:
-        raise GradingError(str(exc)) from None
-    if not isinstance(submission, Submission):
-        from .submission import SubmissionError
-
-        try:
-            submission = load_submission(Path(submission), unit.editable)
-        except SubmissionError as exc:
-            raise GradingError(str(exc)) from None
+    unit, selected, goldens, submission = _inputs(unit, cases, submission)
     run = runner or run_simulation
-    limits = limits or Limits(wall_s=grading.timeout_s)
+    limits = limits or limits_for(unit)
     workers = max(1, jobs) if jobs else min(2, os.cpu_count() or 1)
     if getattr(run, "in_process", False):
         workers = 1
 
     children: dict[str, ChildResult] = {}
-    if runner is None and not limits.one_child_per_case and len(selected) > 1:
+    if runner is None:
+        with _environment_errors():
+            require_safe_isolation(hidden_material(unit))
         children = _run_all_cases(unit, selected, submission.files, limits)
 
     def one(case: Case) -> tuple[CaseResult, str]:
@@ -130,6 +133,26 @@ def grade_submission(
         hidden_visibility=str(unit.doc["grading"].get("hidden_visibility", "after_published")),
         seconds=time.monotonic() - started,
     )
+
+
+def _inputs(unit: Unit | str, cases: list[str] | None, submission: Path | Submission):
+    """(unit, selected cases, golden per case id, submission), or ``GradingError``."""
+    try:
+        if isinstance(unit, str):
+            unit = load_unit(unit)
+        grading = load_grading(unit)
+        selected = [grading.by_id(c) for c in cases] if cases else list(grading.cases)
+        goldens = {case.id: load_golden(unit, case) for case in selected}
+    except UnitError as exc:
+        raise GradingError(str(exc)) from None
+    if not isinstance(submission, Submission):
+        from .submission import SubmissionError
+
+        try:
+            submission = load_submission(Path(submission), unit.editable)
+        except SubmissionError as exc:
+            raise GradingError(str(exc)) from None
+    return unit, selected, goldens, submission
 
 
 KEYED_NOTE = (
@@ -170,10 +193,11 @@ def grade_case(
     """
     started = time.monotonic()
     trace_doc = case_trace_doc(unit, case)
+    ran_s = child.wall_s if child is not None else 0.0
     if child is None:
         with tempfile.TemporaryDirectory(prefix="infralab-trace-") as tmp:
             path = _write_case_trace(unit, case, trace_doc, Path(tmp) / "trace.json")
-            with _child_start_errors(f"case '{case.id}': "):
+            with _environment_errors(f"case '{case.id}': "):
                 child = runner(unit.lab_dir, files, path, case.argv(), limits)
     verdict = judge(unit, case, trace_doc, golden, child)
     points = _points(case, verdict)
@@ -186,7 +210,7 @@ def grade_case(
         status=verdict.status,
         feedback=verdict.hidden_text() if case.hidden else verdict.visible_text(),
         staff_detail=verdict.visible_text(),
-        seconds=time.monotonic() - started,
+        seconds=ran_s + time.monotonic() - started,
     )
     return result, child.isolation
 
@@ -203,177 +227,65 @@ def _write_case_trace(unit: Unit, case: Case, trace_doc: dict, path: Path) -> Pa
 def _run_all_cases(
     unit: Unit, selected: list[Case], files: dict[str, bytes], limits: Limits
 ) -> dict[str, ChildResult]:
-    """Every selected case from one sandboxed child (``sandbox.run_cases``), by case id.
+    """Every selected case in the sandbox (``sandbox.run_cases``), by case id.
 
-    Visible cases go first: a case never sees a later case's trace, so no hidden trace can
-    reach a case whose output the student is shown.
+    Visible cases go first, so each visible case's results are back before any hidden trace
+    is sent. The cases of a policy share a group: once one runs out of time, the policy's
+    other cases get the same verdict without running (unless ``limits.all_cases``). With
+    ``limits.one_child_per_case`` each case gets a fresh child, within the same submission
+    deadline.
     """
     selected = sorted(selected, key=lambda case: case.hidden)
     with tempfile.TemporaryDirectory(prefix="infralab-traces-") as tmp:
         runs = []
         for number, case in enumerate(selected):
             path = Path(tmp) / f"trace-{number}.json"
-            _write_case_trace(unit, case, case_trace_doc(unit, case), path)
-            runs.append(CaseRun(path, case.argv()))
-        with _child_start_errors():
-            results = run_cases(unit.lab_dir, files, runs, limits)
+            doc = case_trace_doc(unit, case)
+            _write_case_trace(unit, case, doc, path)
+            runs.append(CaseRun(path, case.argv(), case.policy, run_file_cap(doc)))
+        with _environment_errors():
+            if limits.one_child_per_case:
+                results = _one_child_each(unit.lab_dir, files, runs, limits)
+            else:
+                results = run_cases(unit.lab_dir, files, runs, limits)
     return {case.id: result for case, result in zip(selected, results, strict=True)}
 
 
+def _one_child_each(lab_dir: Path, files, runs: list[CaseRun], limits: Limits) -> list:
+    """Each case in a fresh child, all within one submission deadline and policy timeouts."""
+    deadline = time.monotonic() + limits.submission_s
+    results, timed_out = [], {}
+    for run in runs:
+        left = deadline - time.monotonic()
+        if run.group in timed_out and not limits.all_cases:
+            results.append(replace(timed_out[run.group], skipped=SKIPPED_AFTER_TIMEOUT, wall_s=0))
+            continue
+        result = run_cases(lab_dir, files, [run], replace(limits, submission_s=max(0, left)))[0]
+        results.append(result)
+        if result.out_of_time and run.group:
+            timed_out.setdefault(run.group, result)
+    return results
+
+
 @contextlib.contextmanager
-def _child_start_errors(where: str = "") -> Iterator[None]:
-    """A sandbox that cannot start the child is a ``GradingError`` (not the submission's)."""
+def _environment_errors(where: str = "") -> Iterator[None]:
+    """A sandbox that cannot run is an ``EnvironmentFailure``: the grader's, not the
+    submission's, so a batch records no score and retries it on the next run."""
     try:
         yield
     except (OSError, subprocess.SubprocessError, SandboxError) as exc:
-        raise GradingError(f"{where}could not start the child run ({exc})") from exc
-
-
-@dataclass
-class Verdict:
-    status: Status
-    summary: str  # safe for hidden cases: no ids, times or counts
-    detail: str = ""  # visible cases only
-    share: float = 0.0  # for WRONG_SCHEDULE: share of requests whose token times match
-
-    def visible_text(self) -> str:
-        return self.hidden_text() + (f"\n{self.detail}" if self.detail else "")
-
-    def hidden_text(self) -> str:
-        return f"{self.status.words}: {self.summary}" if self.summary else self.status.words
+        raise EnvironmentFailure(f"{where}the sandbox could not run ({exc})") from exc
 
 
 def _points(case: Case, verdict: Verdict) -> float:
+    """Full points for a pass; for a wrong schedule, on a visible case half the points times
+    the share of matching requests, on a hidden case coarse credit only (half the points
+    when at least half of the requests match, else none), so a hidden case's score never
+    tells how many of its requests matched."""
     if verdict.status is Status.PASSED:
         return case.points
-    if verdict.status is Status.WRONG_SCHEDULE:
-        return round(case.points * WRONG_SCHEDULE_SHARE * verdict.share, 2)
-    return 0.0
-
-
-def judge(unit: Unit, case: Case, trace_doc: dict, golden: dict, child: ChildResult) -> Verdict:
-    """Everything the trusted parent decides about one child run."""
-    if child.out_of_time:
-        limit = child.limit or "wall time"
-        return Verdict(Status.TIMEOUT, f"the run did not finish within the {limit} limit")
-    if child.limit:  # memory, file size: stopped by the sandbox
-        return Verdict(Status.CRASH, f"the run was {child.summary}")
-    if child.output_error:
-        return Verdict(Status.INVALID_SCHEDULE, child.summary)
-    if child.returncode != 0:
-        stderr = child.stderr or ""
-        if NOT_IMPLEMENTED.search(stderr):
-            return Verdict(
-                Status.NOT_IMPLEMENTED,
-                f"{case.policy}() in policies.py is not implemented yet",
-            )
-        return Verdict(
-            Status.CRASH,
-            _crash_summary(child),
-            detail=f"exit code {child.returncode}\n{student_traceback(stderr)}",
-        )
-    if child.output is None:
-        return Verdict(Status.CRASH, "simulate.py exited without writing its run file")
-    try:
-        document = json.loads(child.output.decode("utf-8"), parse_constant=_reject_constant)
-    except (UnicodeDecodeError, ValueError, RecursionError):
-        return Verdict(Status.INVALID_SCHEDULE, "the run file is not valid JSON")
-    schema_error = validate_run_file(unit, document)
-    if schema_error:
-        return Verdict(
-            Status.INVALID_SCHEDULE, f"the run file does not match the schema ({schema_error})"
-        )
-    mismatch = _run_identity(unit, case, document, trace_doc)
-    if mismatch:
-        return Verdict(Status.INVALID_SCHEDULE, mismatch)
-    run = document["runs"][0]
-    device = golden["device"]
-    problems, replay = verify.replay_run(run, trace_doc, device, unit=unit)
-    invalid = [p for p in problems if p.kind is verify.ProblemKind.INVALID_SCHEDULE]
-    if invalid:
-        return Verdict(
-            Status.INVALID_SCHEDULE,
-            invalid[0].safe_text(),
-            detail="\n".join(p.message for p in invalid[:3]),
-        )
-    if problems:
-        names = ", ".join(dict.fromkeys(p.statistic for p in problems))
-        detail = "\n".join(p.message for p in problems[:3])
-        if run["fault"]:
-            detail += f"\n(the run file says fault switch {run['fault']} was on)"
-        return Verdict(
-            Status.INCONSISTENT_STATS,
-            f"reported {names} disagree(s) with the timeline",
-            detail=detail,
-        )
-    if run["fault"]:
-        return Verdict(Status.INVALID_SCHEDULE, "the run file was made with a fault switch on")
-    comparison = compare.compare_with_golden(run, replay, golden["run"])
-    if comparison.same:
-        return Verdict(Status.PASSED, "")  # feedback: "passed"
-    share = comparison.matching_requests / comparison.total_requests
-    detail = ""
-    if comparison.divergence is not None:
-        order = {r["id"]: n for n, r in enumerate(golden["run"]["requests"])}
-        div = comparison.divergence
-        detail = (
-            f"first divergence: {div.text()}\n"
-            f"{compare.side_by_side(golden['run']['events'], run['events'], order, div.index)}"
-        )
-    elif comparison.metric_mismatch:
-        detail = f"recomputed {comparison.metric_mismatch} differs from the reference"
-    return Verdict(
-        Status.WRONG_SCHEDULE,
-        "",
-        detail=detail,
-        share=share,
-    )
-
-
-def _reject_constant(token: str):
-    raise ValueError(f"{token} is not valid JSON")
-
-
-_LAB_PATH = re.compile(r'File "[^"]*?/([^/"]+\.py)"')
-
-
-def student_traceback(stderr: str, limit: int = 20) -> str:
-    """The part of a child's stderr a student needs: their own frames and the error line.
-
-    Temp-folder paths are shortened to the file name; frames inside the engine before the
-    first frame of an editable file are dropped.
-    """
-    lines = _LAB_PATH.sub(r'File "\1"', stderr.strip()).splitlines()
-    starts = [n for n, line in enumerate(lines) if line.startswith("Traceback")]
-    if not starts:
-        return "\n".join(lines[-limit:])
-    block = lines[starts[-1] :]
-    own = next((n for n, line in enumerate(block) if 'File "policies.py"' in line), 1)
-    kept = [block[0], *block[max(own, 1) :]]
-    return "\n".join(kept[-limit:])
-
-
-def _crash_summary(child: ChildResult) -> str:
-    """What stopped the child, in words safe for hidden cases.
-
-    Deliberately coarse: the exception's type or message would be a channel through which a
-    submission could smuggle details of a hidden trace out. Visible cases add the traceback.
-    """
-    if "simulate.py: error:" in (child.stderr or ""):
-        return "the engine rejected a batch the policy returned"
-    return "an exception was raised in the run"
-
-
-def _run_identity(unit: Unit, case: Case, document: dict, trace_doc: dict) -> str | None:
-    """Why the run file is not the run this case asked for (None when it is)."""
-    runs = document["runs"]
-    if len(runs) != 1:
-        return f"the run file holds {len(runs)} runs, expected exactly one"
-    run = runs[0]
-    if run["policy"] != case.policy or run["params"] != case.params:
-        return "the run file is for another policy or other parameters"
-    if run["device"] != case_device(unit, case).to_json():
-        return "the run file's device profile is not the case's"
-    if document["trace"] != trace_doc:
-        return "the run file's trace is not the case's trace"
-    return None
+    if verdict.status is not Status.WRONG_SCHEDULE:
+        return 0.0
+    if case.hidden:
+        return case.points * WRONG_SCHEDULE_SHARE if verdict.share >= HIDDEN_HALF_SHARE else 0.0
+    return round(case.points * WRONG_SCHEDULE_SHARE * verdict.share, 2)
