@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 from grader import batch, grading, sandbox  # noqa: E402
 from grader.cases import load_grading  # noqa: E402
-from grader.submission import Submission  # noqa: E402
+from grader.grading.submission import Submission  # noqa: E402
 from grader.units import load_unit  # noqa: E402
 
 CRASHING = {

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ..grading import GradingError
+from ..grading.grade import GradingError
 from ..units import UnitError
 from .common import add_unit, load_with_engine, show_path, stale_golden
 
@@ -50,12 +50,12 @@ ENVIRONMENT_EXIT = 3  # grading could not run because of the grader's environmen
 
 
 def _grade(args, extra: list[str]) -> int:
-    from ..grading import EnvironmentFailure, grade_submission, limits_for
+    from ..grading.grade import EnvironmentFailure, grade_submission, limits_for
 
     if len(args.submission) > 1 or args.out:
-        from .. import batch
+        from ..grading import cohort
 
-        return batch.run_cli(args)
+        return cohort.run_cli(args)
     args.submission = args.submission[0]
 
     outputs = [Path(p) for p in (args.json, args.gradescope) if p]

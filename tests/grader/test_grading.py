@@ -9,7 +9,7 @@ import textwrap
 import jsonschema
 
 from grader.cases import load_grading
-from grader.grading import Status, grade_submission
+from grader.grading.grade import Status, grade_submission
 from grader.sandbox import Limits
 
 GRADESCOPE_SCHEMA = {

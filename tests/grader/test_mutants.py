@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from grader.cli import main
-from grader.grading import KEYED_NOTE, Status, grade_submission
+from grader.grading.grade import KEYED_NOTE, Status, grade_submission
 from grader.traces.mutants import list_mutants
 
 # mutant -> the kind of failure it gets on every case that catches it

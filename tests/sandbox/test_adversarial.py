@@ -30,10 +30,10 @@ from conftest import ADVERSARIAL
 
 from grader import sandbox
 from grader.cases import load_grading
-from grader.grading import Status, grade_submission
-from grader.inprocess import run_in_process
+from grader.grading.grade import Status, grade_submission
+from grader.grading.inprocess import run_in_process
+from grader.grading.submission import Submission
 from grader.sandbox import Limits
-from grader.submission import Submission
 from grader.units import REPO_ROOT
 
 LIMITS = Limits(wall_s=10, submission_s=60, cpu_s=0.3, memory_mb=256, processes=32)

@@ -18,9 +18,9 @@ import pytest
 from conftest import ADVERSARIAL, as_root
 
 from grader import sandbox
-from grader.grading import EnvironmentFailure, GradingError, grade_submission
+from grader.grading.grade import EnvironmentFailure, GradingError, grade_submission
+from grader.grading.submission import Submission, SubmissionError, load_submission
 from grader.sandbox import Limits, host, run_cases, run_simulation, uids
-from grader.submission import Submission, SubmissionError, load_submission
 
 FAST = Limits(wall_s=10, submission_s=60, cpu_s=2, memory_mb=512)
 
@@ -245,7 +245,7 @@ def test_two_graders_side_by_side(unit, solution, tmp_path):
 
 
 def test_run_file_cap_follows_the_trace(unit):
-    from grader.grading import run_file_cap
+    from grader.grading.grade import run_file_cap
 
     small = json.loads((unit.lab_dir / "traces" / "prefill-only.json").read_text())
     big = json.loads((unit.traces_dir / "hidden" / "azure-conv.json").read_text())
@@ -253,7 +253,7 @@ def test_run_file_cap_follows_the_trace(unit):
 
 
 def test_untrusted_numbers_are_bounded():
-    from grader.verdict import bounded_json
+    from grader.grading.verdict import bounded_json
 
     assert bounded_json(b'{"a": 12.5, "b": [1, 2]}') == {"a": 12.5, "b": [1, 2]}
     for bad in (b'{"a": 1' + b"0" * 400 + b"}", b'{"a": 1e300}', b'{"a": NaN}'):

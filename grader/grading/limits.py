@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .cases import load_grading
-from .sandbox import Limits
-from .units import Unit, load_unit
+from ..cases import load_grading
+from ..sandbox import Limits
+from ..units import Unit, load_unit
 
 RUN_FILE_BASE = 64 * 1024  # run-file cap: this much, plus
 RUN_FILE_PER_UNIT = 1024  # this much per request and per input or output token of the trace

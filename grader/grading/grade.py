@@ -31,11 +31,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
-from .cases import Case, case_trace_doc, load_grading, trace_path
-from .course.golden import load_golden
-from .gradelimits import hidden_material, limits_for, run_file_cap
-from .report import CaseResult, GradeReport, Status
-from .sandbox import (
+from ..cases import Case, case_trace_doc, load_grading, trace_path
+from ..course.golden import load_golden
+from ..sandbox import (
     CaseRun,
     ChildResult,
     Limits,
@@ -44,8 +42,10 @@ from .sandbox import (
     run_cases,
     run_simulation,
 )
+from ..units import Unit, UnitError, load_unit
+from .limits import hidden_material, limits_for, run_file_cap
+from .report import CaseResult, GradeReport, Status
 from .submission import Submission, load_submission
-from .units import Unit, UnitError, load_unit
 from .verdict import Verdict, judge
 
 __all__ = [

@@ -29,13 +29,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .batchcsv import csv_text
-from .cases import load_grading
+from ..cases import load_grading
+from ..jsonio import write_json, write_text_atomic
+from ..sandbox import Limits, SandboxError, require_safe_isolation
+from ..units import Unit, UnitError, load_unit
+from .cohort_csv import csv_text
 from .fingerprint import grader_version, inputs_fingerprint, submission_hash
-from .gradelimits import hidden_material
-from .jsonio import write_json, write_text_atomic
-from .sandbox import Limits, SandboxError, require_safe_isolation
-from .units import Unit, UnitError, load_unit
+from .limits import hidden_material
 
 REPORTS = "reports"
 STAFF = "staff"
@@ -93,7 +93,7 @@ def is_finished(doc: dict | None, fingerprint: dict) -> bool:
 def _grade_one(task: tuple) -> tuple[str, str | None]:
     """Worker: grade one submission and write its reports; (name, None) or (name, failure)."""
     unit_id, name, source, out, limits, cases, fingerprint = task
-    from .grading import EnvironmentFailure, GradingError, grade_submission
+    from .grade import EnvironmentFailure, GradingError, grade_submission
 
     failure, staff = None, None
     try:
@@ -265,7 +265,7 @@ def run_cli(args) -> int:
         raise UnitError("--json and --gradescope grade one submission; with many, use --out")
     if not args.out:
         raise UnitError("grading several submissions needs --out DIR (reports and scores.csv)")
-    from .grading import limits_for
+    from .grade import limits_for
 
     limits = None
     if args.timeout or args.all_cases:

@@ -15,14 +15,14 @@ import math
 import re
 from dataclasses import dataclass
 
-from . import verify
-from .cases import Case
-from .course.golden import case_device
+from .. import verify
+from ..cases import Case
+from ..course.golden import case_device
+from ..sandbox import ChildResult
+from ..units import Unit
+from ..verify import compare
+from ..verify.runschema import validate_run_file
 from .report import Status
-from .sandbox import ChildResult
-from .units import Unit
-from .verify import compare
-from .verify.runschema import validate_run_file
 
 NOT_IMPLEMENTED = re.compile(r"is not implemented yet|NotImplementedError")
 MISSING_POLICY = re.compile(r"AttributeError: module 'policies' has no attribute '(\w{1,64})'")

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-from .cases import Visibility
+from ..cases import Visibility
 
 WHEN_SHOWN = {  # Gradescope visibility of hidden tests -> when a student sees them
     "after_published": "when grades are published",

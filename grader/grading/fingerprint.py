@@ -18,8 +18,8 @@ import os
 from dataclasses import asdict
 from pathlib import Path
 
-from .sandbox import Limits
-from .units import Unit
+from ..sandbox import Limits
+from ..units import Unit
 
 GRADER_DIR = Path(__file__).resolve().parent
 MAX_HASHED_BYTES = 256 << 20  # a submission folder beyond this is hashed by names and sizes
