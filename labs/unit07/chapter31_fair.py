@@ -109,7 +109,12 @@ def weighted_stats(requests=((11, 20.0), (101, 50.0))) -> dict:
 
 def stall_example(itls=(10.0,) * 10 + (500.0,)) -> dict:
     """A single long pause hidden in a request's TPOT."""
-    return {"count": len(itls), "tpot": sum(itls) / len(itls), "worst": max(itls)}
+    return {
+        "count": len(itls),
+        "base": min(itls),
+        "tpot": sum(itls) / len(itls),
+        "worst": max(itls),
+    }
 
 
 def _fifo(arrivals: list[float], service: float, stall: tuple[float, float]) -> list[float]:

@@ -337,4 +337,12 @@ def test_chapter_solutions_open_and_show_their_numbers(browser, server, width):
                 && !e.classList.contains('is-scrollable')).length"""
     )
     assert clipped == 0, "an opened solution holds a formula that overflows without the cue"
+    cut = page.evaluate(
+        """() => [...document.querySelectorAll('article math')]
+            .filter(m => !m.closest('.equation, table.data'))
+            .filter(m => m.getBoundingClientRect().right
+                > m.closest('p, li, td').getBoundingClientRect().right + 1)
+            .map(m => m.textContent)"""
+    )
+    assert cut == [], f"inline formulas wider than their line: {cut}"
     context.close()
