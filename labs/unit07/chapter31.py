@@ -12,12 +12,12 @@ from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
-from grader.plugins import load_file
+from grader.sitebuild.plugins import load_module
 
 _HERE = Path(__file__).resolve().parent
-rounds = load_file(_HERE / "chapter31_rounds.py")
-queues = load_file(_HERE / "chapter31_queues.py")
-fair = load_file(_HERE / "chapter31_fair.py")
+rounds = load_module(_HERE / "chapter31_rounds.py")
+queues = load_module(_HERE / "chapter31_queues.py")
+fair = load_module(_HERE / "chapter31_fair.py")
 
 KIB = 1024
 MIB = 1024 * KIB
@@ -192,7 +192,13 @@ def later_sections() -> dict:
         "estimator": rounds.estimator_example(),
         "priority": rounds.priority_example(),
         "area": queues.area_example(),
-        "transform": [queues.mm1_transform(80.0, 100.0, z) for z in (5.0, 30.0)],
+        "transform": {
+            "terms": 2000,
+            "points": [
+                {"z": z, "pair": queues.mm1_transform(80.0, 100.0, z, terms=2000)}
+                for z in (5.0, 30.0)
+            ],
+        },
         "admission": queues.admission_example(),
         "union": queues.union_bound(),
         "buffer": {
