@@ -1,0 +1,357 @@
+"""The unit 08 notebook's deliverables 2 (open vs closed loop) and 3 (operating point).
+
+``keys`` are the answer keys (``answer_keys.KEYS``), used only for the figures the model
+answers quote; the test cells ask the trusted grader for them at grading time.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from grader.course import nbcells
+from grader.course.nbcells import answer_code, locked_code, manual_answer, test_code, text
+from grader.plugins import load_file
+
+HERE = Path(__file__).resolve().parent
+UNIT = "unit08"
+SETUP = load_file(HERE / "notebook_setup.py")
+D2, D3 = SETUP.D2, SETUP.D3
+LOOP_FIELDS = [
+    "p50_ttft",
+    "p99_ttft",
+    "rejected",
+    "cancelled",
+    "attainment_submitted",
+    "attainment_succeeded",
+]
+LITTLE_FIELDS = [
+    "area_ms",
+    "clipped_residence_ms",
+    "mean_in_system",
+    "completion_rate_per_s",
+    "mean_residence_ms",
+]
+CLOSED = f"closed:{D2['users']}:{D2['think_ms']:g}"
+
+
+def hidden(body: str) -> str:
+    return nbcells.hidden(body, UNIT)
+
+
+def pct(x: float) -> str:
+    return f"{100 * x:.1f} %"
+
+
+def _loop_run(load: str, output: str) -> str:
+    return (
+        f'simulate("--trace", "{D2["trace"]}", "--tier", "{D2["tier"]}", "--load", {load},'
+        f' "--requests", "{D2["requests"]}", "--output", "{output}")'
+    )
+
+
+def d2_cells(keys: dict) -> list:
+    key = keys["protocol"]
+    closed, opened, rate = key["loops"]["closed"], key["loops"]["open"], key["rate"]
+    little = key["little"]
+    return [
+        text(
+            "d2_intro",
+            f"""
+## 交付 2 · 测量协议:闭环与开环
+
+同一个档位(`{D2["tier"]}`),同样从 `{D2["trace"]}` 里抽请求尺寸,发 {D2["requests"]} 个请求,
+用两种方式施加负载:
+
+- **闭环** `--load {CLOSED}`:{D2["users"]} 个用户,每个用户在上一个请求结束(完成、被拒绝或
+  被取消)之后思考 {D2["think_ms"]:g} ms,再发下一个。到达取决于完成。
+- **开环** `--load open:λ`:到达时刻按速率 λ 的泊松过程事先排好,不管服务器快慢。
+
+要比较两者,平均到达率必须相同。先跑闭环,从它的运行文件里算出它实际达到的 λ,再用这个 λ
+跑开环。
+
+**先预测,再运行。** 在下一个单元格写下你估计的两种负载下完成请求的 p99 TTFT(毫秒)。
+预测不按对错计分,但必须是数字。
+
+```python
+d2_prediction = {{"closed": ..., "open": ...}}
+```
+""",
+        ),
+        answer_code(
+            "d2_prediction_answer",
+            """
+### BEGIN SOLUTION
+# 闭环在变慢时自己少发请求,开环不会;同样的平均速率下,预计开环的尾部更长。
+d2_prediction = {"closed": 5000.0, "open": 8000.0}
+### END SOLUTION
+""",
+        ),
+        test_code(
+            "d2_prediction",
+            1,
+            "预测已填写。不按对错计分。",
+            'check_numbers(d2_prediction, shape(["closed", "open"]), "d2_prediction")',
+        ),
+        locked_code("d2_closed_run", _loop_run(f'"{CLOSED}"', "runs/closed.json")),
+        text(
+            "d2_rate_intro",
+            f"""
+从 `runs/closed.json` 算出闭环的平均到达率(请求/秒),两种算法都写:
+
+- `measured`:请求数 / 最后一个请求的到达时刻(换算成秒);
+- `little`:用 Little 定律,每个用户一个周期是「驻留 + 思考」,所以
+  λ = {D2["users"]} / (平均驻留 + {D2["think_ms"] / 1000:g} s),平均驻留是全部请求的
+  `statusMs − arrivalMs` 的平均值(换算成秒)。
+
+```python
+d2_rate = {{"measured": ..., "little": ...}}
+```
+""",
+        ),
+        answer_code(
+            "d2_rate_answer",
+            f"""
+closed = load_requests("runs/closed.json")
+### BEGIN SOLUTION
+_last_s = max(r["arrivalMs"] for r in closed) / 1000
+_residence_s = sum(r["statusMs"] - r["arrivalMs"] for r in closed) / len(closed) / 1000
+d2_rate = {{
+    "measured": len(closed) / _last_s,
+    "little": {D2["users"]} / (_residence_s + {D2["think_ms"] / 1000!r}),
+}}
+### END SOLUTION
+""",
+        ),
+        test_code(
+            "d2_rate",
+            2,
+            "闭环的平均到达率。本地只检查答案的形状;",
+            'check_numbers(d2_rate, shape(["measured", "little"]), "d2_rate")\n\n'
+            + hidden(
+                '_key = _trusted("expected", "protocol")\n'
+                'check_close(d2_rate, _key["rate"], "d2_rate")'
+            ),
+        ),
+        text(
+            "d2_open_intro",
+            f"""
+下面的单元格用你的 `measured`(保留两位小数)跑开环。然后用**你的** `measure.py` 给两次运行
+各算一组数,填进 `d2_loops`:完成请求的 p50、p99 TTFT(nearest-rank),被拒绝、被取消的请求数,
+以及 SLO(TTFT ≤ {D2["slo_ttft_ms"]:g} ms,TPOT ≤ {D2["slo_tpot_ms"]:g} ms)对已提交和对已成功
+请求的达成率(观察窗覆盖全部请求的到达;档位的质量检查这里不用)。
+
+最后在开环运行上,用 `measure.little` 检验 [{D2["little_start_ms"]:g}, {D2["little_end_ms"]:g}] ms
+这个窗口里 Little 定律的两边,把它返回的五个字段填进 `d2_little`。
+
+```python
+d2_loops = {{"closed": {{"p50_ttft": ..., "p99_ttft": ..., "rejected": ..., "cancelled": ...,
+                        "attainment_submitted": ..., "attainment_succeeded": ...}},
+            "open": {{...}}}}
+d2_little = {{"area_ms": ..., "clipped_residence_ms": ..., "mean_in_system": ...,
+             "completion_rate_per_s": ..., "mean_residence_ms": ...}}
+```
+""",
+        ),
+        locked_code(
+            "d2_open_run",
+            _loop_run("f\"open:{round(d2_rate['measured'], 2)}\"", "runs/open.json"),
+        ),
+        answer_code(
+            "d2_answer",
+            f"""
+import measure
+from servesim.metrics import percentile
+
+SLO2 = measure.Slo(ttft_ms={D2["slo_ttft_ms"]!r}, tpot_ms={D2["slo_tpot_ms"]!r})
+loops = {{"closed": closed, "open": load_requests("runs/open.json")}}
+### BEGIN SOLUTION
+d2_loops = {{}}
+for name, requests in loops.items():
+    ttfts = [r["ttftMs"] for r in requests if r["status"] == measure.COMPLETED]
+    report = measure.goodput(requests, SLO2, 0.0, max(r["statusMs"] for r in requests) + 1)
+    d2_loops[name] = {{
+        "p50_ttft": percentile(ttfts, 50),
+        "p99_ttft": percentile(ttfts, 99),
+        "rejected": sum(r["status"] == measure.REJECTED for r in requests),
+        "cancelled": sum(r["status"] == measure.CANCELLED for r in requests),
+        "attainment_submitted": report.attainment_over_submitted,
+        "attainment_succeeded": report.attainment_over_succeeded,
+    }}
+_little = measure.little(loops["open"], {D2["little_start_ms"]!r}, {D2["little_end_ms"]!r})
+d2_little = {{field: getattr(_little, field) for field in {LITTLE_FIELDS!r}}}
+### END SOLUTION
+""",
+        ),
+        test_code(
+            "d2_loops",
+            3,
+            "闭环与开环的尾延迟、失败数和达成率。本地只检查答案的形状;",
+            f'check_numbers(d2_loops, shape(["closed", "open"], shape({LOOP_FIELDS!r}, OPTIONAL)),'
+            ' "d2_loops")\n\n'
+            + hidden(
+                '_key = _trusted("expected", "protocol")\n'
+                'check_close(d2_loops, _key["loops"], "d2_loops")'
+            ),
+        ),
+        test_code(
+            "d2_little",
+            2,
+            "Little 定律的两边。本地检查形状,并检查两边相等;",
+            f'check_numbers(d2_little, shape({LITTLE_FIELDS!r}, OPTIONAL), "d2_little")\n'
+            'check_close(d2_little["area_ms"], d2_little["clipped_residence_ms"], "面积与驻留之和")'
+            "\n\n"
+            + hidden(
+                '_key = _trusted("expected", "protocol")\n'
+                'check_close(d2_little, _key["little"], "d2_little")'
+            ),
+        ),
+        text(
+            "d2_explain_prompt",
+            """
+**问题 2(人工评分)**:
+(a) 用你的两组数字比较闭环与开环:平均到达率相同,尾延迟和达成率有什么不同?和你的预测差在哪里?
+(b) 用这次实验说明什么是「协调遗漏」(coordinated omission):闭环少测到了哪些请求,为什么?
+(c) 如果要对外声称「这个档位在 λ 请求/秒下满足 SLO」,该用哪一种负载测量?Little 定律的两种
+λ 和面积检验在这里各起什么作用?
+""",
+        ),
+        manual_answer(
+            "d2_explain",
+            3,
+            f"""
+### BEGIN SOLUTION
+(a) 闭环实际达到 {rate["measured"]:.2f} 请求/秒(Little 定律估计 {rate["little"]:.2f}),开环按
+{round(rate["measured"], 2):g} 请求/秒发送。完成请求的 p99 TTFT:闭环 {closed["p99_ttft"]:.0f} ms,
+开环 {opened["p99_ttft"]:.0f} ms;p50 分别是 {closed["p50_ttft"]:.0f} 和 {opened["p50_ttft"]:.0f} ms;
+对已提交请求的达成率 {pct(closed["attainment_submitted"])} 对
+{pct(opened["attainment_submitted"])}。平均速率一样,开环的尾部更长、达成率更低。
+(b) 闭环里每个用户在等上一个请求结束之前不会发下一个。服务器一旦变慢,{D2["users"]} 个用户都
+卡在等待里,到达率自动下降,拥塞期间「本该到达」的请求被推迟到拥塞过去以后才发出,测量里
+根本没有它们,尾延迟因此被低估。真实用户不会因为别人慢就不来,开环保留了这些请求。
+(c) 要对外承诺某个速率下的 SLO,应该用开环(或真实 trace 的到达时刻)。Little 定律的两种 λ
+接近,说明闭环的速率算对了、开环比较的是同一个平均速率;面积等于驻留之和
+({little["area_ms"]:.0f} request·ms,平均 {little["mean_in_system"]:.1f} 个请求在系统中)说明运行
+文件里的到达和离开时刻自洽,这是检验,不是对延迟的结论。
+### END SOLUTION
+""",
+        ),
+    ]
+
+
+def d3_cells(keys: dict) -> list:
+    sweep = keys["sweep"]
+    best = sweep["target"]["cheapest"]
+    point = sweep["target"]["points"][best]
+    strict_best = sweep["strict"]["cheapest"]
+    strict_point = sweep["strict"]["points"][strict_best]
+    loads = ", ".join(f"{x:g}" for x in D3["loads"])
+    tiers = D3["tiers"]
+    run_sweep = (
+        f'sweep_points = run_sweep("{D3["trace"]}", {D3["loads"]!r}, {D3["requests"]}, '
+        f"{D3['seed']}, {D3['slo_ttft_ms']!r}, {D3['slo_tpot_ms']!r})"
+    )
+    return [
+        text(
+            "d3_intro",
+            f"""
+## 交付 3 · 工作点:最便宜的可行档位
+
+下面的单元格用你的 `policies.py` 和 `measure.py` 做一次 `sweep.py` 式的扫描:`tiers/` 里的
+每个档位({", ".join(f"`{t}`" for t in tiers)})× 开环负载 {loads} 请求/秒,每次
+{D3["requests"]} 个请求(种子 {D3["seed"]}),SLO 为 TTFT ≤ {D3["slo_ttft_ms"]:g} ms、
+TPOT ≤ {D3["slo_tpot_ms"]:g} ms,质量检查用各档位的 `qualityPassRate`。它打印表格,把两张图写进
+`runs/sweep/`,并返回 `sweep_points`:{{档位名: {{"price": 每小时价格, "points": {{负载: Point}}}}}}
+(`Point` 的字段见 `sweep.py`,其中 `point.goodput` 是你的 `measure.goodput` 的结果)。
+
+对每个档位,找出对已提交请求的达成率 ≥ 目标的**最高**负载(工作点),记下那里的负载、goodput
+(请求/秒)和每 1,000 个合格请求的成本 = 每小时价格 / (goodput × 3600) × 1000;没有可行负载的
+档位写 `None`。成本最低的档位是最便宜的可行档位(全都不可行时写 `None`)。目标取
+{D3["target"]:g};然后**不重新运行**,在同一组点上把目标提高到 {D3["strict_target"]:g} 再选一次。
+
+```python
+d3 = {{"target": {{"points": {{"large-paged": {{"load": ..., "goodput_per_s": ...,
+                                          "cost_per_1000": ...}}, "small-int8": None, ...}},
+                 "cheapest": "..."}},
+      "strict": {{...}}}}
+```
+""",
+        ),
+        locked_code("d3_run", run_sweep),
+        answer_code(
+            "d3_answer",
+            f"""
+TARGETS = {{"target": {D3["target"]!r}, "strict": {D3["strict_target"]!r}}}
+### BEGIN SOLUTION
+d3 = {{}}
+for label, target in TARGETS.items():
+    points, best, best_cost = {{}}, None, math.inf
+    for tier, entry in sweep_points.items():
+        feasible = [
+            load
+            for load, point in entry["points"].items()
+            if point.goodput.attainment_over_submitted >= target
+        ]
+        if not feasible:
+            points[tier] = None
+            continue
+        load = max(feasible)
+        goodput = entry["points"][load].goodput.goodput_per_s
+        cost = entry["price"] / (goodput * 3600) * 1000
+        points[tier] = {{"load": load, "goodput_per_s": goodput, "cost_per_1000": cost}}
+        if cost < best_cost:
+            best, best_cost = tier, cost
+    d3[label] = {{"points": points, "cheapest": best}}
+### END SOLUTION
+""",
+        ),
+        test_code(
+            "d3_target",
+            3,
+            f"目标 {D3['target']:g} 下各档位的工作点与最便宜的可行档位。本地只检查答案的形状;",
+            f'check_choice(d3["target"], {tiers!r}, "d3[\'target\']")\n\n'
+            + hidden(
+                '_key = _trusted("expected", "sweep")\n'
+                'check_close(d3["target"], _key["target"], "d3[\'target\']")'
+            ),
+        ),
+        test_code(
+            "d3_strict",
+            2,
+            f"目标 {D3['strict_target']:g} 下的选择。本地只检查答案的形状;",
+            f'check_choice(d3["strict"], {tiers!r}, "d3[\'strict\']")\n\n'
+            + hidden(
+                '_key = _trusted("expected", "sweep")\n'
+                'check_close(d3["strict"], _key["strict"], "d3[\'strict\']")'
+            ),
+        ),
+        text(
+            "d3_explain_prompt",
+            """
+**问题 3(人工评分)**:写出你的工作点论证。
+(a) 目标下最便宜的可行档位是哪个?它的最高可行负载、goodput 和每 1,000 个合格请求的成本是多少?
+说明拒绝、取消、质量不通过和超 SLO 分别怎样进入了这个数字的分母。
+(b) 写出**一个**会改变这个选择的条件,用数字说明它如何改变(可以用上面提高目标的结果,也可以
+自己再跑一次 `python3 sweep.py`,例如更严的 TTFT、更突发的到达或不同的请求长度)。
+(c) 你的结论在什么范围内成立?
+""",
+        ),
+        manual_answer(
+            "d3_explain",
+            4,
+            f"""
+### BEGIN SOLUTION
+(a) 目标 {D3["target"]:g} 下最便宜的可行档位是 `{best}`:最高可行负载 {point["load"]:g} 请求/秒,
+goodput {point["goodput_per_s"]:.2f} 请求/秒,每 1,000 个合格请求
+{point["cost_per_1000"]:.4f} 美元。达成率的分母是全部已提交请求:被拒绝、被取消的请求没有
+完成,质量检查没通过的请求不算成功,超 SLO 的请求不合格,它们都在分母里、都不在分子里;成本
+按 goodput(合格请求/秒)摊,所以每一种失败都直接抬高成本。
+(b) 把目标提高到 {D3["strict_target"]:g}:`{best}` 的质量通过率本身就低于这个目标,在任何负载下
+都不可行,最便宜的可行档位变成 `{strict_best}`(最高可行负载 {strict_point["load"]:g} 请求/秒,
+每 1,000 个合格请求 {strict_point["cost_per_1000"]:.4f} 美元)。便宜的档位靠更快的步骤换来了
+更低的质量,对质量要求一变,结论就变。
+(c) 只对这条 trace 的请求长度分布、这几档负载、这个种子、泊松到达和这组 SLO 成立;负载步长是
+1 请求/秒,真实的可行上限在两个网格点之间。换成更突发的到达或更长的提示都要重新扫描。
+### END SOLUTION
+""",
+        ),
+    ]
