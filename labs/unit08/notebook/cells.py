@@ -21,6 +21,17 @@ D1 = SETUP.D1
 D1_COUNTS = ["submitted", "rejected", "cancelled", "succeeded", "qualifying"]
 D1_RATES = ["goodput_per_s", "attainment_submitted", "attainment_succeeded"]
 D1_TPOT = ["tpot_request_weighted", "tpot_token_weighted"]
+D1_OPTIONAL = {"attainment_succeeded", *D1_TPOT}  # None when no request qualifies for them
+
+
+def d1_shape(fields: list[str]) -> str:
+    """The local shape check of ``d1`` restricted to ``fields``, as notebook code."""
+    required = [f for f in fields if f not in D1_OPTIONAL]
+    optional = [f for f in fields if f in D1_OPTIONAL]
+    parts = [f"shape({required!r})"] if required else []
+    parts += [f"shape({optional!r}, OPTIONAL)"] if optional else []
+    leaf = parts[0] if len(parts) == 1 else "{" + ", ".join(f"**{x}" for x in parts) + "}"
+    return f'check_numbers(d1, shape({D1["policies"]!r}, {leaf}), "d1")'
 
 
 def hidden(body: str) -> str:
@@ -93,10 +104,7 @@ print(_report["text"])
 
 def d1_cells(keys: dict) -> list:
     b, p = keys["goodput"]["budgeted"], keys["goodput"]["paged"]
-    fields = D1_COUNTS + D1_RATES + D1_TPOT
-    template = f"shape({D1['policies']!r}, shape({fields!r}))"
     key_call = '_key = _trusted("expected", "goodput")\n'
-    rates_template = f"shape({D1['policies']!r}, shape({D1_RATES[:2]!r}, OPTIONAL))"
     return [
         text(
             "d1_intro",
@@ -109,7 +117,7 @@ def d1_cells(keys: dict) -> list:
 分别用 `budgeted`(按声明的上界预留 KV)和 `paged`(动态增长、重算抢占)运行。
 
 SLO:TTFT ≤ {D1["slo_ttft_ms"]:g} ms,TPOT ≤ {D1["slo_tpot_ms"]:g} ms。观察窗取到达时刻在
-[{D1["start_ms"]:g}, {D1["end_ms"]:g}) ms 内的请求(这条 trace 的全部请求),窗长
+[{D1["start_ms"]:g}, {D1["end_ms"]:g}) ms 内的请求(这条 trace 的全部请求),窗长 \
 {(D1["end_ms"] - D1["start_ms"]) / 1000:g} s;这里没有质量检查,完成的请求都算通过。
 请用**你的** `measure.py` 从两个运行文件算出每个策略的:
 
@@ -168,7 +176,8 @@ for policy, requests in burst.items():
             "d1_counts",
             2,
             "五个请求数。本地只检查答案的形状;",
-            f'check_numbers(d1, {template}, "d1")\n\n'
+            d1_shape(D1_COUNTS)
+            + "\n\n"
             + hidden(
                 key_call
                 + f"for _p in {D1['policies']!r}:\n"
@@ -180,7 +189,8 @@ for policy, requests in burst.items():
             "d1_rates",
             2,
             "goodput 与两种分母的达成率。本地只检查答案的形状;",
-            f'check_numbers(d1, {rates_template}, "d1")\n\n'
+            d1_shape(D1_RATES)
+            + "\n\n"
             + hidden(
                 key_call
                 + f"for _p in {D1['policies']!r}:\n"
@@ -192,7 +202,8 @@ for policy, requests in burst.items():
             "d1_tpot",
             1,
             "两种加权的 TPOT 均值。本地只检查答案的形状;",
-            f'check_numbers(d1, shape({D1["policies"]!r}, shape({D1_TPOT!r}, OPTIONAL)), "d1")\n\n'
+            d1_shape(D1_TPOT)
+            + "\n\n"
             + hidden(
                 key_call
                 + f"for _p in {D1['policies']!r}:\n"
