@@ -28,7 +28,7 @@ from pathlib import Path
 
 from .. import reference
 from ..cases import load_grading
-from ..grading import GradingError, grade_submission
+from ..grading.grade import GradingError, grade_submission
 from ..plugins import load_plugin
 from ..units import Unit, UnitError, load_unit
 
@@ -88,8 +88,8 @@ def grade_policies(unit: Unit, files: Path | list[Path]) -> dict:
 
     ``files`` are the student's copies of the unit's editable files (``policies.py``, and
     whatever else unit.yaml lists); each must be a regular file named like one of them. They
-    are copied into a fresh folder holding only those files, which is what ``grader.grading``
-    takes as a submission; the feedback text names no hidden trace data.
+    are copied into a fresh folder holding only those files, which is what
+    ``grader.grading.grade`` takes as a submission; the feedback text names no hidden trace data.
     """
     files = [Path(f) for f in (files if isinstance(files, list) else [files])]
     names = [f.name for f in files]

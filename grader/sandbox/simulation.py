@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import secrets
 from pathlib import Path
 
-from .launch import launch
-from .results import DEFAULT_LIMITS, ChildResult, Limits, Raw, child_result
-
-CASE_TRACE = "case-trace.json"  # the case's trace, in the case folder
+from .multicase import CaseRun, run_cases
+from .results import DEFAULT_LIMITS, ChildResult, Limits
 
 
 def run_simulation(
@@ -18,21 +15,10 @@ def run_simulation(
     argv: list[str],
     limits: Limits = DEFAULT_LIMITS,
 ) -> ChildResult:
-    """Run ``simulate.py --trace <trace> <argv> --output <secret>`` on a private lab copy.
+    """Run ``simulate.py --trace <trace> <argv> --output <run file>`` on a private lab copy.
 
-    Raises ``SandboxError`` only when the sandbox itself cannot run; whatever the submission
-    does (crash, loop, exit early, write junk) comes back as a ``ChildResult``.
+    The same runner and checks as ``run_cases``, with one case. Raises ``SandboxError`` only
+    when the sandbox itself cannot run; whatever the submission does (crash, loop, exit
+    early, write junk) comes back as a ``ChildResult``.
     """
-    name = f"run-{secrets.token_hex(8)}.json"
-
-    def build(case: str, out: str) -> list[str]:
-        trace = f"{case}/{CASE_TRACE}"
-        return ["simulate.py", "--trace", trace, *argv, "--output", f"{out}/{name}"]
-
-    def collect(out: Path, raw: Raw, isolation: str) -> list[ChildResult]:
-        return [child_result(raw, isolation, out / name, limits)]
-
-    extra = {CASE_TRACE: Path(trace_path).read_bytes()}
-    return launch(
-        lab_dir, submission_files, extra=extra, build=build, collect=collect, limits=limits
-    )[0]
+    return run_cases(lab_dir, submission_files, [CaseRun(Path(trace_path), list(argv))], limits)[0]

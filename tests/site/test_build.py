@@ -205,6 +205,35 @@ def test_chapter_page_shows_the_computed_numbers(built_site):
     assert html.count("<math") > 20
 
 
+def _solutions(html: str) -> dict[str, str | None]:
+    """Exercise id -> text of its collapsible worked solution, tags stripped."""
+    found = {}
+    parts = re.split(r'<div class="exercise" id="(ex-[0-9-]+)">', html)
+    for ex_id, body in zip(parts[1::2], parts[2::2], strict=True):
+        solution = re.search(r'<details class="solution">(.*?)</details>', body, re.S)
+        found[ex_id] = unescape(re.sub(r"<[^>]+>", "", solution.group(1))) if solution else None
+    return found
+
+
+def test_chapter_exercises_have_worked_solutions_with_computed_numbers(built_site):
+    site, report = built_site
+    html = (site / "unit07" / "chapter31.html").read_text(encoding="utf-8")
+    solutions = _solutions(html)
+    assert sorted(solutions) == sorted(f"ex-31-{n}" for n in range(1, 14))
+    assert None not in solutions.values()
+    assert '<details class="solution" open' not in html  # closed until the reader opens one
+    assert "24" in solutions["ex-31-2"] and "20.67" in solutions["ex-31-2"]
+    assert "共 34 页" in solutions["ex-31-5"]
+    assert "面积 4" in solutions["ex-31-6"] and "平均驻留 2" in solutions["ex-31-6"]
+    assert "= 8 s" in solutions["ex-31-10"]
+    assert "98%" in solutions["ex-31-8"] and "99.5%" in solutions["ex-31-8"]
+    for section in ("estimator", "little", "mm1", "admission", "fairness", "algorithm", "goodput"):
+        assert f'<section id="{section}">' in html
+    assert "永远轮不到" in html  # decode-first starves the waiting prompt
+    chapter_claims = [m for page, m in report.claims if page.endswith("chapter31.html")]
+    assert len(chapter_claims) >= 30
+
+
 def _quizzes(html: str) -> dict[str, list[tuple[bool, str]]]:
     found = {}
     for quiz_id, body in re.findall(
