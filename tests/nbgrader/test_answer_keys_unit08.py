@@ -157,3 +157,14 @@ def test_policy_grading_refuses_a_file_the_unit_does_not_take(tmp_path):
     assert done.stderr.strip().splitlines() == [
         f"nbcheck: error: {other}: not an editable file of unit08 (policies.py, measure.py)"
     ]
+
+
+def test_model_answers_claims_are_checked_when_the_notebook_is_built():
+    """The model answers state comparisons; keys that contradict one stop the build."""
+    builder = load_file(UNIT.unit_dir / "notebook" / "build_notebook.py")
+    keys = builder.answer_keys()
+    assert builder.render(keys) == builder.NOTEBOOK.read_text(encoding="utf-8")
+    loops = keys["protocol"]["loops"]
+    loops["closed"], loops["open"] = loops["open"], loops["closed"]
+    with pytest.raises(ValueError, match="the open loop has the longer tail"):
+        builder.render(keys)

@@ -42,6 +42,12 @@ def pct(x: float) -> str:
     return f"{100 * x:.1f} %"
 
 
+def claim(holds: bool, what: str) -> None:
+    """A statement a model answer makes about the computed figures; the build stops if false."""
+    if not holds:
+        raise ValueError(f"unit08 notebook: a model answer says {what!r}, which no longer holds")
+
+
 def setup_source() -> str:
     """The shared helpers cell: real Python in its own file, linted like any other code."""
     return (HERE / "setup_cell.py").read_text(encoding="utf-8")
@@ -104,6 +110,12 @@ print(_report["text"])
 
 def d1_cells(keys: dict) -> list:
     b, p = keys["goodput"]["budgeted"], keys["goodput"]["paged"]
+    claim(b["rejected"] > p["rejected"], "budgeted rejects more than paged")
+    claim(b["succeeded"] < p["succeeded"], "paged succeeds more often")
+    claim(
+        all(x["attainment_succeeded"] > x["attainment_submitted"] for x in (b, p)),
+        "attainment over succeeded looks better than over submitted",
+    )
     key_call = '_key = _trusted("expected", "goodput")\n'
     return [
         text(

@@ -6,11 +6,13 @@ answers quote; the test cells ask the trusted grader for them at grading time.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from grader.course import nbcells
 from grader.course.nbcells import answer_code, locked_code, manual_answer, test_code, text
 from grader.plugins import load_file
+from grader.units import load_unit
 
 HERE = Path(__file__).resolve().parent
 UNIT = "unit08"
@@ -42,6 +44,9 @@ def pct(x: float) -> str:
     return f"{100 * x:.1f} %"
 
 
+claim = load_file(HERE / "cells.py").claim
+
+
 def _loop_run(load: str, output: str) -> str:
     return (
         f'simulate("--trace", "{D2["trace"]}", "--tier", "{D2["tier"]}", "--load", {load},'
@@ -53,6 +58,11 @@ def d2_cells(keys: dict) -> list:
     key = keys["protocol"]
     closed, opened, rate = key["loops"]["closed"], key["loops"]["open"], key["rate"]
     little = key["little"]
+    claim(opened["p99_ttft"] > closed["p99_ttft"], "the open loop has the longer tail")
+    claim(
+        opened["attainment_submitted"] < closed["attainment_submitted"],
+        "the open loop's attainment is lower",
+    )
     return [
         text(
             "d2_intro",
@@ -244,6 +254,12 @@ def d3_cells(keys: dict) -> list:
     point = sweep["target"]["points"][best]
     strict_best = sweep["strict"]["cheapest"]
     strict_point = sweep["strict"]["points"][strict_best]
+    tier_file = load_unit(UNIT).lab_dir / "tiers" / f"{best}.json"
+    quality = json.loads(tier_file.read_text(encoding="utf-8"))
+    claim(
+        quality["qualityPassRate"] < D3["strict_target"] and strict_best != best,
+        "the cheapest tier's quality pass rate is below the strict target",
+    )
     loads = ", ".join(f"{x:g}" for x in D3["loads"])
     tiers = D3["tiers"]
     run_sweep = (
