@@ -1,8 +1,8 @@
 """The unit 08 notebook's cells: introduction, setup, the policy check and deliverable 1.
 
-Deliverables 2 and 3 are in ``cells_load.py``. ``cells(keys)`` assembles the whole notebook;
-``keys`` are the answer keys (``answer_keys.KEYS``), used only for the figures the model
-answers quote.
+Deliverables 2 and 3 are in ``cells_load.py`` and ``cells_sweep.py``. ``cells(keys)``
+assembles the whole notebook; ``keys`` are the answer keys (``answer_keys.KEYS``), used only
+for the figures the model answers quote.
 """
 
 from __future__ import annotations
@@ -270,11 +270,12 @@ def submit_cells() -> list:
 
 
 def cells(keys: dict) -> list:
-    load_cells = load_file(HERE / "cells_load.py")
+    protocol = load_file(HERE / "cells_load.py")
+    operating_point = load_file(HERE / "cells_sweep.py")
     return [
         *intro_cells(),
         *d1_cells(keys),
-        *load_cells.d2_cells(keys),
-        *load_cells.d3_cells(keys),
+        *protocol.d2_cells(keys),
+        *operating_point.d3_cells(keys),
         *submit_cells(),
     ]
