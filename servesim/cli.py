@@ -10,12 +10,13 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from .compact import compact_run, expand_run, is_compact
 from .device import DeviceProfile
 from .engine import PolicyError, simulate
 from .faults import FAULTS
 from .labconfig import LabConfig, load_lab
-from .runfile import build_document, build_run, dumps, write_atomic
-from .table import render
+from .runfile import build_document, build_run, default_format, dumps, write_atomic
+from .table import MAX_REQUEST_COLUMNS, render
 from .trace import TraceError, read_trace_file, resolve_trace
 
 EXIT_BAD_INPUT = 2
@@ -76,6 +77,12 @@ def build_parser(lab: LabConfig, prog: str = "simulate.py") -> argparse.Argument
     parser.add_argument("--fault", choices=sorted(FAULTS), help="turn on a statistics bug")
     parser.add_argument("--list-faults", action="store_true", help="list the fault switches")
     parser.add_argument("--output", help="write the run file (JSON) here")
+    parser.add_argument(
+        "--format",
+        choices=("full", "compact"),
+        help="run file format: full (every token time and batch) or compact (step times and "
+        "each request's slices); default: compact for large runs, full otherwise",
+    )
     return parser
 
 
@@ -120,12 +127,33 @@ def selected_policies(lab: LabConfig, policies_module, selected: str, args):
         yield spec, params, policy
 
 
-def run_policies(lab: LabConfig, policies_module, trace, device, selected, args, fault):
-    """Simulate each selected policy; return the run entries in the lab's policy order."""
-    return [
-        build_run(spec.name, params, device, simulate(trace, policy, device), fault)
-        for spec, params, policy in selected_policies(lab, policies_module, selected, args)
-    ]
+def run_policies(
+    lab: LabConfig, policies_module, trace, device, selected, args, fault, run_one=None
+):
+    """Simulate each selected policy; return the run entries in the lab's policy order.
+
+    ``run_one(spec, params, trace, device, fmt)`` (optional, staff tools) may return the run
+    entry made another way, or None to use the lab engine.
+    """
+    chosen = list(selected_policies(lab, policies_module, selected, args))
+    fmt = getattr(args, "format", None) or default_format(trace, len(chosen))
+    runs = []
+    for spec, params, policy in chosen:
+        run = run_one(spec, params, trace, device, fmt) if run_one and fault is None else None
+        if run is None:
+            run = lab_run(spec.name, params, device, simulate(trace, policy, device), fault, fmt)
+        runs.append(run)
+    return runs
+
+
+def lab_run(name, params, device, timeline, fault, fmt: str) -> dict:
+    """The run entry of a lab-engine timeline in ``fmt`` (full when compact cannot hold it)."""
+    if fmt == "compact" and fault is None:
+        run = compact_run(name, params, device, timeline)
+        if run is not None:
+            return run
+        print(f"note: {name}: batches that leave running requests out are written in full")
+    return build_run(name, params, device, timeline, fault)
 
 
 def print_faults() -> None:
@@ -139,7 +167,7 @@ def import_policies(lab: LabConfig):
     return importlib.import_module("policies")
 
 
-def main(argv=None, policies_module=None, lab_dir: Path | None = None) -> int:
+def main(argv=None, policies_module=None, lab_dir: Path | None = None, run_one=None) -> int:
     lab = load_lab(lab_dir) if lab_dir else load_lab()
     parser = build_parser(lab)
     args = parser.parse_args(argv)
@@ -157,13 +185,20 @@ def main(argv=None, policies_module=None, lab_dir: Path | None = None) -> int:
     if policies_module is None:
         policies_module = import_policies(lab)
     try:
-        runs = run_policies(lab, policies_module, trace, device, args.policy, args, args.fault)
+        runs = run_policies(
+            lab, policies_module, trace, device, args.policy, args, args.fault, run_one
+        )
     except PolicyError as exc:
         print(f"{parser.prog}: error: {exc}", file=sys.stderr)
         return EXIT_POLICY
+    except UsageError as exc:
+        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     document = build_document(trace, runs)
-    print(render(trace.name, runs))
+    small = len(trace.requests) <= MAX_REQUEST_COLUMNS  # the table shows each request
+    print(render(trace.name, [expand_run(run) for run in runs] if small else runs))
     if args.output:
-        write_atomic(Path(args.output), dumps(document))
+        compact = any(is_compact(run) for run in runs)
+        write_atomic(Path(args.output), dumps(document, indent=None if compact else 2))
         print(f"wrote {args.output}")
     return 0
