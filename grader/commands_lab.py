@@ -40,12 +40,12 @@ def fast_runner(unit_id: str, engine: str):
     """
     from servesim.cli import UsageError
 
-    def run_one(spec, params, trace, device, fmt):
+    def run_one(spec, params, trace, device, fmt, extended):
         if engine == "lab":
             return None
         from . import fastpath
 
-        run = fastpath.reference_run(unit_id, spec.name, params, trace, device, fmt)
+        run = fastpath.reference_run(unit_id, spec.name, params, trace, device, fmt, extended)
         if run is None and engine == "fast":
             raise UsageError(
                 f"--engine fast does not cover policy {spec.name} of {unit_id} on this trace "

@@ -46,15 +46,29 @@ def device_profile(unit: Unit, **overrides):
     return replace(servesim.DeviceProfile.from_json(unit.device, source="unit.yaml"), **overrides)
 
 
-def run_reference(unit: Unit, trace, policy: str, params: dict, device, fault=None) -> dict:
-    """One run entry (the run-file contract) of the reference ``policy`` on a parsed trace."""
+def run_reference(
+    unit: Unit, trace, policy: str, params: dict, device, fault=None, *, queue_cap=None, closed=None
+) -> dict:
+    """One run entry (the run-file contract) of the reference ``policy`` on a parsed trace.
+
+    Units with extended run files (unit 08) run as their simulate.py does: the engine enforces
+    the policy's ``budget`` parameter, the policy's ``admit`` function sees every arrival, and
+    ``queue_cap`` / ``closed`` (a closed-loop source replacing ``trace``) apply.
+    """
     servesim = engine(unit)
     from servesim.runfile import build_run
 
     spec = next(p for p in unit.policies if p["name"] == policy)
-    function = getattr(solution_policies(unit), spec["function"])
-    timeline = servesim.simulate(trace, lambda view: function(view, **params), device)
-    return build_run(policy, params, device, timeline, fault)
+    solution = solution_policies(unit)
+    function = getattr(solution, spec["function"])
+    extended = unit.doc.get("run_file") == "extended"
+    limits = {}
+    if extended:
+        admit = getattr(solution, spec["admit"]) if spec.get("admit") else None
+        limits = {"budget": params.get("budget"), "queue_cap": queue_cap, "admit": admit}
+        limits["closed"] = closed
+    timeline = servesim.simulate(trace, lambda view: function(view, **params), device, **limits)
+    return build_run(policy, params, device, timeline, fault, extended=extended)
 
 
 def load_trace(unit: Unit, name_or_path: str):

@@ -1,16 +1,32 @@
 """Trusted replay of a run's event log against the device rules.
 
-``replay_events`` walks the events in order, checks every submission (overlap, arrival, prefill
-order and extent, decode readiness, token counts, the device's caps, and in ``virtual`` timing
-each duration), and rebuilds every request's token times from the events that produced them.
+The replay works from the run file alone (the trace, the events, each request's reported status
+and the run's limits), never from the engine's state. The device rules themselves (what a step
+costs, the pages a cache holds, the caps, the token rule, the recompute target) come from the
+lab engine's one rule module, ``servesim.rules``; the checks of the log are the replay's own:
+index order, overlap, arrival, timing, and the engine rules on statuses (a rejected request never
+runs, a request past its deadline without a first token is cancelled at that step end).
 """
 
 from __future__ import annotations
 
+import heapq
 import math
 from dataclasses import dataclass, field
 
 from .problems import EPS_MS, Collector, ProblemKind, close_ms, fmt_ms
+from .replay_checks import check_token_times, describe_batch, describe_event, requests_match_trace
+from .replay_state import ReqState, reported_statuses
+
+BAD = ProblemKind.INVALID_SCHEDULE
+
+__all__ = [
+    "Replay",
+    "check_token_times",
+    "describe_batch",
+    "replay_events",
+    "requests_match_trace",
+]
 
 
 @dataclass
@@ -21,69 +37,61 @@ class Replay:
     ends: list[float] = field(default_factory=list)
     metrics: dict[str, dict] = field(default_factory=dict)  # id -> request_metrics(...)
     summary: dict | None = None
+    recomputes: dict[str, tuple[int, int]] = field(default_factory=dict)  # id -> (count, tokens)
+    statuses: dict[str, tuple[str, float | None]] = field(default_factory=dict)
 
 
-def requests_match_trace(requests: list[dict], trace, found: Collector) -> bool:
-    expected = [(r.id, r.arrival_ms, r.input_tokens, r.output_tokens) for r in trace.requests]
-    if len(requests) != len(expected):
-        found.add(
-            ProblemKind.INVALID_SCHEDULE,
-            "requests",
-            f"the run has {len(requests)} requests, the trace {len(expected)}",
-        )
-        return False
-    for number, (req, (rid, arrival, n_in, n_out)) in enumerate(
-        zip(requests, expected, strict=False), 1
-    ):
-        same = (
-            req.get("id") == rid
-            and close_ms(req.get("arrivalMs"), arrival)
-            and req.get("inputTokens") == n_in
-            and req.get("outputTokens") == n_out
-        )
-        if not same:
-            found.add(
-                ProblemKind.INVALID_SCHEDULE,
-                "requests",
-                f"request #{number} of the run is not request '{rid}' of the trace "
-                "(id, arrivalMs, inputTokens and outputTokens must match, in trace order)",
-            )
-            return False
-    return True
+def replay_events(
+    events, trace, profile, *, timing, found, replay, servesim, requests=None, limits=None
+) -> None:
+    """Walk ``events`` in order, check each against the log rules and the device rules, and
+    rebuild every request's token times into ``replay``.
 
-
-def _describe(event: dict) -> str:
-    return describe_batch(event.get("decode", []), event.get("prefill", []))
-
-
-def describe_batch(decode: list[str], prefill: list[dict]) -> str:
-    """``decode [A, S]``, ``prefill L tokens 0–2``, or both joined by ``+``."""
-    parts = []
-    if decode:
-        parts.append(f"decode [{', '.join(decode)}]")
-    for chunk in prefill:
-        start = chunk["fromToken"]
-        parts.append(f"prefill {chunk['id']} tokens {start}–{start + chunk['tokens']}")
-    return " + ".join(parts) or "empty submission"
-
-
-def replay_events(events, trace, profile, *, timing, found, replay, servesim) -> None:
-    bad = ProblemKind.INVALID_SCHEDULE
-    by_id = {r.id: r for r in trace.requests}
-    prefilled = dict.fromkeys(by_id, 0)
-    times: dict[str, list[float]] = {rid: [] for rid in by_id}
+    ``requests`` (the run's request entries) supply the reported statuses of an extended
+    (unit 08) run and ``limits`` its token budget; without them every request must complete.
+    """
+    walker = _Walker(trace, profile, servesim.rules, found, timing, requests, limits)
     prev_end = -math.inf
     for k, event in enumerate(events):
-        start, end_reported = event["startMs"], event["endMs"]
-        where = f"event #{k} at {fmt_ms(start)} ({_describe(event)})"
-        if event["index"] != k:
-            found.add(bad, "events[].index", f"event #{k} has index {event['index']}", start)
-        if not (math.isfinite(start) and math.isfinite(end_reported)):
-            found.add(bad, "events[].startMs", f"event #{k}: times must be finite numbers")
+        if not walker.log_checks(k, event, prev_end):
             return
+        prev_end = walker.step(k, event)
+        replay.ends.append(prev_end)
+    walker.final_checks()
+    replay.token_times = {rid: st.times for rid, st in walker.reqs.items()}
+    replay.recomputes = {rid: (st.recomputes, st.recomputed) for rid, st in walker.reqs.items()}
+    replay.statuses = walker.reported
+
+
+class _Walker:
+    """The replay's own state of every request, advanced one event at a time."""
+
+    def __init__(self, trace, profile, rules, found: Collector, timing, requests, limits):
+        self.profile, self.rules, self.found, self.timing = profile, rules, found, timing
+        self.reqs = {r.id: ReqState(r) for r in trace.requests}
+        self.reported = reported_statuses(requests, trace)
+        self.budget = (limits or {}).get("budget")
+        self.occupancy = rules.Occupancy()
+        self.cancelled: set[str] = set()
+        self.deadlines = [
+            (r.arrival_ms + r.deadline_ms, order, r.id)
+            for order, r in enumerate(trace.requests)
+            if r.deadline_ms is not None and self.reported[r.id][0] != "rejected"
+        ]
+        heapq.heapify(self.deadlines)
+
+    def log_checks(self, k: int, event: dict, prev_end: float) -> bool:
+        """Index, finite times, overlap, empty or repeated members; False stops the replay."""
+        found, start = self.found, event["startMs"]
+        if event["index"] != k:
+            found.add(BAD, "events[].index", f"event #{k} has index {event['index']}", start)
+        if not (math.isfinite(start) and math.isfinite(event["endMs"])):
+            found.add(BAD, "events[].startMs", f"event #{k}: times must be finite numbers")
+            return False
+        where = f"event #{k} at {fmt_ms(start)} ({describe_event(event)})"
         if start < prev_end - EPS_MS:
             found.add(
-                bad,
+                BAD,
                 "overlap",
                 f"{where} starts before the previous submission ends ({fmt_ms(prev_end)})",
                 start,
@@ -91,154 +99,209 @@ def replay_events(events, trace, profile, *, timing, found, replay, servesim) ->
         ids = [*event["decode"], *(c["id"] for c in event["prefill"])]
         if not ids:
             found.add(
-                bad, "events[]", f"event #{k} at {fmt_ms(start)} is an empty submission", start
+                BAD, "events[]", f"event #{k} at {fmt_ms(start)} is an empty submission", start
             )
-        if len(set(ids)) != len(ids):
-            found.add(bad, "events[]", f"{where} holds a request twice", start)
-        unknown = [i for i in ids if i not in by_id]
+        members = [*ids, *event.get("preempt", [])]
+        if len(set(members)) != len(members):
+            found.add(BAD, "events[]", f"{where} holds a request twice", start)
+        unknown = [i for i in members if i not in self.reqs]
         if unknown:
-            found.add(bad, "events[]", f"{where} names unknown request '{unknown[0]}'", start)
-            return
+            found.add(BAD, "events[]", f"{where} names unknown request '{unknown[0]}'", start)
+            return False
+        return True
+
+    def step(self, k: int, event: dict) -> float:
+        """Check one event's members, duration and caps, apply it; return its true end."""
+        start = event["startMs"]
+        where = f"event #{k} at {fmt_ms(start)} ({describe_event(event)})"
+        self._check_members(event, where)
+        end = self._end(k, event, where)
+        after = self._occupancy_after(event)
+        positions = len(event["decode"]) + sum(c["tokens"] for c in event["prefill"])
+        broken = self.rules.cap_violation(self.profile, after, positions, self.budget)
+        if broken is not None:  # B, K and M after the step, before releases
+            self.found.add(BAD, broken[0], f"{where}: {broken[1]}", start)
+        self._apply(event, end, after)
+        self._cancel_expired(end)
+        return end
+
+    def _check_members(self, event: dict, where: str) -> None:
+        start, found = event["startMs"], self.found
+        for rid in [
+            *event.get("preempt", []),
+            *event["decode"],
+            *(c["id"] for c in event["prefill"]),
+        ]:
+            st = self.reqs[rid]
+            if self.reported[rid][0] == "rejected":
+                found.add(BAD, "status", f"{where}: '{rid}' is reported rejected at arrival", start)
+            elif st.gone:
+                found.add(BAD, "status", f"{where}: '{rid}' has already left the system", start)
+        for rid in event.get("preempt", []):
+            if not self.reqs[rid].holds:
+                found.add(BAD, "preempt", f"{where}: '{rid}' holds no KV cache", start)
         for chunk in event["prefill"]:
-            req = by_id[chunk["id"]]
-            if start < req.arrival_ms - EPS_MS:
-                found.add(
-                    bad,
-                    "prefill before arrival",
-                    f"{where}: '{req.id}' arrives at {fmt_ms(req.arrival_ms)}",
-                    start,
-                )
-            if chunk["fromToken"] != prefilled[req.id]:
-                found.add(
-                    bad,
-                    "prefill order",
-                    f"{where}: '{req.id}' has {prefilled[req.id]} prompt tokens prefilled, "
-                    f"the chunk starts at token {chunk['fromToken']}",
-                    start,
-                )
-            if prefilled[req.id] + chunk["tokens"] > req.input_tokens:
-                found.add(
-                    bad,
-                    "prefill beyond inputTokens",
-                    f"{where}: '{req.id}' has only {req.input_tokens} prompt tokens",
-                    start,
-                )
+            self._check_chunk(chunk, where, start)
         for rid in event["decode"]:
-            req, got = by_id[rid], times[rid]
-            if not got or got[0] > start + EPS_MS:
+            st = self.reqs[rid]
+            if not st.decoding or st.times[0] > start + EPS_MS:
                 found.add(
-                    bad,
+                    BAD,
                     "decode before first token",
                     f"{where}: '{rid}' has no first token yet (its prefill is not done)",
                     start,
                 )
-            elif len(got) >= req.output_tokens:
+            elif len(st.times) >= st.spec.output_tokens:
                 found.add(
-                    bad,
+                    BAD,
                     "tokens beyond outputTokens",
-                    f"{where}: '{rid}' already has all {req.output_tokens} tokens",
+                    f"{where}: '{rid}' already has all {st.spec.output_tokens} tokens",
                     start,
                 )
-        batch = servesim.Batch(
-            decode=tuple(event["decode"]),
-            prefill=tuple(servesim.PrefillChunk(c["id"], c["tokens"]) for c in event["prefill"]),
-        )
-        context = {i: prefilled[i] + max(len(times[i]) - 1, 0) for i in ids}
-        duration = profile.duration_ms(batch, context)
-        if timing == "virtual":
-            end = start + duration
-            if not close_ms(end_reported, end):
-                found.add(
-                    ProblemKind.INCONSISTENT_STATS,
-                    "events[].endMs",
-                    f"events[{k}].endMs is {fmt_ms(end_reported)}, but {where} lasts "
-                    f"{fmt_ms(duration)} by the device rules, so it ends at {fmt_ms(end)}",
-                    start,
-                )
-        else:
-            end = end_reported
-            if end < start:
-                found.add(bad, "events[].endMs", f"{where} ends before it starts", start)
-        _check_capacity(profile, event, by_id, prefilled, times, where=where, found=found)
-        for chunk in event["prefill"]:
-            before = prefilled[chunk["id"]]
-            prefilled[chunk["id"]] = before + chunk["tokens"]
-            done = by_id[chunk["id"]].input_tokens
-            if before < done <= prefilled[chunk["id"]]:
-                times[chunk["id"]].append(end)
-        for rid in event["decode"]:
-            times[rid].append(end)
-        replay.ends.append(end)
-        prev_end = end
-    for rid, req in by_id.items():
-        if prefilled[rid] < req.input_tokens:
-            found.add(
-                bad,
-                "prefill incomplete",
-                f"'{rid}' gets {prefilled[rid]} of its {req.input_tokens} prompt tokens prefilled",
-            )
-        elif len(times[rid]) != req.output_tokens:
-            found.add(
-                bad,
-                "token count",
-                f"'{rid}' gets {len(times[rid])} tokens from the events, "
-                f"it needs exactly {req.output_tokens}",
-            )
-    replay.token_times = times
 
-
-def _check_capacity(profile, event, by_id, prefilled, times, *, where, found) -> None:
-    """The device's caps, checked before the batch runs exactly as the engine checks them."""
-    if profile.max_active is None and profile.kv_pages is None:
-        return
-    start = event["startMs"]
-    growth = {c["id"]: c["tokens"] for c in event["prefill"]} | dict.fromkeys(event["decode"], 1)
-    holders = [
-        rid
-        for rid, req in by_id.items()
-        if req.arrival_ms <= start + EPS_MS
-        and (prefilled[rid] < req.input_tokens or len(times[rid]) < req.output_tokens)
-        and (prefilled[rid] or rid in growth)
-    ]
-    if profile.max_active is not None and len(holders) > profile.max_active:
-        found.add(
-            ProblemKind.INVALID_SCHEDULE,
-            "maxActive",
-            f"{where}: {len(holders)} active sequences, cap {profile.max_active}",
-            start,
-        )
-    if profile.kv_pages is not None:
-        pages = sum(
-            profile.pages_for(prefilled[r] + max(len(times[r]) - 1, 0) + growth.get(r, 0))
-            for r in holders
-        )
-        if pages > profile.kv_pages:
+    def _check_chunk(self, chunk: dict, where: str, start: float) -> None:
+        st, found = self.reqs[chunk["id"]], self.found
+        if start < st.spec.arrival_ms - EPS_MS:
             found.add(
-                ProblemKind.INVALID_SCHEDULE,
-                "kvPages",
-                f"{where}: needs {pages} KV pages, budget {profile.kv_pages}",
+                BAD,
+                "prefill before arrival",
+                f"{where}: '{st.spec.id}' arrives at {fmt_ms(st.spec.arrival_ms)}",
+                start,
+            )
+        if chunk["fromToken"] != st.prefilled:
+            found.add(
+                BAD,
+                "prefill order",
+                f"{where}: '{st.spec.id}' has {st.prefilled} prompt tokens prefilled, "
+                f"the chunk starts at token {chunk['fromToken']}",
+                start,
+            )
+        if st.prefilled + chunk["tokens"] > st.target:
+            what = "prompt" if st.target == st.spec.input_tokens else "prompt and emitted"
+            found.add(
+                BAD,
+                "prefill beyond inputTokens",
+                f"{where}: '{st.spec.id}' has only {st.target} {what} tokens",
                 start,
             )
 
-
-def check_token_times(requests: list[dict], replay: Replay, found: Collector) -> None:
-    for req in requests:
-        rebuilt, reported = replay.token_times[req["id"]], req["tokenTimesMs"]
-        if len(reported) != len(rebuilt):
-            found.add(
-                ProblemKind.INVALID_SCHEDULE,
-                "tokenTimesMs",
-                f"'{req['id']}' reports {len(reported)} token times, its events give "
-                f"{len(rebuilt)}",
+    def _end(self, k: int, event: dict, where: str) -> float:
+        rules, start = self.rules, event["startMs"]
+        context = {rid: self.reqs[rid].cache for rid in event["decode"]}
+        context |= {c["id"]: self.reqs[c["id"]].cache for c in event["prefill"]}
+        duration = rules.step_duration_ms(self.profile, _Batch(event), context)
+        if self.timing != "virtual":
+            if event["endMs"] < start:
+                self.found.add(BAD, "events[].endMs", f"{where} ends before it starts", start)
+            return event["endMs"]
+        end = start + duration
+        if not close_ms(event["endMs"], end):
+            self.found.add(
+                ProblemKind.INCONSISTENT_STATS,
+                "events[].endMs",
+                f"events[{k}].endMs is {fmt_ms(event['endMs'])}, but {where} lasts "
+                f"{fmt_ms(duration)} by the device rules, so it ends at {fmt_ms(end)}",
+                start,
             )
-            continue
-        for j, (a, b) in enumerate(zip(reported, rebuilt, strict=False)):
-            if not close_ms(a, b):
-                found.add(
-                    ProblemKind.INVALID_SCHEDULE,
-                    "tokenTimesMs",
-                    f"token {j + 1} of '{req['id']}' is reported at {fmt_ms(a)}, but the event "
-                    f"that produced it ends at {fmt_ms(b)}",
-                    b,
+        return end
+
+    def _occupancy_after(self, event: dict):
+        reqs = self.reqs
+        dropped = [reqs[rid].cache for rid in event.get("preempt", []) if reqs[rid].holds]
+        growth = [(reqs[rid].cache, 1) for rid in event["decode"]]
+        growth += [(reqs[c["id"]].cache, c["tokens"]) for c in event["prefill"]]
+        return self.rules.occupancy_after(self.profile, self.occupancy, dropped, growth)
+
+    def _apply(self, event: dict, end: float, occ) -> None:
+        rules, profile, reqs = self.rules, self.profile, self.reqs
+        for rid in event.get("preempt", []):
+            reqs[rid].preempt(rules)
+        for chunk in event["prefill"]:
+            reqs[chunk["id"]].prefill(chunk["tokens"], end, rules)
+        for rid in event["decode"]:
+            reqs[rid].decode(end)
+        for rid in {*event["decode"], *(c["id"] for c in event["prefill"])}:
+            st = reqs[rid]
+            if st.decoding and len(st.times) >= st.spec.output_tokens:
+                occ = _release(rules, profile, occ, st.cache)
+                st.finish()
+        self.occupancy = occ
+
+    def _cancel_expired(self, end: float) -> None:
+        """The engine's deadline rule, applied to the replay's own state at this step end."""
+        heap, rules = self.deadlines, self.rules
+        while heap and heap[0][0] < end:
+            rid = heapq.heappop(heap)[2]
+            st = self.reqs[rid]
+            if st.times or st.gone or st.spec.arrival_ms > end:
+                continue
+            status, at = self.reported[rid]
+            if status != "cancelled" or not close_ms(at, end):
+                self.found.add(
+                    BAD,
+                    "deadline",
+                    f"'{rid}' has no first token at {fmt_ms(end)}, past its deadline "
+                    f"({fmt_ms(st.spec.arrival_ms + st.spec.deadline_ms)}): it must be "
+                    "cancelled there",
+                    end,
                 )
-                break
+                continue
+            if st.holds:
+                self.occupancy = _release(rules, self.profile, self.occupancy, st.cache)
+            st.finish()
+            self.cancelled.add(rid)
+
+    def final_checks(self) -> None:
+        for rid, st in self.reqs.items():
+            status = self.reported[rid][0]
+            never = self.rules.never_fits(
+                self.profile, st.spec.input_tokens, st.spec.declared_output
+            )
+            if status == "rejected":
+                continue
+            if never:
+                self.found.add(
+                    BAD,
+                    "kvPages",
+                    f"'{rid}' could never fit the page pool: it must be rejected at arrival",
+                )
+            elif status == "cancelled":
+                if rid not in self.cancelled:
+                    self.found.add(
+                        BAD,
+                        "status",
+                        f"'{rid}' is reported cancelled, but no step end passes its deadline "
+                        "without its first token",
+                    )
+            elif st.prefilled < st.target and not st.times:
+                self.found.add(
+                    BAD,
+                    "prefill incomplete",
+                    f"'{rid}' gets {st.prefilled} of its {st.target} prompt tokens prefilled",
+                )
+            elif len(st.times) != st.spec.output_tokens:
+                self.found.add(
+                    BAD,
+                    "token count",
+                    f"'{rid}' gets {len(st.times)} tokens from the events, "
+                    f"it needs exactly {st.spec.output_tokens}",
+                )
+
+
+def _release(rules, profile, occ, cache: int):
+    return rules.Occupancy(occ.active - 1, occ.pages - rules.pages_for(profile, cache))
+
+
+class _Batch:
+    """An event seen as a batch by ``rules.step_duration_ms`` (decode ids, prefill chunks)."""
+
+    def __init__(self, event: dict):
+        self.decode = event["decode"]
+        self.prefill = [_Chunk(c["id"], c["tokens"]) for c in event["prefill"]]
+        self.prefill_tokens = sum(c.tokens for c in self.prefill)
+
+
+@dataclass(frozen=True)
+class _Chunk:
+    id: str
+    tokens: int

@@ -59,8 +59,12 @@ class Unit:
         return tuple(self.doc["public_traces"])
 
     def lab_json(self) -> dict:
-        """What the lab folder's lab.json must hold, derived from unit.yaml."""
-        return {
+        """What the lab folder's lab.json must hold, derived from unit.yaml.
+
+        ``run_file: extended`` (unit 08) turns on the run file's status and recompute fields;
+        without it lab.json does not mention ``runFile`` and runs keep unit 07's format.
+        """
+        doc = {
             "unit": self.id,
             "title": self.title,
             "editable": list(self.editable),
@@ -68,6 +72,9 @@ class Unit:
             "policies": self.policies,
             "publicTraces": list(self.public_traces),
         }
+        if "run_file" in self.doc:
+            doc["runFile"] = self.doc["run_file"]
+        return doc
 
 
 REQUIRED = ("title", "lab_folder", "solutions", "editable", "device", "policies", "public_traces")

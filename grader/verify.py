@@ -92,6 +92,8 @@ def replay_run(
         found=found,
         replay=replay,
         servesim=servesim,
+        requests=requests,
+        limits=run.get("limits"),
     )
     if found.has(ProblemKind.INVALID_SCHEDULE):
         return found.problems(), replay

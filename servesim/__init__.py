@@ -1,20 +1,24 @@
-"""servesim: a deterministic simulator of a virtual LLM-serving device, for unit 07.
+"""servesim: a deterministic simulator of a virtual LLM-serving device (units 07 and 08).
 
 Policies import what they need from here: ``Batch``, ``PrefillChunk``, ``SchedulerView`` and
-``Sequence`` (with its ``Phase``).
+``Sequence`` (with its ``Phase`` and ``Status``). The device rules are in ``servesim.rules``.
 """
 
+from . import rules
+from .arrivals import ClosedLoop
 from .batch import Batch, PrefillChunk
 from .device import DeviceProfile
-from .engine import PolicyError, SchedulerView, Timeline, simulate
-from .sequence import Phase, Sequence
+from .engine import PolicyError, Timeline, simulate
+from .sequence import Phase, Sequence, Status
 from .trace import Request, Trace, TraceError, parse_trace, read_trace_file
+from .view import SchedulerView
 
 ENGINE_VERSION = "1.0"
 
 __all__ = [
     "ENGINE_VERSION",
     "Batch",
+    "ClosedLoop",
     "DeviceProfile",
     "Phase",
     "PolicyError",
@@ -22,10 +26,12 @@ __all__ = [
     "Request",
     "SchedulerView",
     "Sequence",
+    "Status",
     "Timeline",
     "Trace",
     "TraceError",
     "parse_trace",
     "read_trace_file",
+    "rules",
     "simulate",
 ]

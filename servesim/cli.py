@@ -15,16 +15,13 @@ from .device import DeviceProfile
 from .engine import PolicyError, simulate
 from .faults import FAULTS
 from .labconfig import LabConfig, load_lab
+from .labflags import Setup, UsageError, add_flags, resolve
 from .runfile import build_document, build_run, default_format, dumps, write_atomic
 from .table import MAX_REQUEST_COLUMNS, render
 from .trace import TraceError, read_trace_file, resolve_trace
 
 EXIT_BAD_INPUT = 2
 EXIT_POLICY = 1
-
-
-class UsageError(Exception):
-    pass
 
 
 def _non_negative_ms(text: str) -> float:
@@ -59,9 +56,14 @@ def build_parser(lab: LabConfig, prog: str = "simulate.py") -> argparse.Argument
     parser.add_argument(
         "--trace", help=f"trace name ({', '.join(lab.public_traces)}) or path to a JSON trace"
     )
-    parser.add_argument("--policy", choices=[*names, "both"], default="both")
+    every = _every(lab)
+    parser.add_argument("--policy", choices=[*names, every], default=every)
+    seen = set()
     for spec in lab.policies:
         for param, meta in spec.params.items():
+            if param in seen:  # several policies share a parameter (unit 08's budget)
+                continue
+            seen.add(param)
             parser.add_argument(
                 f"--{param}",
                 type=_int_at_least(meta.get("min", 1)),
@@ -83,7 +85,14 @@ def build_parser(lab: LabConfig, prog: str = "simulate.py") -> argparse.Argument
         help="run file format: full (every token time and batch) or compact (step times and "
         "each request's slices); default: compact for large runs, full otherwise",
     )
+    if lab.extended_runs:
+        add_flags(parser)
     return parser
+
+
+def _every(lab: LabConfig) -> str:
+    """The --policy value that selects every policy: unit 07 has two ("both"), later units more."""
+    return "all" if lab.extended_runs else "both"
 
 
 def device_from_args(lab: LabConfig, args) -> DeviceProfile:
@@ -106,25 +115,41 @@ def device_from_args(lab: LabConfig, args) -> DeviceProfile:
     return device
 
 
-def selected_policies(lab: LabConfig, policies_module, selected: str, args):
+def _named(function, name: str):
+    """``function`` with a stub's ``NotImplementedError`` turned into a ``PolicyError``."""
+
+    def call(*args, **kwargs):
+        try:
+            return function(*args, **kwargs)
+        except NotImplementedError:
+            raise PolicyError(f"{name}() in policies.py is not implemented yet") from None
+
+    return call
+
+
+def selected_policies(lab: LabConfig, policies_module, selected: str, args, overrides=None):
     """``(spec, params, policy)`` for each selected policy, in the lab's order.
 
-    ``policy(view)`` calls the student's function with its parameters; a stub that still raises
-    ``NotImplementedError`` becomes a ``PolicyError`` that names the function.
+    ``policy(view)`` calls the student's function with its parameters (``overrides`` first,
+    e.g. a tier's budget); a stub that still raises ``NotImplementedError`` becomes a
+    ``PolicyError`` that names the function.
     """
+    overrides = overrides or {}
     for spec in lab.policies:
-        if selected not in (spec.name, "both"):
+        if selected not in (spec.name, _every(lab)):
             continue
-        params = {name: getattr(args, name) for name in spec.params}
-        function = getattr(policies_module, spec.function)
+        params = {name: overrides.get(name, getattr(args, name)) for name in spec.params}
+        function = _named(getattr(policies_module, spec.function), spec.function)
 
-        def policy(view, function=function, params=params, name=spec.function):
-            try:
-                return function(view, **params)
-            except NotImplementedError:
-                raise PolicyError(f"{name}() in policies.py is not implemented yet") from None
+        def policy(view, function=function, params=params):
+            return function(view, **params)
 
         yield spec, params, policy
+
+
+def admit_hook(spec, policies_module):
+    """The policy's admission function (unit.yaml ``admit:``), or None."""
+    return _named(getattr(policies_module, spec.admit), spec.admit) if spec.admit else None
 
 
 def run_policies(
@@ -132,28 +157,66 @@ def run_policies(
 ):
     """Simulate each selected policy; return the run entries in the lab's policy order.
 
-    ``run_one(spec, params, trace, device, fmt)`` (optional, staff tools) may return the run
-    entry made another way, or None to use the lab engine.
+    ``run_one(spec, params, trace, device, fmt, extended)`` (optional, staff tools) may return
+    the run entry made another way, or None to use the lab engine.
     """
     chosen = list(selected_policies(lab, policies_module, selected, args))
-    fmt = getattr(args, "format", None) or default_format(trace, len(chosen))
+    fmt = args.format or default_format(trace, len(chosen))
     runs = []
     for spec, params, policy in chosen:
-        run = run_one(spec, params, trace, device, fmt) if run_one and fault is None else None
+        run = run_one(spec, params, trace, device, fmt, False) if run_one and not fault else None
         if run is None:
-            run = lab_run(spec.name, params, device, simulate(trace, policy, device), fault, fmt)
+            timeline = simulate(trace, policy, device)
+            run = in_format(build_run(spec.name, params, device, timeline, fault), timeline, fmt)
         runs.append(run)
     return runs
 
 
-def lab_run(name, params, device, timeline, fault, fmt: str) -> dict:
-    """The run entry of a lab-engine timeline in ``fmt`` (full when compact cannot hold it)."""
-    if fmt == "compact" and fault is None:
-        run = compact_run(name, params, device, timeline)
-        if run is not None:
-            return run
-        print(f"note: {name}: batches that leave running requests out are written in full")
-    return build_run(name, params, device, timeline, fault)
+def in_format(run: dict, timeline, fmt: str) -> dict:
+    """``run`` (full, made from ``timeline``) in ``fmt``; full when compact cannot hold it."""
+    if fmt != "compact" or run["fault"] is not None:
+        return run
+    compact = compact_run(run, timeline)
+    if compact is None:
+        print(f"note: {run['policy']}: batches that leave running requests out are written in full")
+    return compact or run
+
+
+def run_extended(lab: LabConfig, policies_module, setup: Setup, args, run_one=None):
+    """Unit 08: each selected policy under the setup's limits; (realised trace, run entries).
+
+    ``run_one`` as in ``run_policies``; it is asked only for open-loop runs without a queue
+    cap or an admission hook.
+    """
+    selected = setup.policy or args.policy
+    overrides = {} if setup.budget is None else {"budget": setup.budget}
+    runs, trace = [], setup.trace
+    chosen = list(selected_policies(lab, policies_module, selected, args, overrides))
+    plain = setup.closed is None and setup.queue_cap is None and args.fault is None
+    fmt = args.format or (default_format(trace, len(chosen)) if trace else "full")
+    for spec, params, policy in chosen:
+        if run_one and plain and not spec.admit:
+            run = run_one(spec, params, setup.trace, setup.device, fmt, True)
+            if run is not None:
+                runs.append(run)
+                continue
+        timeline = simulate(
+            setup.trace,
+            policy,
+            setup.device,
+            budget=setup.budget if "budget" in spec.params else None,
+            queue_cap=setup.queue_cap,
+            admit=admit_hook(spec, policies_module),
+            closed=setup.closed,
+        )
+        trace = timeline.trace
+        run = build_run(spec.name, params, setup.device, timeline, args.fault, extended=True)
+        runs.append(in_format(run, timeline, fmt))
+    return trace, runs
+
+
+def _uses_budget(lab: LabConfig):
+    return lambda name: "budget" in lab.policy(name).params
 
 
 def print_faults() -> None:
@@ -182,12 +245,22 @@ def main(argv=None, policies_module=None, lab_dir: Path | None = None, run_one=N
     except (TraceError, UsageError) as exc:
         print(f"{parser.prog}: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    setup = None
+    if lab.extended_runs:
+        try:
+            setup = resolve(args, trace, device, [p.name for p in lab.policies], _uses_budget(lab))
+        except UsageError as exc:
+            print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+            return EXIT_BAD_INPUT
     if policies_module is None:
         policies_module = import_policies(lab)
     try:
-        runs = run_policies(
-            lab, policies_module, trace, device, args.policy, args, args.fault, run_one
-        )
+        if setup is None:
+            runs = run_policies(
+                lab, policies_module, trace, device, args.policy, args, args.fault, run_one
+            )
+        else:
+            trace, runs = run_extended(lab, policies_module, setup, args, run_one)
     except PolicyError as exc:
         print(f"{parser.prog}: error: {exc}", file=sys.stderr)
         return EXIT_POLICY
@@ -195,7 +268,7 @@ def main(argv=None, policies_module=None, lab_dir: Path | None = None, run_one=N
         print(f"{parser.prog}: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     document = build_document(trace, runs)
-    small = len(trace.requests) <= MAX_REQUEST_COLUMNS  # the table shows each request
+    small = len(runs[0]["requests"]) <= MAX_REQUEST_COLUMNS  # the table shows each request
     print(render(trace.name, [expand_run(run) for run in runs] if small else runs))
     if args.output:
         compact = any(is_compact(run) for run in runs)

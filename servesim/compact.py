@@ -1,50 +1,73 @@
 """Compact run entries: step times plus each request's slices, and the one expansion to full.
 
 A full run entry lists every token time and every submission's batch; on a large trace that is
-hundreds of megabytes. A compact entry (``"format": "compact"``, see ``schemas/``) stores:
+hundreds of megabytes. A compact entry (``"format": "compact"``, see ``schemas/``) keeps every
+field of the full entry except the per-token ones, and stores the timeline as:
 
 - ``stepStartMs`` / ``stepEndMs``: when each submission started and ended;
 - ``decodeSteps``: the indices of the submissions that decode (in increasing order);
 - ``chunks``: every prefill chunk as ``[step, request index, fromToken, tokens]``, in step
   order and, within a step, in the batch's order;
+- ``preempts`` (runs whose events list preemptions): ``[step, request index]`` likewise;
 - per request, ``slices``: ``[step, decodeIndex, count]`` for each time it entered the running
   set: its token from the prefill that ended at submission ``step``, then ``count`` decode
   tokens at submissions ``decodeSteps[decodeIndex : decodeIndex + count]``.
 
-A decode batch holds every running request, in the order they got into the running set (the
+A decode batch holds every running request, in the order they entered the running set (the
 earlier entering submission first; within one submission, its chunk order). The engine keeps
-that order, and every policy of the course decodes all running requests at once; a run whose
-batches do not (``from_timeline`` returns None) is written in the full format instead.
+that order and every policy of the course decodes all running requests at once; a run whose
+batches do not is written in the full format (``compact_run`` returns None).
 
-``expand_run`` turns a compact entry back into exactly the full one; every reader of run files
-calls it (through ``expand_document``), so the rest of the code only knows the full format.
+``expand_run`` turns a compact entry back into exactly the full one; readers of run files call
+it (through ``expand_document``), so the rest of the code only knows the full format.
 """
 
 from __future__ import annotations
 
-from .metrics import request_metrics, summarize
+from .metrics import request_metrics
 
 COMPACT = "compact"
+TOKEN_FIELDS = ("tokenTimesMs", "firstTokenMs", "finishMs", "ttftMs", "itlMs", "maxItlMs")
+TOKEN_FIELDS += ("tpotMs", "e2eMs")
+_AFTER_EVENTS = ("limits",)  # run keys that follow "events" in a full entry
 
 
 def is_compact(run: dict) -> bool:
-    return run.get("format") == COMPACT
+    return isinstance(run, dict) and run.get("format") == COMPACT
 
 
-def from_timeline(timeline) -> dict | None:
-    """The compact fields (``stepStartMs`` ... ``requests[].slices``) of a lab-engine timeline.
+def compact_run(run: dict, timeline) -> dict | None:
+    """The compact form of ``run``, the full entry built from ``timeline`` (no fault switch)."""
+    fields = _timeline_fields(timeline, preempts="limits" in run)
+    if fields is None:
+        return None
+    requests = [
+        {**{k: v for k, v in req.items() if k not in TOKEN_FIELDS}, "slices": own}
+        for req, own in zip(run["requests"], fields.pop("slices"), strict=True)
+    ]
+    head = {k: v for k, v in run.items() if k not in ("requests", "events", "summary")}
+    return {**head, "format": COMPACT, **fields, "requests": requests, "summary": run["summary"]}
 
-    None when a decode batch is not the whole running set in its order (see the module doc).
-    """
+
+def _timeline_fields(timeline, preempts: bool) -> dict | None:
     index = {seq.id: n for n, seq in enumerate(timeline.sequences)}
-    inputs = [seq.input_tokens for seq in timeline.sequences]
-    outputs = [seq.output_tokens for seq in timeline.sequences]
-    slices: list[list] = [[] for _ in timeline.sequences]
+    seqs = timeline.sequences
+    slices: list[list] = [[] for _ in seqs]
+    emitted = [0] * len(seqs)  # tokens of the request's closed slices
     running: dict[str, None] = {}
     leaving: dict[int, list[str]] = {}
-    chunks, decode_steps = [], []
+    chunks, decode_steps, preempted = [], [], []
     for step, event in enumerate(timeline.events):
         batch = event.batch
+        for rid in getattr(batch, "preempt", ()):
+            n = index[rid]
+            preempted.append([step, n])
+            if rid in running:  # its slice ends: it decoded up to the previous decode step
+                del running[rid]
+                own = slices[n][-1]
+                leaving[own[1] + own[2] - 1].remove(rid)
+                own[2] = len(decode_steps) - own[1]
+                emitted[n] += 1 + own[2]
         if batch.decode:
             if batch.decode != tuple(running):
                 return None
@@ -53,54 +76,26 @@ def from_timeline(timeline) -> dict | None:
             decode_steps.append(step)
         for chunk, start in zip(batch.prefill, event.prefill_from):
             n = index[chunk.id]
+            seq = seqs[n]
             chunks.append([step, n, start, chunk.tokens])
-            if start + chunk.tokens == inputs[n]:  # the prefill is complete: first token
-                slices[n].append([step, len(decode_steps), outputs[n] - 1])
-                if outputs[n] > 1:
-                    running[chunk.id] = None
-                    leaving.setdefault(len(decode_steps) + outputs[n] - 2, []).append(chunk.id)
-    return {
+            if start + chunk.tokens < seq.input_tokens + emitted[n]:
+                continue  # the prefill (or recompute) is not complete yet
+            left = seq.output_tokens - emitted[n] - 1
+            slices[n].append([step, len(decode_steps), left])
+            if left:
+                running[chunk.id] = None
+                leaving.setdefault(len(decode_steps) + left - 1, []).append(chunk.id)
+            else:
+                emitted[n] += 1
+    fields = {
         "stepStartMs": [event.start_ms for event in timeline.events],
         "stepEndMs": [event.end_ms for event in timeline.events],
         "decodeSteps": decode_steps,
         "chunks": chunks,
-        "slices": slices,
     }
-
-
-def compact_run(policy: str, params: dict, device, timeline) -> dict | None:
-    """The compact run entry of a lab-engine timeline (None: see ``from_timeline``)."""
-    fields = from_timeline(timeline)
-    if fields is None:
-        return None
-    metrics = [request_metrics(s.arrival_ms, s.token_times_ms) for s in timeline.sequences]
-    steps = [
-        {
-            "startMs": e.start_ms,
-            "endMs": e.end_ms,
-            "prefill": e.batch.prefill,
-            "decode": e.batch.decode,
-        }
-        for e in timeline.events
-    ]
-    requests = [
-        {
-            "id": seq.id,
-            "arrivalMs": seq.arrival_ms,
-            "inputTokens": seq.input_tokens,
-            "outputTokens": seq.output_tokens,
-            "slices": own,
-        }
-        for seq, own in zip(timeline.sequences, fields.pop("slices"), strict=True)
-    ]
-    head = {"policy": policy, "params": dict(params), "device": device.to_json(), "fault": None}
-    return {
-        **head,
-        "format": COMPACT,
-        **fields,
-        "requests": requests,
-        "summary": summarize(metrics, steps),
-    }
+    if preempts:
+        fields["preempts"] = preempted
+    return fields | {"slices": slices}
 
 
 def token_times(run: dict, request: dict) -> list[float]:
@@ -120,25 +115,21 @@ def expand_run(run: dict) -> dict:
     requests = []
     for req in run["requests"]:
         times = token_times(run, req)
-        requests.append(
-            {
-                "id": req["id"],
-                "arrivalMs": req["arrivalMs"],
-                "inputTokens": req["inputTokens"],
-                "outputTokens": req["outputTokens"],
-                "tokenTimesMs": times,
-                **request_metrics(req["arrivalMs"], times),
-            }
-        )
-    return {
-        "policy": run["policy"],
-        "params": run["params"],
-        "device": run["device"],
-        "fault": run["fault"],
-        "requests": requests,
-        "events": _events(run),
-        "summary": run["summary"],
-    }
+        entry = {k: v for k, v in req.items() if k != "slices"}
+        entry["tokenTimesMs"] = times
+        if entry.get("status", "completed") == "completed":
+            entry |= request_metrics(req["arrivalMs"], times)
+        else:
+            entry |= _NO_METRICS
+        requests.append(entry)
+    out = {k: v for k, v in run.items() if k in ("policy", "params", "device", "fault")}
+    out |= {"requests": requests, "events": _events(run)}
+    out |= {k: run[k] for k in _AFTER_EVENTS if k in run}
+    out["summary"] = run["summary"]
+    return out
+
+
+_NO_METRICS = {k: None for k in TOKEN_FIELDS[1:]} | {"itlMs": []}
 
 
 def _events(run: dict) -> list[dict]:
@@ -157,24 +148,23 @@ def _events(run: dict) -> list[dict]:
     ]
     decode_steps = run["decodeSteps"]
     for _, _, n, first, count in sorted(entries):  # the order requests entered the running set
-        rid = ids[n]
         for step in decode_steps[first : first + count]:
-            decode[step].append(rid)
-    return [
-        {
-            "index": i,
-            "startMs": starts[i],
-            "endMs": ends[i],
-            "decode": decode[i],
-            "prefill": prefill[i],
-        }
-        for i in range(len(ends))
+            decode[step].append(ids[n])
+    events = [
+        {"index": i, "startMs": start, "endMs": end, "decode": decode[i], "prefill": prefill[i]}
+        for i, (start, end) in enumerate(zip(starts, ends))
     ]
+    if "preempts" in run:
+        for event in events:
+            event["preempt"] = []
+        for step, n in run["preempts"]:
+            events[step]["preempt"].append(ids[n])
+    return events
 
 
 def expand_document(doc: dict) -> dict:
     """A run file with every compact run expanded (the one normalising step of every reader)."""
-    runs = doc.get("runs")
-    if not isinstance(runs, list) or not any(isinstance(r, dict) and is_compact(r) for r in runs):
+    runs = doc.get("runs") if isinstance(doc, dict) else None
+    if not isinstance(runs, list) or not any(is_compact(r) for r in runs):
         return doc
-    return {**doc, "runs": [expand_run(r) if isinstance(r, dict) else r for r in runs]}
+    return {**doc, "runs": [expand_run(r) for r in runs]}

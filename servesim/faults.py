@@ -17,23 +17,28 @@ class Fault:
     apply: Callable[[dict], None]  # edits one run (requests and events) in place
 
 
+def _completed(run: dict) -> list[dict]:
+    """The requests a latency fault can touch (rejected and cancelled ones have no figures)."""
+    return [r for r in run["requests"] if r.get("status", "completed") == "completed"]
+
+
 def _ttft_from_prefill_start(run: dict) -> None:
     started: dict[str, float] = {}
     for event in run["events"]:
         for chunk in event["prefill"]:
             started.setdefault(chunk["id"], event["startMs"])
-    for req in run["requests"]:
+    for req in _completed(run):
         req["ttftMs"] = req["firstTokenMs"] - started[req["id"]]
 
 
 def _itl_with_first_gap(run: dict) -> None:
-    for req in run["requests"]:
+    for req in _completed(run):
         req["itlMs"] = [req["firstTokenMs"] - req["arrivalMs"], *req["itlMs"]]
         req["maxItlMs"] = max(req["itlMs"])
 
 
 def _tpot_over_n(run: dict) -> None:
-    for req in run["requests"]:
+    for req in _completed(run):
         times = req["tokenTimesMs"]
         req["tpotMs"] = (times[-1] - times[0]) / len(times)
 
@@ -45,7 +50,7 @@ def _events_without_overhead(run: dict) -> None:
 
 
 def _e2e_from_first_token(run: dict) -> None:
-    for req in run["requests"]:
+    for req in _completed(run):
         req["e2eMs"] = req["finishMs"] - req["firstTokenMs"]
 
 

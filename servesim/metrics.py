@@ -29,6 +29,17 @@ def request_metrics(arrival_ms: float, token_times_ms: list[float]) -> dict:
     }
 
 
+NO_METRICS = {  # a request that was rejected or cancelled has no latency figures
+    "firstTokenMs": None,
+    "finishMs": None,
+    "ttftMs": None,
+    "itlMs": [],
+    "maxItlMs": None,
+    "tpotMs": None,
+    "e2eMs": None,
+}
+
+
 def percentile(values: list[float], p: float) -> float:
     """Nearest-rank percentile: the smallest value with at least p% of values at or below it."""
     ordered = sorted(values)
@@ -45,23 +56,26 @@ def distribution(values: list[float]) -> dict | None:
     return stats
 
 
-def summarize(requests: list[dict], events: list[dict]) -> dict:
-    """Run-level figures from the per-request fields and the event log."""
-    defined = [r["tpotMs"] for r in requests if r["tpotMs"] is not None]
-    return {
+def summarize(requests: list[dict], events: list[dict], *, extended: bool = False) -> dict:
+    """Run-level figures from the per-request fields and the event log.
+
+    Latency figures are over completed requests; ``extended`` (unit 08) adds the status counts
+    and the recompute totals, and ``allDoneMs`` becomes the last status time.
+    """
+    done = [r for r in requests if r.get("status", "completed") == "completed"]
+    defined = [r["tpotMs"] for r in done if r["tpotMs"] is not None]
+    summary = {
         "requests": len(requests),
-        "allDoneMs": max(r["finishMs"] for r in requests),
+        "allDoneMs": max(r["finishMs"] for r in done) if not extended else _last_status(requests),
         "submissions": len(events),
         "prefillSubmissions": sum(1 for e in events if e["prefill"]),
         "decodeSubmissions": sum(1 for e in events if e["decode"]),
         "busyMs": sum(e["endMs"] - e["startMs"] for e in events),
-        "ttftMs": distribution([r["ttftMs"] for r in requests]),
-        "itlMs": distribution([gap for r in requests for gap in r["itlMs"]]),
+        "ttftMs": distribution([r["ttftMs"] for r in done]),
+        "itlMs": distribution([gap for r in done for gap in r["itlMs"]]),
         "tpotMs": distribution(defined),
-        "e2eMs": distribution([r["e2eMs"] for r in requests]),
-        "maxItlMs": max(
-            (r["maxItlMs"] for r in requests if r["maxItlMs"] is not None), default=None
-        ),
+        "e2eMs": distribution([r["e2eMs"] for r in done]),
+        "maxItlMs": max((r["maxItlMs"] for r in done if r["maxItlMs"] is not None), default=None),
         "weighting": {
             "ttftMs": "request",
             "itlMs": "token gap",
@@ -69,4 +83,26 @@ def summarize(requests: list[dict], events: list[dict]) -> dict:
             "e2eMs": "request",
         },
         "percentile": "nearest-rank",
+    }
+    if extended:
+        summary |= status_counts(requests)
+    return summary
+
+
+def _last_status(requests: list[dict]) -> float | None:
+    return max((r["statusMs"] for r in requests), default=None)
+
+
+def status_counts(requests: list[dict]) -> dict:
+    """How many requests completed, were rejected or cancelled, and what recompute cost."""
+    counts = {status: 0 for status in ("completed", "rejected", "cancelled")}
+    for r in requests:
+        counts[r["status"]] += 1
+    admitted = sum(r["inputTokens"] for r in requests if r["status"] != "rejected")
+    recomputed = sum(r["recomputedTokens"] for r in requests)
+    return counts | {
+        "recomputes": sum(r["recomputes"] for r in requests),
+        "recomputedTokens": recomputed,
+        "promptTokens": admitted,
+        "recomputeRatio": recomputed / admitted if admitted else 0.0,
     }

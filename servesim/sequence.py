@@ -10,33 +10,67 @@ from .trace import Request
 
 class Phase(Enum):
     PENDING = "pending"  # not arrived yet
-    PREFILL = "prefill"  # arrived, prompt not fully prefilled
+    PREFILL = "prefill"  # arrived, prompt (or recompute) not fully prefilled
     DECODE = "decode"  # first token out, more to come
-    FINISHED = "finished"
+    FINISHED = "finished"  # completed, rejected or cancelled: see ``status``
+
+
+class Status(Enum):
+    """How a request left the system (unit 08); every one counts in every denominator."""
+
+    COMPLETED = "completed"
+    REJECTED = "rejected"  # at arrival: queue full, could never fit, or refused by admit()
+    CANCELLED = "cancelled"  # its deadline passed before its first token
 
 
 @dataclass
 class Sequence:
-    """One request as the engine sees it. Policies read these; only the engine changes them."""
+    """One request as the engine sees it. Policies read these; only the engine changes them.
+
+    ``prefilled`` counts tokens of the current prefill target: the prompt, or after a
+    preemption the prompt plus every token emitted so far (recompute). ``decodes`` counts the
+    decode steps since that prefill, so the KV cache holds ``prefilled + decodes`` positions.
+    """
 
     id: str
     arrival_ms: float
     input_tokens: int
     output_tokens: int
     order: int  # position in the trace; breaks arrival ties
+    max_output_tokens: int = 0  # declared maximum (0: the same as output_tokens)
+    deadline_ms: float | None = None
+    tenant: str = ""
     phase: Phase = Phase.PENDING
+    status: Status | None = None
+    status_ms: float | None = None
     prefilled: int = 0
+    prefill_target: int = 0  # 0: input_tokens (set by the engine at arrival)
+    decodes: int = 0
+    started: bool = False  # prefill ever started (a never-started request counts for queueCap)
+    recomputes: int = 0
+    recomputed_tokens: int = 0
     token_times_ms: list[float] = field(default_factory=list)
+
+    def __post_init__(self):
+        self.max_output_tokens = self.max_output_tokens or self.output_tokens
+        self.prefill_target = self.prefill_target or self.input_tokens
 
     @classmethod
     def of(cls, request: Request, order: int) -> Sequence:
         return cls(
-            request.id, request.arrival_ms, request.input_tokens, request.output_tokens, order
+            request.id,
+            request.arrival_ms,
+            request.input_tokens,
+            request.output_tokens,
+            order,
+            max_output_tokens=request.declared_output,
+            deadline_ms=request.deadline_ms,
+            tenant=request.tenant,
         )
 
     @property
     def remaining_prefill(self) -> int:
-        return self.input_tokens - self.prefilled
+        return self.prefill_target - self.prefilled
 
     @property
     def generated(self) -> int:
@@ -48,5 +82,20 @@ class Sequence:
 
     @property
     def context_tokens(self) -> int:
-        """Positions already in the KV cache (the newest token is written by the next decode)."""
-        return self.prefilled + max(self.generated - 1, 0)
+        """Positions in the KV cache now (the newest token is written by the next decode)."""
+        return self.prefilled + self.decodes
+
+    @property
+    def holds_kv(self) -> bool:
+        """Its prefill has started and it has neither finished nor been preempted since."""
+        return self.prefilled > 0 and self.status is None
+
+    @property
+    def recomputing(self) -> bool:
+        """Preempted and not yet past its recompute prefill."""
+        return self.prefill_target > self.input_tokens and self.remaining_prefill > 0
+
+    @property
+    def reservation_tokens(self) -> int:
+        """The positions ``budgeted`` reserves: the prompt plus the declared output maximum."""
+        return self.input_tokens + self.max_output_tokens

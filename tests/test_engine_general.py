@@ -42,11 +42,18 @@ def test_active_cap_rejects_a_batch_that_exceeds_it():
 
 
 def test_kv_page_budget_rejects_a_batch_that_exceeds_it():
-    # At 2.25 ms A holds 2 prompt tokens and its decode writes a third (2 pages of 2 tokens);
-    # B's 2-token chunk needs one more page.
-    with pytest.raises(PolicyError, match=r"at 2\.25 ms: needs 3 KV pages, budget 2"):
-        simulate(TWO, mixed_batches, DeviceProfile(kv_pages=2, page_tokens=2))
+    # Pages of 2 tokens; each request fits alone (A 2 + 3 = 5 tokens, 3 pages; B 6, 3 pages).
+    # At 5.50 ms A holds 3 positions and its decode writes a fourth (2 pages); B holds 2 prompt
+    # tokens and its next chunk brings it to 4 (2 pages): 4 pages in a pool of 3.
+    with pytest.raises(PolicyError, match=r"at 5\.50 ms: needs 4 KV pages, budget 3"):
+        simulate(TWO, mixed_batches, DeviceProfile(kv_pages=3, page_tokens=2))
     assert simulate(TWO, mixed_batches, DeviceProfile(kv_pages=5, page_tokens=2)).events
+
+
+def test_a_request_that_could_never_fit_the_pool_is_rejected_at_arrival():
+    timeline = simulate(TWO, mixed_batches, DeviceProfile(kv_pages=2, page_tokens=2))
+    assert [s.status.value for s in timeline.sequences] == ["rejected", "rejected"]
+    assert timeline.events == ()
 
 
 @pytest.mark.parametrize(

@@ -33,8 +33,13 @@ def covers(unit_id: str, policy: str, trace, device) -> bool:
 _PLAIN_FIELDS = {"id", "arrivalMs", "inputTokens", "outputTokens"}
 
 
-def reference_run(unit_id: str, policy: str, params: dict, trace, device, fmt: str):
-    """The run entry of reference ``policy`` (``fmt`` "compact" or "full"), or None."""
+def reference_run(
+    unit_id: str, policy: str, params: dict, trace, device, fmt: str, extended: bool = False
+):
+    """The run entry of reference ``policy`` (``fmt`` "compact" or "full"), or None.
+
+    ``extended``: the entry has unit 08's fields (statuses, recomputes, limits, preemptions).
+    """
     if not covers(unit_id, policy, trace, device):
         return None
     work = Workload.of(trace, device)
@@ -45,11 +50,11 @@ def reference_run(unit_id: str, policy: str, params: dict, trace, device, fmt: s
         steps = execute(work, device, make(work, device, **params))
     except Unsupported:
         return None
-    run = compact_run(policy, params, device, trace, steps)
+    run = compact_run(policy, params, device, trace, steps, extended)
     return run if fmt == COMPACT else expand_run(run)
 
 
-def compact_run(policy: str, params: dict, device, trace, steps: Steps) -> dict:
+def compact_run(policy: str, params: dict, device, trace, steps: Steps, extended=False) -> dict:
     """The compact run entry (``servesim.compact``) of what the executor produced."""
     reqs = trace.requests
     output = [r.output_tokens for r in reqs]
@@ -64,29 +69,39 @@ def compact_run(policy: str, params: dict, device, trace, steps: Steps) -> dict:
         [c[0] for c in steps.chunks],
         tokens,
     )
-    requests = [
-        {
-            "id": r.id,
-            "arrivalMs": r.arrival_ms,
-            "inputTokens": r.input_tokens,
-            "outputTokens": r.output_tokens,
-            "slices": [[step, first, out - 1]],
-        }
-        for r, step, first, out in zip(reqs, steps.first_step, steps.first_decode, output)
+    slices = [
+        [[step, first, out - 1]]
+        for step, first, out in zip(steps.first_step, steps.first_decode, output)
     ]
-    return {
-        "policy": policy,
-        "params": dict(params),
-        "device": device.to_json(),
-        "fault": None,
+    requests = [
+        {"id": r.id, "arrivalMs": r.arrival_ms, "inputTokens": r.input_tokens}
+        | {"outputTokens": r.output_tokens, "slices": own}
+        for r, own in zip(reqs, slices)
+    ]
+    run = {"policy": policy, "params": dict(params), "device": device.to_json(), "fault": None}
+    if extended:
+        _extend(run, requests, figures, tokens[1].tolist(), sum(r.input_tokens for r in reqs))
+    return run | {
         "format": COMPACT,
         "stepStartMs": steps.starts,
         "stepEndMs": steps.ends,
         "decodeSteps": steps.decode_steps,
         "chunks": [list(c) for c in steps.chunks],
+        **({"preempts": []} if extended else {}),
         "requests": requests,
         "summary": figures,
     }
+
+
+def _extend(run: dict, requests: list[dict], figures: dict, last: list, prompt: int) -> None:
+    """Unit 08's fields for a run where every request completed without preemption."""
+    run["limits"] = {"budget": None, "queueCap": None}
+    for req, finish in zip(requests, last):
+        slices = req.pop("slices")
+        req |= {"status": "completed", "statusMs": finish, "recomputes": 0}
+        req |= {"recomputedTokens": 0, "slices": slices}
+    figures |= {"completed": len(requests), "rejected": 0, "cancelled": 0, "recomputes": 0}
+    figures |= {"recomputedTokens": 0, "promptTokens": prompt, "recomputeRatio": 0.0}
 
 
 __all__ = ["Unsupported", "compact_run", "covers", "reference_run"]

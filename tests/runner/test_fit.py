@@ -40,7 +40,7 @@ def test_fit_recovers_a_known_profile(torch_cpu):
 
 
 def _sub(cls, batch, context, ms):
-    from servesim.device import prefill_context_pairs
+    from servesim.rules import prefill_context_pairs
 
     return cls(
         batch,

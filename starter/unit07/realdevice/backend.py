@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 
 import torch
-from servesim.device import prefill_context_pairs
+from servesim.rules import prefill_context_pairs
 
 from .config import MODELS, ModelConfig
 from .executor import Executor
@@ -36,7 +36,7 @@ class Submission:
     batch: object  # the servesim.Batch
     context: dict  # cached positions of each request in the batch, before it ran
     prefill_tokens: int
-    prefill_context: int  # servesim.device.prefill_context_pairs of the batch
+    prefill_context: int  # servesim.rules.prefill_context_pairs of the batch
     decode_seqs: int
     decode_context: int  # cached positions summed over the decoded requests
     measured_ms: float

@@ -14,16 +14,13 @@ from .device import DeviceProfile
 from .engine import PolicyError, simulate
 from .faults import FAULTS
 from .labconfig import LabConfig, load_lab
+from .labflags import Setup, UsageError, add_flags, resolve
 from .runfile import build_document, build_run, dumps, write_atomic
 from .table import render
 from .trace import TraceError, read_trace_file, resolve_trace
 
 EXIT_BAD_INPUT = 2
 EXIT_POLICY = 1
-
-
-class UsageError(Exception):
-    pass
 
 
 def _non_negative_ms(text: str) -> float:
@@ -58,9 +55,14 @@ def build_parser(lab: LabConfig, prog: str = "simulate.py") -> argparse.Argument
     parser.add_argument(
         "--trace", help=f"trace name ({', '.join(lab.public_traces)}) or path to a JSON trace"
     )
-    parser.add_argument("--policy", choices=[*names, "both"], default="both")
+    every = _every(lab)
+    parser.add_argument("--policy", choices=[*names, every], default=every)
+    seen = set()
     for spec in lab.policies:
         for param, meta in spec.params.items():
+            if param in seen:  # several policies share a parameter (unit 08's budget)
+                continue
+            seen.add(param)
             parser.add_argument(
                 f"--{param}",
                 type=_int_at_least(meta.get("min", 1)),
@@ -76,7 +78,14 @@ def build_parser(lab: LabConfig, prog: str = "simulate.py") -> argparse.Argument
     parser.add_argument("--fault", choices=sorted(FAULTS), help="turn on a statistics bug")
     parser.add_argument("--list-faults", action="store_true", help="list the fault switches")
     parser.add_argument("--output", help="write the run file (JSON) here")
+    if lab.extended_runs:
+        add_flags(parser)
     return parser
+
+
+def _every(lab: LabConfig) -> str:
+    """The --policy value that selects every policy: unit 07 has two ("both"), later units more."""
+    return "all" if lab.extended_runs else "both"
 
 
 def device_from_args(lab: LabConfig, args) -> DeviceProfile:
@@ -99,25 +108,41 @@ def device_from_args(lab: LabConfig, args) -> DeviceProfile:
     return device
 
 
-def selected_policies(lab: LabConfig, policies_module, selected: str, args):
+def _named(function, name: str):
+    """``function`` with a stub's ``NotImplementedError`` turned into a ``PolicyError``."""
+
+    def call(*args, **kwargs):
+        try:
+            return function(*args, **kwargs)
+        except NotImplementedError:
+            raise PolicyError(f"{name}() in policies.py is not implemented yet") from None
+
+    return call
+
+
+def selected_policies(lab: LabConfig, policies_module, selected: str, args, overrides=None):
     """``(spec, params, policy)`` for each selected policy, in the lab's order.
 
-    ``policy(view)`` calls the student's function with its parameters; a stub that still raises
-    ``NotImplementedError`` becomes a ``PolicyError`` that names the function.
+    ``policy(view)`` calls the student's function with its parameters (``overrides`` first,
+    e.g. a tier's budget); a stub that still raises ``NotImplementedError`` becomes a
+    ``PolicyError`` that names the function.
     """
+    overrides = overrides or {}
     for spec in lab.policies:
-        if selected not in (spec.name, "both"):
+        if selected not in (spec.name, _every(lab)):
             continue
-        params = {name: getattr(args, name) for name in spec.params}
-        function = getattr(policies_module, spec.function)
+        params = {name: overrides.get(name, getattr(args, name)) for name in spec.params}
+        function = _named(getattr(policies_module, spec.function), spec.function)
 
-        def policy(view, function=function, params=params, name=spec.function):
-            try:
-                return function(view, **params)
-            except NotImplementedError:
-                raise PolicyError(f"{name}() in policies.py is not implemented yet") from None
+        def policy(view, function=function, params=params):
+            return function(view, **params)
 
         yield spec, params, policy
+
+
+def admit_hook(spec, policies_module):
+    """The policy's admission function (unit.yaml ``admit:``), or None."""
+    return _named(getattr(policies_module, spec.admit), spec.admit) if spec.admit else None
 
 
 def run_policies(lab: LabConfig, policies_module, trace, device, selected, args, fault):
@@ -126,6 +151,30 @@ def run_policies(lab: LabConfig, policies_module, trace, device, selected, args,
         build_run(spec.name, params, device, simulate(trace, policy, device), fault)
         for spec, params, policy in selected_policies(lab, policies_module, selected, args)
     ]
+
+
+def run_extended(lab: LabConfig, policies_module, setup: Setup, args):
+    """Unit 08: each selected policy under the setup's limits; (realised trace, run entries)."""
+    selected = setup.policy or args.policy
+    overrides = {} if setup.budget is None else {"budget": setup.budget}
+    runs, trace = [], setup.trace
+    for spec, params, policy in selected_policies(lab, policies_module, selected, args, overrides):
+        timeline = simulate(
+            setup.trace,
+            policy,
+            setup.device,
+            budget=setup.budget if "budget" in spec.params else None,
+            queue_cap=setup.queue_cap,
+            admit=admit_hook(spec, policies_module),
+            closed=setup.closed,
+        )
+        trace = timeline.trace
+        runs.append(build_run(spec.name, params, setup.device, timeline, args.fault, extended=True))
+    return trace, runs
+
+
+def _uses_budget(lab: LabConfig):
+    return lambda name: "budget" in lab.policy(name).params
 
 
 def print_faults() -> None:
@@ -154,10 +203,20 @@ def main(argv=None, policies_module=None, lab_dir: Path | None = None) -> int:
     except (TraceError, UsageError) as exc:
         print(f"{parser.prog}: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    setup = None
+    if lab.extended_runs:
+        try:
+            setup = resolve(args, trace, device, [p.name for p in lab.policies], _uses_budget(lab))
+        except UsageError as exc:
+            print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+            return EXIT_BAD_INPUT
     if policies_module is None:
         policies_module = import_policies(lab)
     try:
-        runs = run_policies(lab, policies_module, trace, device, args.policy, args, args.fault)
+        if setup is None:
+            runs = run_policies(lab, policies_module, trace, device, args.policy, args, args.fault)
+        else:
+            trace, runs = run_extended(lab, policies_module, setup, args)
     except PolicyError as exc:
         print(f"{parser.prog}: error: {exc}", file=sys.stderr)
         return EXIT_POLICY

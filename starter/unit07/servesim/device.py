@@ -14,6 +14,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 
+from . import rules
 from .batch import Batch
 
 
@@ -30,26 +31,14 @@ class DeviceProfile:
     decode_ms_per_context_token: float = 0.0  # per decoded sequence, per token in its cache
 
     def work_ms(self, batch: Batch, context: Mapping[str, int]) -> float:
-        """Device time of a batch without the submission overhead.
-
-        ``context`` maps each request in the batch to the tokens already in its KV cache; the
-        unit 07 device ignores it (both per-context-token costs are 0), calibrated profiles may not.
-        """
-        work = self.prefill_ms_per_token * batch.prefill_tokens
-        if batch.decode:
-            work += self.decode_batch_ms + self.decode_ms_per_seq * len(batch.decode)
-        if self.prefill_ms_per_context_token:
-            work += self.prefill_ms_per_context_token * prefill_context_pairs(batch, context)
-        if self.decode_ms_per_context_token:
-            cached = sum(context[rid] for rid in batch.decode)
-            work += self.decode_ms_per_context_token * cached
-        return work
+        """Device time of a batch without the submission overhead (see ``rules.step_work_ms``)."""
+        return rules.step_work_ms(self, batch, context)
 
     def duration_ms(self, batch: Batch, context: Mapping[str, int]) -> float:
-        return self.overhead_ms + self.work_ms(batch, context)
+        return rules.step_duration_ms(self, batch, context)
 
     def pages_for(self, tokens: int) -> int:
-        return math.ceil(tokens / self.page_tokens)
+        return rules.pages_for(self, tokens)
 
     def to_json(self) -> dict:
         return {
@@ -86,15 +75,6 @@ class DeviceProfile:
                 raise ValueError(f"{source}: {_camel(name)} must be null or an integer >= 1")
         if not isinstance(self.page_tokens, int) or self.page_tokens < 1:
             raise ValueError(f"{source}: pageTokens must be an integer >= 1")
-
-
-def prefill_context_pairs(batch: Batch, context: Mapping[str, int]) -> int:
-    """Positions each prefill token of ``batch`` finds before it, summed: a chunk of ``n``
-    tokens on top of ``c`` cached ones contributes ``n * c + n * (n - 1) / 2``."""
-    return sum(
-        chunk.tokens * context[chunk.id] + chunk.tokens * (chunk.tokens - 1) // 2
-        for chunk in batch.prefill
-    )
 
 
 _OMITTED_WHEN_ZERO = ("prefill_ms_per_context_token", "decode_ms_per_context_token")

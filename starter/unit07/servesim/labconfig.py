@@ -16,6 +16,7 @@ class PolicySpec:
     name: str
     function: str
     params: dict  # name -> {"default", "min", "help"}
+    admit: str | None = None  # unit 08: the function called at every arrival (the challenge)
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,7 @@ class LabConfig:
     policies: tuple[PolicySpec, ...]
     public_traces: tuple[str, ...]
     folder: Path
+    extended_runs: bool = False  # lab.json "runFile": "extended" (unit 08's run-file fields)
 
     @property
     def traces_dir(self) -> Path:
@@ -41,7 +43,11 @@ def load_lab(folder: Path = LAB_DIR) -> LabConfig:
         unit=doc["unit"],
         title=doc["title"],
         device=DeviceProfile.from_json(doc["device"], source="lab.json device"),
-        policies=tuple(PolicySpec(p["name"], p["function"], p["params"]) for p in doc["policies"]),
+        policies=tuple(
+            PolicySpec(p["name"], p["function"], p["params"], p.get("admit"))
+            for p in doc["policies"]
+        ),
         public_traces=tuple(doc["publicTraces"]),
         folder=Path(folder),
+        extended_runs=doc.get("runFile", "basic") == "extended",
     )

@@ -10,41 +10,31 @@ from pathlib import Path
 from .device import DeviceProfile
 from .engine import Timeline
 from .faults import FAULTS
-from .metrics import request_metrics, summarize
+from .metrics import NO_METRICS, request_metrics, summarize
+from .sequence import Status
 from .trace import Trace
 
 FORMAT_VERSION = 1
 
 
 def build_run(
-    policy: str, params: dict, device: DeviceProfile, timeline: Timeline, fault: str | None
+    policy: str,
+    params: dict,
+    device: DeviceProfile,
+    timeline: Timeline,
+    fault: str | None,
+    *,
+    extended: bool = False,
+    limits: dict | None = None,
 ) -> dict:
-    """One entry of ``runs``: the raw timeline, metrics recomputed from it, and a summary."""
-    requests = []
-    for seq in timeline.sequences:
-        requests.append(
-            {
-                "id": seq.id,
-                "arrivalMs": seq.arrival_ms,
-                "inputTokens": seq.input_tokens,
-                "outputTokens": seq.output_tokens,
-                "tokenTimesMs": list(seq.token_times_ms),
-                **request_metrics(seq.arrival_ms, seq.token_times_ms),
-            }
-        )
-    events = [
-        {
-            "index": event.index,
-            "startMs": event.start_ms,
-            "endMs": event.end_ms,
-            "decode": list(event.batch.decode),
-            "prefill": [
-                {"id": chunk.id, "fromToken": start, "tokens": chunk.tokens}
-                for chunk, start in zip(event.batch.prefill, event.prefill_from)
-            ],
-        }
-        for event in timeline.events
-    ]
+    """One entry of ``runs``: the raw timeline, metrics recomputed from it, and a summary.
+
+    ``extended`` (unit 08) adds each request's status, its recomputes and unit 08 trace fields,
+    each event's ``preempt`` list, the engine ``limits`` and the status counts of the summary;
+    without it the entry is exactly unit 07's.
+    """
+    requests = [_request(seq, extended) for seq in timeline.sequences]
+    events = [_event(event, extended) for event in timeline.events]
     run = {
         "policy": policy,
         "params": dict(params),
@@ -53,10 +43,56 @@ def build_run(
         "requests": requests,
         "events": events,
     }
+    if extended:
+        run["limits"] = {"budget": None, "queueCap": None, **(limits or {})}
     if fault is not None:
         FAULTS[fault].apply(run)
-    run["summary"] = summarize(run["requests"], run["events"])
+    run["summary"] = summarize(run["requests"], run["events"], extended=extended)
     return run
+
+
+def _request(seq, extended: bool) -> dict:
+    entry = {
+        "id": seq.id,
+        "arrivalMs": seq.arrival_ms,
+        "inputTokens": seq.input_tokens,
+        "outputTokens": seq.output_tokens,
+    }
+    if extended:
+        if seq.max_output_tokens != seq.output_tokens:
+            entry["maxOutputTokens"] = seq.max_output_tokens
+        if seq.deadline_ms is not None:
+            entry["deadlineMs"] = seq.deadline_ms
+        if seq.tenant:
+            entry["tenant"] = seq.tenant
+        entry |= {
+            "status": seq.status.value,
+            "statusMs": seq.status_ms,
+            "recomputes": seq.recomputes,
+            "recomputedTokens": seq.recomputed_tokens,
+        }
+    entry["tokenTimesMs"] = list(seq.token_times_ms)
+    if seq.status is Status.COMPLETED:
+        entry |= request_metrics(seq.arrival_ms, seq.token_times_ms)
+    else:
+        entry |= NO_METRICS
+    return entry
+
+
+def _event(event, extended: bool) -> dict:
+    entry = {
+        "index": event.index,
+        "startMs": event.start_ms,
+        "endMs": event.end_ms,
+        "decode": list(event.batch.decode),
+        "prefill": [
+            {"id": chunk.id, "fromToken": start, "tokens": chunk.tokens}
+            for chunk, start in zip(event.batch.prefill, event.prefill_from)
+        ],
+    }
+    if extended:
+        entry["preempt"] = list(event.batch.preempt)
+    return entry
 
 
 def build_document(trace: Trace, runs: list[dict]) -> dict:

@@ -41,8 +41,8 @@ def render(trace_name: str, runs: list[dict]) -> str:
             rows.append(
                 [
                     _label(run),
-                    _ms(s["ttftMs"]["p50"]),
-                    _ms(s["ttftMs"]["p99"]),
+                    _ms(s["ttftMs"]["p50"] if s["ttftMs"] else None),
+                    _ms(s["ttftMs"]["p99"] if s["ttftMs"] else None),
                     _ms(s["itlMs"]["p99"] if s["itlMs"] else None),
                     _ms(s["maxItlMs"]),
                     _ms(s["allDoneMs"]),
@@ -55,6 +55,13 @@ def render(trace_name: str, runs: list[dict]) -> str:
         lines.append("  ".join(cells))
         if n == 0:
             lines.append("  ".join("-" * w for w in widths))
+    for run in runs:
+        s = run["summary"]
+        if "completed" in s:  # extended run files (unit 08) count every outcome
+            lines.append(
+                f"{_label(run)}: {s['completed']} completed, {s['rejected']} rejected, "
+                f"{s['cancelled']} cancelled; {s['recomputedTokens']} tokens recomputed"
+            )
     faulty = [r["fault"] for r in runs if r["fault"]]
     if faulty:
         lines.append(f"fault switch on: {faulty[0]} (the statistics above are deliberately wrong)")

@@ -1,8 +1,11 @@
 """Traces: the requests a run replays, and the one place that validates them.
 
 A trace is JSON: ``{"name", "description", "requests": [{"id", "arrivalMs", "inputTokens",
-"outputTokens"}, ...]}``. Extra request fields (a tenant, a deadline) are kept but not used yet.
-Every problem is reported as one ``TraceError`` that names the trace, the request and the field.
+"outputTokens"}, ...]}``. Unit 08 adds three optional request fields: ``maxOutputTokens`` (the
+declared maximum a reservation counts, an integer >= outputTokens, default outputTokens),
+``deadlineMs`` (a number > 0, relative to arrival, on the first token) and ``tenant`` (a
+non-empty string). Other extra fields are kept but not used. Every problem is reported as one
+``TraceError`` that names the trace, the request and the field.
 """
 
 from __future__ import annotations
@@ -23,6 +26,13 @@ class Request:
     arrival_ms: float
     input_tokens: int
     output_tokens: int
+    max_output_tokens: int | None = None  # None: the same as output_tokens
+    deadline_ms: float | None = None
+    tenant: str = ""
+
+    @property
+    def declared_output(self) -> int:
+        return self.output_tokens if self.max_output_tokens is None else self.max_output_tokens
 
 
 @dataclass(frozen=True)
@@ -80,8 +90,42 @@ def parse_trace(doc, source: str = "trace") -> Trace:
             value = item[key]
             if not _is_int(value) or value < 1:
                 raise TraceError(f"{where}: field '{key}' must be an integer >= 1, got {value!r}")
-        parsed.append(Request(rid, float(arrival), item["inputTokens"], item["outputTokens"]))
+        parsed.append(
+            Request(
+                rid,
+                float(arrival),
+                item["inputTokens"],
+                item["outputTokens"],
+                **_unit08(item, where),
+            )
+        )
     return Trace(name=name, description=description, requests=tuple(parsed), raw=doc)
+
+
+def _unit08(item: dict, where: str) -> dict:
+    """The optional unit 08 fields of one request, validated."""
+    extra = {}
+    if "maxOutputTokens" in item:
+        value, least = item["maxOutputTokens"], item["outputTokens"]
+        if not _is_int(value) or value < least:
+            raise TraceError(
+                f"{where}: field 'maxOutputTokens' must be an integer >= outputTokens ({least}), "
+                f"got {value!r}"
+            )
+        extra["max_output_tokens"] = value
+    if "deadlineMs" in item:
+        value = item["deadlineMs"]
+        if not _is_number(value) or not math.isfinite(value) or value <= 0:
+            raise TraceError(
+                f"{where}: field 'deadlineMs' must be a finite number > 0, got {value!r}"
+            )
+        extra["deadline_ms"] = float(value)
+    if "tenant" in item:
+        value = item["tenant"]
+        if not isinstance(value, str) or not value:
+            raise TraceError(f"{where}: field 'tenant' must be a non-empty string, got {value!r}")
+        extra["tenant"] = value
+    return extra
 
 
 def read_trace_file(path: Path) -> Trace:

@@ -1,0 +1,73 @@
+"""The replay's checks of a run file that need no device rule: the requests against the trace,
+how an event is described in messages, and the reported token times against the rebuilt ones."""
+
+from __future__ import annotations
+
+from .problems import Collector, ProblemKind, close_ms, fmt_ms
+
+BAD = ProblemKind.INVALID_SCHEDULE
+
+
+def requests_match_trace(requests: list[dict], trace, found: Collector) -> bool:
+    expected = [(r.id, r.arrival_ms, r.input_tokens, r.output_tokens) for r in trace.requests]
+    if len(requests) != len(expected):
+        found.add(
+            BAD, "requests", f"the run has {len(requests)} requests, the trace {len(expected)}"
+        )
+        return False
+    for number, (req, (rid, arrival, n_in, n_out)) in enumerate(
+        zip(requests, expected, strict=False), 1
+    ):
+        same = (
+            req.get("id") == rid
+            and close_ms(req.get("arrivalMs"), arrival)
+            and req.get("inputTokens") == n_in
+            and req.get("outputTokens") == n_out
+        )
+        if not same:
+            found.add(
+                BAD,
+                "requests",
+                f"request #{number} of the run is not request '{rid}' of the trace "
+                "(id, arrivalMs, inputTokens and outputTokens must match, in trace order)",
+            )
+            return False
+    return True
+
+
+def describe_event(event: dict) -> str:
+    return describe_batch(event.get("decode", []), event.get("prefill", []), event.get("preempt"))
+
+
+def describe_batch(decode: list[str], prefill: list[dict], preempt=None) -> str:
+    """``decode [A, S]``, ``prefill L tokens 0–2``, ``preempt [B]``, joined by ``+``."""
+    parts = [f"preempt [{', '.join(preempt)}]"] if preempt else []
+    if decode:
+        parts.append(f"decode [{', '.join(decode)}]")
+    for chunk in prefill:
+        start = chunk["fromToken"]
+        parts.append(f"prefill {chunk['id']} tokens {start}–{start + chunk['tokens']}")
+    return " + ".join(parts) or "empty submission"
+
+
+def check_token_times(requests: list[dict], replay, found: Collector) -> None:
+    for req in requests:
+        rebuilt, reported = replay.token_times[req["id"]], req["tokenTimesMs"]
+        if len(reported) != len(rebuilt):
+            found.add(
+                BAD,
+                "tokenTimesMs",
+                f"'{req['id']}' reports {len(reported)} token times, its events give "
+                f"{len(rebuilt)}",
+            )
+            continue
+        for j, (a, b) in enumerate(zip(reported, rebuilt, strict=False)):
+            if not close_ms(a, b):
+                found.add(
+                    BAD,
+                    "tokenTimesMs",
+                    f"token {j + 1} of '{req['id']}' is reported at {fmt_ms(a)}, but the event "
+                    f"that produced it ends at {fmt_ms(b)}",
+                    b,
+                )
+                break

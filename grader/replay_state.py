@@ -1,0 +1,61 @@
+"""The replay's own state of one request, rebuilt from the event log alone."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class ReqState:
+    spec: object  # the trace's servesim.Request
+    target: int = 0  # the current prefill target: the prompt, or prompt + emitted after preempt
+    prefilled: int = 0
+    decodes: int = 0  # decodes since the current prefill
+    times: list[float] = field(default_factory=list)
+    gone: bool = False  # completed or cancelled: must not run again
+    recomputes: int = 0
+    recomputed: int = 0  # KV positions dropped by preemptions
+
+    def __post_init__(self):
+        self.target = self.target or self.spec.input_tokens
+
+    @property
+    def cache(self) -> int:
+        return self.prefilled + self.decodes
+
+    @property
+    def holds(self) -> bool:
+        return self.prefilled > 0 and not self.gone
+
+    @property
+    def decoding(self) -> bool:
+        return self.holds and self.prefilled >= self.target and bool(self.times)
+
+    def preempt(self, rules) -> None:
+        self.recomputes += 1
+        self.recomputed += self.cache
+        self.target = rules.recompute_target(self.spec.input_tokens, len(self.times))
+        self.prefilled = self.decodes = 0
+
+    def prefill(self, tokens: int, end: float, rules) -> None:
+        before = self.prefilled
+        self.prefilled += tokens
+        if rules.emits_on_prefill(before, tokens, self.target):
+            self.times.append(end)
+
+    def decode(self, end: float) -> None:
+        self.decodes += 1
+        self.times.append(end)
+
+    def finish(self) -> None:
+        self.gone = True
+
+
+def reported_statuses(requests, trace) -> dict[str, tuple[str, float | None]]:
+    """``id -> (status, statusMs)`` as the run reports them; a unit 07 run has none, so every
+    request must complete."""
+    reported = {r.id: ("completed", None) for r in trace.requests}
+    for req in requests or ():
+        if isinstance(req, dict) and req.get("id") in reported and "status" in req:
+            reported[req["id"]] = (req["status"], req.get("statusMs"))
+    return reported

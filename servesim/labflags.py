@@ -1,0 +1,109 @@
+"""Unit 08's extra ``simulate.py`` flags: limits, offered load and tier files.
+
+Only labs whose lab.json says ``"runFile": "extended"`` get them, so unit 07's command line is
+unchanged. ``add_flags`` declares them; ``resolve`` turns the parsed flags into a ``Setup``
+(device, limits, arrival source) or raises ``UsageError`` with one line naming the flag or
+field that is wrong.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, replace
+
+from .arrivals import ClosedLoop
+from .device import DeviceProfile
+from .load import ClosedLoad, LoadError, open_loop, parse_load
+from .tiers import TierError, check_budget, load_tier
+from .trace import Trace
+
+
+class UsageError(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class Setup:
+    """Everything a unit 08 run needs besides the policy."""
+
+    trace: Trace | None  # open-loop arrivals (None with a closed loop)
+    closed: ClosedLoop | None
+    device: DeviceProfile
+    budget: int | None  # the B the engine enforces (policies with a budget param)
+    queue_cap: int | None
+    policy: str | None  # the tier's policy, when a tier file gave one
+    tier: str | None
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+
+
+def add_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--queue-cap", type=_positive_int, help="reject arrivals while this many wait unstarted"
+    )
+    parser.add_argument(
+        "--load",
+        help="open:RATE (Poisson, req/s) or closed:USERS:THINK_MS; sizes come from --trace",
+    )
+    parser.add_argument(
+        "--requests", type=_positive_int, help="requests to send with --load (default: the trace's)"
+    )
+    parser.add_argument("--seed", type=_int, default=0, help="seed of --load (default 0)")
+    parser.add_argument(
+        "--tier", help="tier file: its device, policy, budget and queue cap replace the defaults"
+    )
+
+
+def resolve(args, trace: Trace, device: DeviceProfile, policy_names, uses_budget) -> Setup:
+    """The run's setup from the flags; ``uses_budget(name)`` says whether a policy takes B."""
+    budget, queue_cap, policy, tier_name = getattr(args, "budget", None), args.queue_cap, None, None
+    if args.tier:
+        try:
+            tier = load_tier(args.tier, tuple(policy_names))
+        except TierError as exc:
+            raise UsageError(str(exc)) from None
+        device, policy, tier_name = tier.device, tier.policy, tier.name
+        budget = tier.budget if tier.budget is not None else budget
+        queue_cap = tier.queue_cap if args.queue_cap is None else args.queue_cap
+        if args.overhead_ms is not None:
+            device = replace(device, overhead_ms=args.overhead_ms)
+    selected = [policy] if policy else [p for p in policy_names if args.policy in (p, "all")]
+    engine_budget = budget if any(uses_budget(p) for p in selected) else None
+    try:
+        check_budget(engine_budget, device, "--budget")
+    except TierError as exc:
+        raise UsageError(str(exc).replace("field 'budget'", "B")) from None
+    requests = args.requests or len(trace.requests)
+    closed = None
+    if args.load:
+        try:
+            load = parse_load(args.load)
+        except LoadError as exc:
+            raise UsageError(str(exc)) from None
+        if isinstance(load, ClosedLoad):
+            if len(selected) != 1:
+                raise UsageError(
+                    "--load closed:...: choose one --policy (each run has its own arrivals)"
+                )
+            closed = ClosedLoop(load.users, load.think_ms, requests, trace, seed=args.seed)
+            trace = None
+        else:
+            trace = open_loop(trace, load.rate_per_s, requests, args.seed)
+    elif args.requests:
+        raise UsageError("--requests needs --load (a trace replays all its requests)")
+    return Setup(trace, closed, device, engine_budget, queue_cap, policy, tier_name)

@@ -1,0 +1,139 @@
+"""Every sequence's state while the engine runs, changed only through these steps:
+
+    arrive (admit or reject) -> run a checked batch (preempt, prefill, decode, finish) -> cancel
+
+Each change costs work in proportion to what changes; the totals a policy needs (holders,
+pages held, pages reserved) are kept as running sums in a ``Tally``.
+"""
+
+from __future__ import annotations
+
+import heapq
+
+from . import rules
+from .arrivals import Arrivals
+from .batch import Batch
+from .device import DeviceProfile
+from .queues import SeqView, WaitingQueue
+from .sequence import Phase, Sequence, Status
+from .view import SchedulerView, Tally
+
+
+class EngineState:
+    def __init__(self, device: DeviceProfile, arrivals: Arrivals):
+        self.device = device
+        self.arrivals = arrivals
+        self.waiting = WaitingQueue()
+        self.running: list[Sequence] = []
+        self.live: dict[str, Sequence] = {}  # arrived and not finished, by id
+        self.tally = Tally()
+        self._deadlines: list[tuple[float, int, Sequence]] = []
+
+    def view(self, clock: float, previous, budget, memo: dict) -> SchedulerView:
+        return SchedulerView(
+            clock,
+            self.waiting.view(),
+            SeqView(self.running),
+            previous,
+            self.device,
+            budget,
+            memo,
+            self.tally,
+            self.live,
+        )
+
+    # -- arrivals ---------------------------------------------------------------------------
+
+    def admit_arrivals(self, clock: float, view, queue_cap, admit) -> None:
+        """Every request due by ``clock`` joins the waiting queue or is rejected at arrival."""
+        while (seq := self.arrivals.pop_due(clock)) is not None:
+            refused = (
+                rules.never_fits(self.device, seq.input_tokens, seq.max_output_tokens)
+                or (queue_cap is not None and self.waiting.unstarted >= queue_cap)
+                or (admit is not None and not admit(seq, view))
+            )
+            if refused:
+                self._leave(seq, Status.REJECTED, seq.arrival_ms)
+                continue
+            seq.phase = Phase.PREFILL
+            self.waiting.add_arrival(seq)
+            self.live[seq.id] = seq
+            if seq.deadline_ms is not None:
+                due = seq.arrival_ms + seq.deadline_ms
+                heapq.heappush(self._deadlines, (due, seq.order, seq))
+
+    def cancel_expired(self, boundary: float) -> None:
+        """At a step boundary: cancel live requests past their deadline without a first token."""
+        heap = self._deadlines
+        while heap and heap[0][0] < boundary:
+            seq = heapq.heappop(heap)[2]
+            if seq.status is None and not seq.token_times_ms:
+                self._release(seq)
+                self.waiting.remove(seq)
+                self._leave(seq, Status.CANCELLED, boundary)
+
+    # -- one step ---------------------------------------------------------------------------
+
+    def run_step(self, batch: Batch, end: float) -> None:
+        """Apply a checked batch that ended at ``end``: preempt, prefill, decode, finish."""
+        live, pages = self.live, self.device.pages_for
+        preempted = [live[rid] for rid in batch.preempt]
+        for seq in preempted:
+            self._preempt(seq)
+        self.waiting.add_preempted(preempted)
+        for chunk in batch.prefill:
+            seq = live[chunk.id]
+            if seq.prefilled == 0:
+                self._hold(seq)
+            self.waiting.mark_started(seq)
+            before = seq.prefilled
+            seq.prefilled += chunk.tokens
+            self.tally.pages += pages(seq.context_tokens) - pages(before + seq.decodes)
+            if rules.emits_on_prefill(before, chunk.tokens, seq.prefill_target):
+                self.waiting.remove(seq)
+                seq.token_times_ms.append(end)
+                seq.phase = Phase.DECODE
+                self.running.append(seq)
+        for rid in batch.decode:
+            seq = live[rid]
+            self.tally.pages += pages(seq.context_tokens + 1) - pages(seq.context_tokens)
+            seq.decodes += 1
+            seq.token_times_ms.append(end)
+        self._finish([live[rid] for rid in batch.ids], end)
+
+    def _finish(self, members: list[Sequence], end: float) -> None:
+        done = [seq for seq in members if seq.phase is Phase.DECODE and seq.remaining_output == 0]
+        for seq in done:
+            self._release(seq)
+            self._leave(seq, Status.COMPLETED, end)
+        if done:
+            self.running[:] = [seq for seq in self.running if seq.status is None]
+
+    def _preempt(self, seq: Sequence) -> None:
+        """Drop the cache; keep the emitted tokens; prefill prompt + emitted again later."""
+        self._release(seq)
+        if seq.phase is Phase.DECODE:
+            self.running.remove(seq)
+        else:
+            self.waiting.remove(seq)
+        seq.recomputes += 1
+        seq.recomputed_tokens += seq.context_tokens
+        seq.prefill_target = rules.recompute_target(seq.input_tokens, seq.generated)
+        seq.prefilled = seq.decodes = 0
+        seq.phase = Phase.PREFILL
+
+    def _hold(self, seq: Sequence) -> None:
+        self.tally.active += 1
+        self.tally.reserved += self.device.pages_for(seq.reservation_tokens)
+
+    def _release(self, seq: Sequence) -> None:
+        if seq.prefilled == 0:
+            return
+        self.tally.active -= 1
+        self.tally.pages -= self.device.pages_for(seq.context_tokens)
+        self.tally.reserved -= self.device.pages_for(seq.reservation_tokens)
+
+    def _leave(self, seq: Sequence, status: Status, at_ms: float) -> None:
+        seq.status, seq.status_ms, seq.phase = status, at_ms, Phase.FINISHED
+        self.live.pop(seq.id, None)
+        self.arrivals.left(seq, at_ms)

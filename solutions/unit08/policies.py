@@ -1,0 +1,231 @@
+"""Unit 08 scheduling policies: the file you implement and submit (with measure.py).
+
+A policy is called at every decision point and returns the next step as a ``Batch``. Unlike
+unit 07, one step may hold decodes and prefill chunks together (a mixed step), and may name
+sequences to preempt at its start. What a policy sees (``SchedulerView``):
+
+- ``view.waiting``: requests whose prefill is not finished. Partial prefills and preempted
+  requests waiting for their recompute come first, then requests that never started, in arrival
+  order. ``seq.holds_kv`` tells a partial prefill (it holds pages) from the rest;
+  ``seq.remaining_prefill`` and ``seq.prefill_target`` (the prompt, plus the tokens already
+  emitted after a preemption) say how much is left.
+- ``view.running``: requests that have their first token and need more, in that order.
+- ``view.device``: ``max_active`` (K, or None), ``kv_pages`` (M, or None), ``pages_for(tokens)``.
+- ``view.active``, ``view.pages_held``, ``view.pages_reserved``, ``view.free_slots``,
+  ``view.free_pages``: running totals over the sequences that hold KV now.
+- ``view.memo``: a dict that lives for one run, for a policy that needs state between steps.
+
+``Batch(decode=ids, prefill=[PrefillChunk(id, n), ...], preempt=ids)`` is one step; the budget B
+counts one position per decoded sequence plus every prefill token. The engine rejects a step
+that breaks a device rule (B, K, M) with a message that says which.
+"""
+
+from servesim import Batch, PrefillChunk, SchedulerView
+
+
+def whole_prompts(seqs) -> Batch:
+    """A step (given) that prefills the whole remaining prompt of each of ``seqs``."""
+    return Batch(prefill=[PrefillChunk(s.id, s.remaining_prefill) for s in seqs])
+
+
+def static(view: SchedulerView) -> Batch:
+    """Static batching (31.2): groups of up to K, no one joins a group that is running.
+
+    While any request runs, decode every running request. Otherwise admit the first K waiting
+    requests (all of them when K is None) as the next group: one step that prefills each one's
+    whole prompt.
+    """
+    ### BEGIN SOLUTION
+    if view.running:
+        return Batch.decode_of(view.running)
+    cap = view.device.max_active
+    return whole_prompts(view.waiting if cap is None else view.waiting[:cap])
+    ### END SOLUTION
+
+
+def continuous(view: SchedulerView) -> Batch:
+    """Continuous batching (31.2): refill free slots at every step boundary.
+
+    When a request waits and a slot is free (``view.free_slots`` is None or > 0), one step
+    prefills the whole prompts of the first waiting requests that fit in the free slots (FIFO).
+    Otherwise decode every running request.
+    """
+    ### BEGIN SOLUTION
+    free = view.free_slots
+    if view.waiting and (free is None or free > 0):
+        return whole_prompts(view.waiting if free is None else view.waiting[:free])
+    return Batch.decode_of(view.running)
+    ### END SOLUTION
+
+
+def budgeted(view: SchedulerView, budget: int) -> Batch:
+    """Sarathi-style mixed steps under a token budget, reserving KV for the declared maximum.
+
+    Decode every running request (each counts 1 against ``budget``), then fill what is left of
+    the budget with prefill chunks of ``view.waiting`` in order. A request that has not started
+    prefill (``not seq.holds_kv``) may start only if fewer than K sequences hold KV and, when
+    the device has a page pool, the pages of its reservation (``seq.reservation_tokens``) plus
+    the reservations of every holder fit in M. Stop at the first request that cannot start:
+    nobody overtakes it.
+    """
+    ### BEGIN SOLUTION
+    device = view.device
+    decode = [s.id for s in view.running]
+    left = budget - len(decode)
+    active, reserved = view.active, view.pages_reserved
+    chunks = []
+    for seq in view.waiting:
+        if left <= 0:
+            break
+        if not seq.holds_kv:
+            if device.max_active is not None and active >= device.max_active:
+                break
+            pages = device.pages_for(seq.reservation_tokens)
+            if device.kv_pages is not None and reserved + pages > device.kv_pages:
+                break
+            active, reserved = active + 1, reserved + pages
+        tokens = min(left, seq.remaining_prefill)
+        chunks.append(PrefillChunk(seq.id, tokens))
+        left -= tokens
+    return Batch(decode=decode, prefill=chunks)
+    ### END SOLUTION
+
+
+def _started_order(view: SchedulerView) -> dict:
+    """When each sequence's current prefill started, as (step number, position in that step)."""
+    return view.memo.setdefault("started", {})
+
+
+def paged(view: SchedulerView, budget: int) -> Batch:
+    """Dynamic KV growth with recompute preemption, as vLLM does it (31.3, 31.6).
+
+    Pages needed this step: every running request after one more token
+    (``pages_for(seq.context_tokens + 1)``) plus, for every partial prefill, the pages of its
+    whole prompt (``pages_for(seq.prefill_target)``), set aside so partial prefills never
+    deadlock. While that exceeds M, preempt the running request whose current prefill started
+    last (of two that started in the same step, the later one in queue order); remember when
+    you start each prefill (``view.memo`` keeps state between steps). Then decode every running
+    request and fill the rest of ``budget`` with prefill chunks in queue order as ``budgeted``
+    does, except that a request that has not started needs only the pages of its prompt
+    (``prefill_target``) to fit beside what the step needs. Stop at the first request that
+    cannot start.
+    """
+    ### BEGIN SOLUTION
+    device, started = view.device, _started_order(view)
+    step = view.memo["step"] = view.memo.get("step", 0) + 1
+    running = list(view.running)
+    need = sum(device.pages_for(s.context_tokens + 1) for s in running)
+    need += sum(device.pages_for(s.prefill_target) for s in view.waiting if s.holds_kv)
+    preempt = []
+    while device.kv_pages is not None and running and need > device.kv_pages:
+        victim = max(running, key=lambda s: started.get(s.id, (0, 0)))
+        running.remove(victim)
+        preempt.append(victim.id)
+        need -= device.pages_for(victim.context_tokens + 1)
+    left = budget - len(running)
+    active = view.active - len(preempt)
+    chunks = []
+    for seq in view.waiting:
+        if left <= 0:
+            break
+        if not seq.holds_kv:
+            if device.max_active is not None and active >= device.max_active:
+                break
+            pages = device.pages_for(seq.prefill_target)
+            if device.kv_pages is not None and need + pages > device.kv_pages:
+                break
+            active, need = active + 1, need + pages
+            started[seq.id] = (step, len(chunks))
+        tokens = min(left, seq.remaining_prefill)
+        chunks.append(PrefillChunk(seq.id, tokens))
+        left -= tokens
+    return Batch(decode=[s.id for s in running], prefill=chunks, preempt=preempt)
+    ### END SOLUTION
+
+
+def fair(view: SchedulerView, budget: int, quantum: int, weights=None) -> Batch:
+    """Deficit round robin over tenants (31.6, optional part).
+
+    Decode every running request first. Then every tenant with waiting work gains
+    ``weight * quantum`` credits, capped at ``4 * weight * quantum``; a tenant with nothing
+    waiting drops to 0. ``weights`` maps tenant -> weight (default 1 each). Visit the tenants
+    with waiting work in name order, round robin, starting after the last tenant that got a
+    chunk in the previous step. A visited tenant gives one chunk of its first waiting request
+    of ``min(budget left, remaining prefill, whole credits)`` tokens when that is >= 1 and the
+    request may run (a request that has not started needs K and, with a pool, its reservation
+    to fit, as in ``budgeted``); its credits drop by the tokens taken. Stop when the budget is
+    spent or a whole round gives nothing. Keep credits and the last tenant in ``view.memo``.
+    """
+    ### BEGIN SOLUTION
+    device, memo = view.device, view.memo
+    credits = memo.setdefault("credits", {})
+    queues: dict[str, list] = {}
+    for seq in view.waiting:
+        queues.setdefault(seq.tenant, []).append(seq)
+    for tenant in set(credits) | set(queues):
+        cap = 4 * (weights or {}).get(tenant, 1) * quantum
+        grown = credits.get(tenant, 0) + (weights or {}).get(tenant, 1) * quantum
+        credits[tenant] = min(cap, grown) if tenant in queues else 0
+    decode = [s.id for s in view.running]
+    left, active, reserved = budget - len(decode), view.active, view.pages_reserved
+    order = sorted(queues)
+    last = memo.get("last")
+    start = next((i for i, t in enumerate(order) if last is not None and t > last), 0)
+    order = order[start:] + order[:start]
+    taken: dict[str, int] = {}
+    chunks, gave = [], True
+    while left > 0 and gave:
+        gave = False
+        for tenant in order:
+            queue = queues[tenant]
+            while queue and taken.get(queue[0].id, 0) == queue[0].remaining_prefill:
+                queue.pop(0)
+            if not queue or left <= 0:
+                continue
+            seq = queue[0]
+            tokens = min(left, seq.remaining_prefill - taken.get(seq.id, 0), int(credits[tenant]))
+            if tokens < 1:
+                continue
+            if not seq.holds_kv and seq.id not in taken:
+                pages = device.pages_for(seq.reservation_tokens)
+                if device.max_active is not None and active >= device.max_active:
+                    continue
+                if device.kv_pages is not None and reserved + pages > device.kv_pages:
+                    continue
+                active, reserved = active + 1, reserved + pages
+            taken[seq.id] = taken.get(seq.id, 0) + tokens
+            credits[tenant] -= tokens
+            left -= tokens
+            memo["last"], gave = tenant, True
+    merged: dict[str, int] = {}
+    for seq in view.waiting:
+        if seq.id in taken:
+            merged[seq.id] = taken[seq.id]
+    chunks = [PrefillChunk(rid, n) for rid, n in merged.items()]
+    return Batch(decode=decode, prefill=chunks)
+    ### END SOLUTION
+
+
+def admit(request, view: SchedulerView) -> bool:
+    """The goodput challenge's admission decision, called once per arriving request.
+
+    Return False to reject ``request`` at arrival (it still counts as submitted). The reference
+    rejects a request with a deadline when the prefill work queued ahead of it, plus its own,
+    would already take longer than that deadline on this device.
+    """
+    ### BEGIN SOLUTION
+    if request.deadline_ms is None:
+        return True
+    queued = sum(s.remaining_prefill for s in view.waiting) + request.input_tokens
+    return queued * view.device.prefill_ms_per_token <= request.deadline_ms
+    ### END SOLUTION
+
+
+def challenge(view: SchedulerView, budget: int) -> Batch:
+    """The goodput challenge's step policy (with ``admit`` above at every arrival).
+
+    Any policy that keeps the device rules will do; the reference is ``paged``.
+    """
+    ### BEGIN SOLUTION
+    return paged(view, budget)
+    ### END SOLUTION

@@ -1,0 +1,100 @@
+"""What a policy sees at a decision point, and the totals it needs for K/M/B decisions."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from . import rules
+from .batch import Batch
+from .device import DeviceProfile
+from .sequence import Sequence
+
+
+@dataclass
+class Tally:
+    """Running totals over the sequences that hold KV, kept by the engine step by step."""
+
+    active: int = 0
+    pages: int = 0  # sum of pages_for(context_tokens) over holders
+    reserved: int = 0  # sum of pages_for(reservation_tokens) over holders
+
+    @classmethod
+    def of(cls, device: DeviceProfile, seqs) -> Tally:
+        holders = [s for s in seqs if s.holds_kv]
+        return cls(
+            len(holders),
+            sum(device.pages_for(s.context_tokens) for s in holders),
+            sum(device.pages_for(s.reservation_tokens) for s in holders),
+        )
+
+
+@dataclass(frozen=True)
+class SchedulerView:
+    """What a policy sees at a decision point. Treat every sequence in it as read-only.
+
+    ``waiting``: arrived, prefill not finished; partial prefills and preempted sequences first,
+    then the requests that have not started, in arrival order (ties in trace order).
+    ``running``: first token out, not finished, in the order they got it. Both are read-only
+    sequences valid during the call. ``memo`` is one dict per run for a policy's own state.
+    """
+
+    now_ms: float
+    waiting: tuple[Sequence, ...]
+    running: tuple[Sequence, ...]
+    previous: Batch | None  # the batch that just finished (None at the start or after idling)
+    device: DeviceProfile
+    budget: int | None = None  # the token budget B the engine enforces (None: none)
+    memo: dict = field(default_factory=dict)
+    tally: Tally | None = field(default=None, repr=False)  # engine-kept totals
+    live: Mapping[str, Sequence] | None = field(default=None, repr=False)  # id -> sequence
+
+    def _tally(self) -> Tally:
+        if self.tally is not None:
+            return self.tally
+        return Tally.of(self.device, (*self.waiting, *self.running))
+
+    @property
+    def active(self) -> int:
+        """Sequences holding KV now (running ones and partial prefills)."""
+        return self._tally().active
+
+    @property
+    def pages_held(self) -> int:
+        return self._tally().pages
+
+    @property
+    def pages_reserved(self) -> int:
+        """Pages of every holder's declared maximum (prompt + maxOutputTokens)."""
+        return self._tally().reserved
+
+    @property
+    def free_slots(self) -> int | None:
+        cap = self.device.max_active
+        return None if cap is None else cap - self.active
+
+    @property
+    def free_pages(self) -> int | None:
+        pool = self.device.kv_pages
+        return None if pool is None else pool - self.pages_held
+
+    def sequence(self, rid: str) -> Sequence:
+        """The arrived, unfinished sequence with id ``rid`` (KeyError if none)."""
+        if self.live is not None:
+            return self.live[rid]
+        return next(s for s in (*self.waiting, *self.running) if s.id == rid)
+
+    def violation(self, batch: Batch) -> str | None:
+        """Why ``batch`` would break B, K or M now (None: it fits). Ids must be valid."""
+        dropped = [self.sequence(rid).context_tokens for rid in batch.preempt]
+        growth = [(self.sequence(rid).context_tokens, 1) for rid in batch.decode]
+        growth += [(self.sequence(c.id).context_tokens, c.tokens) for c in batch.prefill]
+        t = self._tally()
+        after = rules.occupancy_after(
+            self.device, rules.Occupancy(t.active, t.pages), dropped, growth
+        )
+        found = rules.cap_violation(self.device, after, batch.new_positions, self.budget)
+        return None if found is None else found[1]
+
+    def fits(self, batch: Batch) -> bool:
+        return self.violation(batch) is None

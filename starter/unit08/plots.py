@@ -1,0 +1,107 @@
+"""SVG line charts for sweep.py (given; standard library only).
+
+``line_chart`` draws one line per series with axes, tick labels, units and a legend. A value
+of ``math.inf`` (for example a p99 TTFT when more than 1 % of the requests never got a first
+token) is drawn as a hollow marker on the top edge and explained under the legend.
+"""
+
+from __future__ import annotations
+
+import math
+from html import escape
+
+WIDTH, HEIGHT = 640, 400
+LEFT, RIGHT, TOP, BOTTOM = 70, 170, 40, 50
+COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf")
+
+
+def nice_ticks(high: float, count: int = 5) -> list[float]:
+    """Round tick values from 0 to at least ``high``."""
+    if high <= 0:
+        return [0.0, 1.0]
+    raw = high / count
+    magnitude = 10 ** math.floor(math.log10(raw))
+    step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
+    return [step * i for i in range(math.ceil(high / step - 1e-9) + 1)]
+
+
+def _fmt(value: float) -> str:
+    return f"{value:g}" if abs(value) < 1e5 else f"{value:.3g}"
+
+
+def line_chart(
+    series: dict[str, list[tuple[float, float]]], title: str, x_label: str, y_label: str
+) -> str:
+    """The SVG text of a chart of ``series`` (name -> [(x, y), ...])."""
+    points = [(x, y) for values in series.values() for x, y in values]
+    finite_y = [y for _, y in points if math.isfinite(y)]
+    x_ticks = nice_ticks(max((x for x, _ in points), default=1))
+    y_ticks = nice_ticks(max(finite_y, default=1) * 1.05)
+    plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+
+    def sx(x: float) -> float:
+        return LEFT + plot_w * x / x_ticks[-1]
+
+    def sy(y: float) -> float:
+        return TOP + plot_h * (1 - min(y, y_ticks[-1]) / y_ticks[-1])
+
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" '
+        f'viewBox="0 0 {WIDTH} {HEIGHT}" font-family="sans-serif" font-size="12">',
+        f'<rect width="{WIDTH}" height="{HEIGHT}" fill="white"/>',
+        f'<text x="{LEFT}" y="{TOP - 15}" font-size="14">{escape(title)}</text>',
+    ]
+    for x in x_ticks:
+        out.append(
+            f'<line x1="{sx(x):.1f}" y1="{TOP}" x2="{sx(x):.1f}" '
+            f'y2="{TOP + plot_h}" stroke="#eee"/>'
+        )
+        out.append(
+            f'<text x="{sx(x):.1f}" y="{TOP + plot_h + 16}" text-anchor="middle">{_fmt(x)}</text>'
+        )
+    for y in y_ticks:
+        out.append(
+            f'<line x1="{LEFT}" y1="{sy(y):.1f}" x2="{LEFT + plot_w}" '
+            f'y2="{sy(y):.1f}" stroke="#eee"/>'
+        )
+        out.append(f'<text x="{LEFT - 6}" y="{sy(y) + 4:.1f}" text-anchor="end">{_fmt(y)}</text>')
+    out.append(
+        f'<line x1="{LEFT}" y1="{TOP + plot_h}" x2="{LEFT + plot_w}" '
+        f'y2="{TOP + plot_h}" stroke="black"/>'
+    )
+    out.append(f'<line x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{TOP + plot_h}" stroke="black"/>')
+    out.append(
+        f'<text x="{LEFT + plot_w / 2}" y="{HEIGHT - 12}" '
+        f'text-anchor="middle">{escape(x_label)}</text>'
+    )
+    out.append(
+        f'<text transform="translate(18 {TOP + plot_h / 2}) rotate(-90)" '
+        f'text-anchor="middle">{escape(y_label)}</text>'
+    )
+    any_inf = False
+    for index, (name, values) in enumerate(series.items()):
+        colour = COLOURS[index % len(COLOURS)]
+        coords = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in values)
+        out.append(f'<polyline points="{coords}" fill="none" stroke="{colour}" stroke-width="2"/>')
+        for x, y in values:
+            fill = colour if math.isfinite(y) else "white"
+            any_inf |= not math.isfinite(y)
+            out.append(
+                f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="3.5" fill="{fill}" '
+                f'stroke="{colour}"/>'
+            )
+        ly = TOP + 10 + 18 * index
+        out.append(
+            f'<line x1="{WIDTH - RIGHT + 15}" y1="{ly}" x2="{WIDTH - RIGHT + 35}" '
+            f'y2="{ly}" stroke="{colour}" stroke-width="2"/>'
+        )
+        out.append(f'<text x="{WIDTH - RIGHT + 40}" y="{ly + 4}">{escape(name)}</text>')
+    if any_inf:
+        ly = TOP + 10 + 18 * len(series) + 10
+        out.append(
+            f'<text x="{WIDTH - RIGHT + 15}" y="{ly}" font-size="10">hollow on the top '
+            f'edge:</text><text x="{WIDTH - RIGHT + 15}" y="{ly + 12}" font-size="10">'
+            "infinite (too many failed)</text>"
+        )
+    out.append("</svg>")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,124 @@
+"""Unit 08 scheduling policies: the file you implement and submit (with measure.py).
+
+A policy is called at every decision point and returns the next step as a ``Batch``. Unlike
+unit 07, one step may hold decodes and prefill chunks together (a mixed step), and may name
+sequences to preempt at its start. What a policy sees (``SchedulerView``):
+
+- ``view.waiting``: requests whose prefill is not finished. Partial prefills and preempted
+  requests waiting for their recompute come first, then requests that never started, in arrival
+  order. ``seq.holds_kv`` tells a partial prefill (it holds pages) from the rest;
+  ``seq.remaining_prefill`` and ``seq.prefill_target`` (the prompt, plus the tokens already
+  emitted after a preemption) say how much is left.
+- ``view.running``: requests that have their first token and need more, in that order.
+- ``view.device``: ``max_active`` (K, or None), ``kv_pages`` (M, or None), ``pages_for(tokens)``.
+- ``view.active``, ``view.pages_held``, ``view.pages_reserved``, ``view.free_slots``,
+  ``view.free_pages``: running totals over the sequences that hold KV now.
+- ``view.memo``: a dict that lives for one run, for a policy that needs state between steps.
+
+``Batch(decode=ids, prefill=[PrefillChunk(id, n), ...], preempt=ids)`` is one step; the budget B
+counts one position per decoded sequence plus every prefill token. The engine rejects a step
+that breaks a device rule (B, K, M) with a message that says which.
+"""
+
+from servesim import Batch, PrefillChunk, SchedulerView
+
+
+def whole_prompts(seqs) -> Batch:
+    """A step (given) that prefills the whole remaining prompt of each of ``seqs``."""
+    return Batch(prefill=[PrefillChunk(s.id, s.remaining_prefill) for s in seqs])
+
+
+def static(view: SchedulerView) -> Batch:
+    """Static batching (31.2): groups of up to K, no one joins a group that is running.
+
+    While any request runs, decode every running request. Otherwise admit the first K waiting
+    requests (all of them when K is None) as the next group: one step that prefills each one's
+    whole prompt.
+    """
+    # YOUR CODE HERE
+    raise NotImplementedError("static() is not implemented yet")
+
+
+def continuous(view: SchedulerView) -> Batch:
+    """Continuous batching (31.2): refill free slots at every step boundary.
+
+    When a request waits and a slot is free (``view.free_slots`` is None or > 0), one step
+    prefills the whole prompts of the first waiting requests that fit in the free slots (FIFO).
+    Otherwise decode every running request.
+    """
+    # YOUR CODE HERE
+    raise NotImplementedError("continuous() is not implemented yet")
+
+
+def budgeted(view: SchedulerView, budget: int) -> Batch:
+    """Sarathi-style mixed steps under a token budget, reserving KV for the declared maximum.
+
+    Decode every running request (each counts 1 against ``budget``), then fill what is left of
+    the budget with prefill chunks of ``view.waiting`` in order. A request that has not started
+    prefill (``not seq.holds_kv``) may start only if fewer than K sequences hold KV and, when
+    the device has a page pool, the pages of its reservation (``seq.reservation_tokens``) plus
+    the reservations of every holder fit in M. Stop at the first request that cannot start:
+    nobody overtakes it.
+    """
+    # YOUR CODE HERE
+    raise NotImplementedError("budgeted() is not implemented yet")
+
+
+def _started_order(view: SchedulerView) -> dict:
+    """When each sequence's current prefill started, as (step number, position in that step)."""
+    return view.memo.setdefault("started", {})
+
+
+def paged(view: SchedulerView, budget: int) -> Batch:
+    """Dynamic KV growth with recompute preemption, as vLLM does it (31.3, 31.6).
+
+    Pages needed this step: every running request after one more token
+    (``pages_for(seq.context_tokens + 1)``) plus, for every partial prefill, the pages of its
+    whole prompt (``pages_for(seq.prefill_target)``), set aside so partial prefills never
+    deadlock. While that exceeds M, preempt the running request whose current prefill started
+    last (of two that started in the same step, the later one in queue order); remember when
+    you start each prefill (``view.memo`` keeps state between steps). Then decode every running
+    request and fill the rest of ``budget`` with prefill chunks in queue order as ``budgeted``
+    does, except that a request that has not started needs only the pages of its prompt
+    (``prefill_target``) to fit beside what the step needs. Stop at the first request that
+    cannot start.
+    """
+    # YOUR CODE HERE
+    raise NotImplementedError("paged() is not implemented yet")
+
+
+def fair(view: SchedulerView, budget: int, quantum: int, weights=None) -> Batch:
+    """Deficit round robin over tenants (31.6, optional part).
+
+    Decode every running request first. Then every tenant with waiting work gains
+    ``weight * quantum`` credits, capped at ``4 * weight * quantum``; a tenant with nothing
+    waiting drops to 0. ``weights`` maps tenant -> weight (default 1 each). Visit the tenants
+    with waiting work in name order, round robin, starting after the last tenant that got a
+    chunk in the previous step. A visited tenant gives one chunk of its first waiting request
+    of ``min(budget left, remaining prefill, whole credits)`` tokens when that is >= 1 and the
+    request may run (a request that has not started needs K and, with a pool, its reservation
+    to fit, as in ``budgeted``); its credits drop by the tokens taken. Stop when the budget is
+    spent or a whole round gives nothing. Keep credits and the last tenant in ``view.memo``.
+    """
+    # YOUR CODE HERE
+    raise NotImplementedError("fair() is not implemented yet")
+
+
+def admit(request, view: SchedulerView) -> bool:
+    """The goodput challenge's admission decision, called once per arriving request.
+
+    Return False to reject ``request`` at arrival (it still counts as submitted). The reference
+    rejects a request with a deadline when the prefill work queued ahead of it, plus its own,
+    would already take longer than that deadline on this device.
+    """
+    # YOUR CODE HERE
+    raise NotImplementedError("admit() is not implemented yet")
+
+
+def challenge(view: SchedulerView, budget: int) -> Batch:
+    """The goodput challenge's step policy (with ``admit`` above at every arrival).
+
+    Any policy that keeps the device rules will do; the reference is ``paged``.
+    """
+    # YOUR CODE HERE
+    raise NotImplementedError("challenge() is not implemented yet")

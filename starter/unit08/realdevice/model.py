@@ -1,0 +1,208 @@
+"""A decoder-only transformer whose attention reads and writes a paged KV cache.
+
+RMSNorm before attention and MLP, rotary positions on queries and keys, grouped-query attention
+(``kv_heads`` K/V heads shared by ``heads`` query heads), SwiGLU MLP, untied output head.
+Weights are drawn from a fixed seed on the CPU, so every device gets the same model.
+
+``forward`` runs one batch of *segments*: each segment is a run of consecutive positions of one
+request (a prefill chunk, or the single token of a decode step). The K/V of the new positions
+are written to the cache first; then each segment's queries attend to all of that request's
+cached positions up to their own (earlier chunks included). ``forward_dense`` is the textbook
+no-cache forward over one whole sequence, the reference the tests compare against.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .config import ModelConfig
+
+
+@dataclass(frozen=True)
+class SegmentGroup:
+    """Segments of similar length that attend in one padded call.
+
+    ``S`` segments, ``Q`` = longest segment, ``K`` = key columns gathered per segment (its
+    pages, padded to the widest block table of the group).
+    """
+
+    rows: torch.Tensor  # [queries] token row of each real query, in (segment, position) order
+    block_tables: torch.Tensor  # [S, P] page ids, padded
+    query_rows: torch.Tensor  # [S, Q] token row of each query (0 for padding)
+    query_valid: torch.Tensor  # [S, Q] bool: a real query, not padding
+    mask: torch.Tensor  # [S, 1, Q, K] bool: True where the query may attend the key
+
+
+@dataclass(frozen=True)
+class AttentionPlan:
+    """Where a batch's tokens go in the cache and what each query may attend to.
+
+    Token rows are laid out segment after segment. Segments are split into groups of similar
+    key length so that a short request decoded next to a long one does not pay for the long
+    one's padding (a real paged-attention kernel pays for neither).
+    """
+
+    slots: torch.Tensor  # [T] flat cache slot (page * page_tokens + offset) of each token
+    groups: tuple[SegmentGroup, ...]
+    last_rows: torch.Tensor  # [segments] token row of each segment's last token
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim: int, eps: float):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x32 = x.float()
+        normed = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
+        return normed.to(x.dtype) * self.weight
+
+
+def apply_rotary(x: torch.Tensor, positions: torch.Tensor, theta: float) -> torch.Tensor:
+    """Rotate ``x`` ``[T, heads, head_dim]`` by its absolute positions (half-split layout)."""
+    half = x.shape[-1] // 2
+    inv_freq = theta ** (-torch.arange(half, device=x.device, dtype=torch.float32) / half)
+    angles = positions.float()[:, None] * inv_freq[None, :]
+    cos, sin = angles.cos()[:, None, :], angles.sin()[:, None, :]
+    x1, x2 = x[..., :half].float(), x[..., half:].float()
+    return torch.cat((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1).to(x.dtype)
+
+
+class Attention(nn.Module):
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.config = config
+        hd = config.head_dim
+        self.wq = nn.Linear(config.d_model, config.heads * hd, bias=False)
+        self.wk = nn.Linear(config.d_model, config.kv_heads * hd, bias=False)
+        self.wv = nn.Linear(config.d_model, config.kv_heads * hd, bias=False)
+        self.wo = nn.Linear(config.heads * hd, config.d_model, bias=False)
+
+    def _qkv(self, x, positions):
+        c = self.config
+        q = self.wq(x).view(-1, c.heads, c.head_dim)
+        k = self.wk(x).view(-1, c.kv_heads, c.head_dim)
+        v = self.wv(x).view(-1, c.kv_heads, c.head_dim)
+        return apply_rotary(q, positions, c.rope_theta), apply_rotary(k, positions, c.rope_theta), v
+
+    def _grouped(self, q: torch.Tensor) -> torch.Tensor:
+        """``[S, Q, heads, hd]`` -> ``[S, kv_heads, group * Q, hd]``: the query heads that share a
+        K/V head are stacked along the query axis, so K and V are never copied per head."""
+        c = self.config
+        s, length = q.shape[0], q.shape[1]
+        group = c.heads // c.kv_heads
+        q = q.view(s, length, c.kv_heads, group, c.head_dim).permute(0, 2, 3, 1, 4)
+        return q.reshape(s, c.kv_heads, group * length, c.head_dim)
+
+    def _ungrouped(self, out: torch.Tensor, length: int) -> torch.Tensor:
+        """Inverse of ``_grouped``: ``[S, kv_heads, group * Q, hd]`` -> ``[S, Q, heads, hd]``."""
+        c = self.config
+        s = out.shape[0]
+        out = out.view(s, c.kv_heads, c.heads // c.kv_heads, length, c.head_dim)
+        return out.permute(0, 3, 1, 2, 4).reshape(s, length, c.heads, c.head_dim)
+
+    def forward(self, x, positions, plan: AttentionPlan, k_cache, v_cache):
+        """``x``: ``[T, d_model]``; ``k_cache``, ``v_cache``: this layer's pages."""
+        c = self.config
+        q, k, v = self._qkv(x, positions)
+        k_cache.view(-1, c.kv_heads, c.head_dim).index_copy_(0, plan.slots, k)
+        v_cache.view(-1, c.kv_heads, c.head_dim).index_copy_(0, plan.slots, v)
+        if len(plan.groups) == 1:
+            out = self._attend(q, plan.groups[0], k_cache, v_cache)
+        else:
+            out = torch.empty_like(q)
+            for group in plan.groups:
+                out.index_copy_(0, group.rows, self._attend(q, group, k_cache, v_cache))
+        return self.wo(out.reshape(-1, c.heads * c.head_dim))
+
+    def _attend(self, q, g: SegmentGroup, k_cache, v_cache) -> torch.Tensor:
+        """``[queries, heads, hd]`` attention output of one group, in ``g.rows`` order."""
+        c = self.config
+        segments, length = g.query_rows.shape
+        keys = k_cache[g.block_tables].reshape(segments, -1, c.kv_heads, c.head_dim)
+        values = v_cache[g.block_tables].reshape(segments, -1, c.kv_heads, c.head_dim)
+        queries = self._grouped(q[g.query_rows])  # [S, kv_heads, group * Q, hd]
+        mask = g.mask.repeat(1, 1, c.heads // c.kv_heads, 1)  # [S, 1, group * Q, K]
+        out = F.scaled_dot_product_attention(
+            queries, keys.transpose(1, 2), values.transpose(1, 2), attn_mask=mask
+        )
+        return self._ungrouped(out, length)[g.query_valid]
+
+    def forward_dense(self, x, positions):
+        """Plain causal attention over one whole sequence, no cache."""
+        q, k, v = self._qkv(x, positions)
+        group = self.config.heads // self.config.kv_heads
+        # textbook GQA: each K/V head copied to the query heads of its group
+        k, v = (t.repeat_interleave(group, dim=1).transpose(0, 1) for t in (k, v))
+        out = F.scaled_dot_product_attention(q.transpose(0, 1), k, v, is_causal=True)
+        return self.wo(out.transpose(0, 1).reshape(x.shape[0], -1))
+
+
+class SwiGLU(nn.Module):
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.gate = nn.Linear(config.d_model, config.d_ff, bias=False)
+        self.up = nn.Linear(config.d_model, config.d_ff, bias=False)
+        self.down = nn.Linear(config.d_ff, config.d_model, bias=False)
+
+    def forward(self, x):
+        return self.down(F.silu(self.gate(x)) * self.up(x))
+
+
+class Block(nn.Module):
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.attn_norm = RMSNorm(config.d_model, config.norm_eps)
+        self.attn = Attention(config)
+        self.mlp_norm = RMSNorm(config.d_model, config.norm_eps)
+        self.mlp = SwiGLU(config)
+
+
+class Transformer(nn.Module):
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.config = config
+        self.embed = nn.Embedding(config.vocab, config.d_model)
+        self.blocks = nn.ModuleList(Block(config) for _ in range(config.layers))
+        self.norm = RMSNorm(config.d_model, config.norm_eps)
+        self.head = nn.Linear(config.d_model, config.vocab, bias=False)
+
+    @classmethod
+    def build(cls, config: ModelConfig, device="cpu", dtype=torch.float32) -> Transformer:
+        """The model with random weights from ``config.seed``, identical on every device."""
+        with torch.device("meta"):
+            model = cls(config)
+        model = model.to_empty(device="cpu")
+        generator = torch.Generator().manual_seed(config.seed)
+        with torch.no_grad():
+            for name, param in model.named_parameters():
+                if name.endswith("norm.weight"):
+                    param.fill_(1.0)
+                else:  # unit-variance activations: std 1/sqrt(fan_in)
+                    fan_in = param.shape[1] if param.dim() == 2 and "embed" not in name else 1
+                    param.copy_(torch.randn(param.shape, generator=generator) / fan_in**0.5)
+        return model.to(device=device, dtype=dtype).eval()
+
+    @torch.no_grad()
+    def forward(self, tokens, positions, plan: AttentionPlan, cache) -> torch.Tensor:
+        """Float32 logits ``[S, vocab]`` of each segment's last token; writes K/V to ``cache``."""
+        x = self.embed(tokens)
+        for layer, block in enumerate(self.blocks):
+            x = x + block.attn(block.attn_norm(x), positions, plan, cache.k[layer], cache.v[layer])
+            x = x + block.mlp(block.mlp_norm(x))
+        return self.head(self.norm(x[plan.last_rows])).float()
+
+    @torch.no_grad()
+    def forward_dense(self, tokens) -> torch.Tensor:
+        """Float32 logits ``[L, vocab]`` of every position of one sequence, without a cache."""
+        positions = torch.arange(tokens.shape[0], device=tokens.device)
+        x = self.embed(tokens)
+        for block in self.blocks:
+            x = x + block.attn.forward_dense(block.attn_norm(x), positions)
+            x = x + block.mlp(block.mlp_norm(x))
+        return self.head(self.norm(x)).float()

@@ -1,0 +1,108 @@
+"""The two ways to drive the real device with a policy, each giving one run-file entry.
+
+- ``replay``: the virtual device decides the schedule; every one of its submissions is then run
+  for real, in order, and the times are rebuilt from the measured durations (a submission starts
+  when the previous one ends, or when the last of its requests arrives if that is later).
+- ``live``: the engine itself runs with the real device behind its ``execute`` hook, so the
+  policy decides on a clock that advances by measured durations; arrivals come from the trace
+  on that same clock. The schedule may then differ from the virtual one; the entry says where.
+
+Each event of the entry gets ``measuredMs`` (what the device took), ``wallMs`` (the host's view)
+and ``virtualMs`` (what the virtual device charges for the same batch).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from servesim.engine import Event, Timeline, simulate
+from servesim.runfile import build_run
+from servesim.sequence import Sequence
+
+from .backend import RealDevice
+
+MODES = ("replay", "live")
+
+
+@dataclass(frozen=True)
+class PolicyRun:
+    """A policy as the lab names it, its parameters, and the callable the engine calls."""
+
+    name: str
+    params: dict
+    policy: Callable
+
+
+def run_live(trace, spec: PolicyRun, profile, real: RealDevice, *, fault=None) -> dict:
+    real.add_requests(trace.requests)
+    first = len(real.submissions)
+    timeline = simulate(trace, spec.policy, profile, execute=real.execute)
+    virtual = simulate(trace, spec.policy, profile)
+    run = build_run(spec.name, spec.params, profile, timeline, fault)
+    _annotate(run, timeline.events, real.submissions[first:], profile)
+    diverged = _first_difference(timeline.events, virtual.events)
+    run["realDevice"] = {
+        **real.describe(),
+        "mode": "live",
+        "sameScheduleAsVirtual": diverged is None,
+        "firstDifferentSubmission": diverged,
+        "virtualSubmissions": len(virtual.events),
+    }
+    return run
+
+
+def run_replay(trace, spec: PolicyRun, profile, real: RealDevice, *, fault=None) -> dict:
+    virtual = simulate(trace, spec.policy, profile)
+    real.add_requests(trace.requests)
+    first = len(real.submissions)
+    seqs = [Sequence.of(request, order) for order, request in enumerate(trace.requests)]
+    by_id = {seq.id: seq for seq in seqs}
+    events, previous_end = [], 0.0
+    for ev in virtual.events:
+        context = {rid: by_id[rid].context_tokens for rid in ev.batch.ids}
+        measured = real.execute(ev.batch, context)
+        start = max(previous_end, *(by_id[rid].arrival_ms for rid in ev.batch.ids))
+        end = start + measured
+        _hand_out_tokens(ev.batch, by_id, end)
+        events.append(Event(ev.index, start, end, ev.work_ms, ev.batch, ev.prefill_from))
+        previous_end = end
+    timeline = Timeline(tuple(seqs), tuple(events))
+    run = build_run(spec.name, spec.params, profile, timeline, fault)
+    _annotate(run, events, real.submissions[first:], profile)
+    for entry, ev in zip(run["events"], virtual.events, strict=True):
+        entry["virtualStartMs"], entry["virtualEndMs"] = ev.start_ms, ev.end_ms
+    run["realDevice"] = {**real.describe(), "mode": "replay"}
+    return run
+
+
+RUNNERS = {"replay": run_replay, "live": run_live}
+
+
+def _hand_out_tokens(batch, by_id, end: float) -> None:
+    """The engine's token rule: a first token with the last prefill chunk, one per decode."""
+    for chunk in batch.prefill:
+        seq = by_id[chunk.id]
+        seq.prefilled += chunk.tokens
+        if seq.remaining_prefill == 0:
+            seq.token_times_ms.append(end)
+    for rid in batch.decode:
+        by_id[rid].token_times_ms.append(end)
+
+
+def _annotate(run: dict, events, submissions, profile) -> None:
+    if len(submissions) != len(events):
+        raise RuntimeError(f"{len(events)} events but {len(submissions)} measured submissions")
+    for entry, ev, sub in zip(run["events"], events, submissions, strict=True):
+        entry["measuredMs"] = sub.measured_ms
+        entry["wallMs"] = sub.wall_ms
+        entry["virtualMs"] = profile.overhead_ms + ev.work_ms
+
+
+def _first_difference(events, virtual_events) -> int | None:
+    for index, (a, b) in enumerate(zip(events, virtual_events, strict=False)):
+        if a.batch != b.batch:
+            return index
+    if len(events) != len(virtual_events):
+        return min(len(events), len(virtual_events))
+    return None

@@ -1,0 +1,228 @@
+"""``simulate.py``: run the policies over a trace, print the comparison, write the run file."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import math
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+from .device import DeviceProfile
+from .engine import PolicyError, simulate
+from .faults import FAULTS
+from .labconfig import LabConfig, load_lab
+from .labflags import Setup, UsageError, add_flags, resolve
+from .runfile import build_document, build_run, dumps, write_atomic
+from .table import render
+from .trace import TraceError, read_trace_file, resolve_trace
+
+EXIT_BAD_INPUT = 2
+EXIT_POLICY = 1
+
+
+def _non_negative_ms(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
+    return value
+
+
+def _int_at_least(minimum: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
+        return value
+
+    return parse
+
+
+def build_parser(lab: LabConfig, prog: str = "simulate.py") -> argparse.ArgumentParser:
+    names = [p.name for p in lab.policies]
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description=f"{lab.title}: run scheduling policies on the virtual device.",
+    )
+    parser.add_argument(
+        "--trace", help=f"trace name ({', '.join(lab.public_traces)}) or path to a JSON trace"
+    )
+    every = _every(lab)
+    parser.add_argument("--policy", choices=[*names, every], default=every)
+    seen = set()
+    for spec in lab.policies:
+        for param, meta in spec.params.items():
+            if param in seen:  # several policies share a parameter (unit 08's budget)
+                continue
+            seen.add(param)
+            parser.add_argument(
+                f"--{param}",
+                type=_int_at_least(meta.get("min", 1)),
+                default=meta["default"],
+                help=f"{meta.get('help', param)} (policy {spec.name}; default {meta['default']})",
+            )
+    parser.add_argument(
+        "--overhead-ms",
+        type=_non_negative_ms,
+        help=f"overhead per submission (default {lab.device.overhead_ms:g})",
+    )
+    parser.add_argument("--device-profile", help="JSON device profile replacing the defaults")
+    parser.add_argument("--fault", choices=sorted(FAULTS), help="turn on a statistics bug")
+    parser.add_argument("--list-faults", action="store_true", help="list the fault switches")
+    parser.add_argument("--output", help="write the run file (JSON) here")
+    if lab.extended_runs:
+        add_flags(parser)
+    return parser
+
+
+def _every(lab: LabConfig) -> str:
+    """The --policy value that selects every policy: unit 07 has two ("both"), later units more."""
+    return "all" if lab.extended_runs else "both"
+
+
+def device_from_args(lab: LabConfig, args) -> DeviceProfile:
+    """The lab's device, replaced by ``--device-profile`` and adjusted by ``--overhead-ms``."""
+    device = lab.device
+    if args.device_profile:
+        path = Path(args.device_profile)
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise UsageError(f"device profile {path}: cannot read it as JSON ({exc})") from None
+        if not isinstance(doc, dict):
+            raise UsageError(f"device profile {path}: must be a JSON object")
+        try:
+            device = DeviceProfile.from_json(doc.get("device", doc), source=str(path))
+        except (TypeError, ValueError) as exc:
+            raise UsageError(str(exc)) from None
+    if args.overhead_ms is not None:
+        device = replace(device, overhead_ms=args.overhead_ms)
+    return device
+
+
+def _named(function, name: str):
+    """``function`` with a stub's ``NotImplementedError`` turned into a ``PolicyError``."""
+
+    def call(*args, **kwargs):
+        try:
+            return function(*args, **kwargs)
+        except NotImplementedError:
+            raise PolicyError(f"{name}() in policies.py is not implemented yet") from None
+
+    return call
+
+
+def selected_policies(lab: LabConfig, policies_module, selected: str, args, overrides=None):
+    """``(spec, params, policy)`` for each selected policy, in the lab's order.
+
+    ``policy(view)`` calls the student's function with its parameters (``overrides`` first,
+    e.g. a tier's budget); a stub that still raises ``NotImplementedError`` becomes a
+    ``PolicyError`` that names the function.
+    """
+    overrides = overrides or {}
+    for spec in lab.policies:
+        if selected not in (spec.name, _every(lab)):
+            continue
+        params = {name: overrides.get(name, getattr(args, name)) for name in spec.params}
+        function = _named(getattr(policies_module, spec.function), spec.function)
+
+        def policy(view, function=function, params=params):
+            return function(view, **params)
+
+        yield spec, params, policy
+
+
+def admit_hook(spec, policies_module):
+    """The policy's admission function (unit.yaml ``admit:``), or None."""
+    return _named(getattr(policies_module, spec.admit), spec.admit) if spec.admit else None
+
+
+def run_policies(lab: LabConfig, policies_module, trace, device, selected, args, fault):
+    """Simulate each selected policy; return the run entries in the lab's policy order."""
+    return [
+        build_run(spec.name, params, device, simulate(trace, policy, device), fault)
+        for spec, params, policy in selected_policies(lab, policies_module, selected, args)
+    ]
+
+
+def run_extended(lab: LabConfig, policies_module, setup: Setup, args):
+    """Unit 08: each selected policy under the setup's limits; (realised trace, run entries)."""
+    selected = setup.policy or args.policy
+    overrides = {} if setup.budget is None else {"budget": setup.budget}
+    runs, trace = [], setup.trace
+    for spec, params, policy in selected_policies(lab, policies_module, selected, args, overrides):
+        timeline = simulate(
+            setup.trace,
+            policy,
+            setup.device,
+            budget=setup.budget if "budget" in spec.params else None,
+            queue_cap=setup.queue_cap,
+            admit=admit_hook(spec, policies_module),
+            closed=setup.closed,
+        )
+        trace = timeline.trace
+        runs.append(build_run(spec.name, params, setup.device, timeline, args.fault, extended=True))
+    return trace, runs
+
+
+def _uses_budget(lab: LabConfig):
+    return lambda name: "budget" in lab.policy(name).params
+
+
+def print_faults() -> None:
+    for fault in FAULTS.values():
+        print(f"{fault.name:26} {fault.summary}")
+
+
+def import_policies(lab: LabConfig):
+    """The lab folder's own ``policies.py`` (the student's file)."""
+    sys.path.insert(0, str(lab.folder))
+    return importlib.import_module("policies")
+
+
+def main(argv=None, policies_module=None, lab_dir: Path | None = None) -> int:
+    lab = load_lab(lab_dir) if lab_dir else load_lab()
+    parser = build_parser(lab)
+    args = parser.parse_args(argv)
+    if args.list_faults:
+        print_faults()
+        return 0
+    if not args.trace:
+        parser.error("--trace is required")
+    try:
+        trace = read_trace_file(resolve_trace(args.trace, lab.traces_dir))
+        device = device_from_args(lab, args)
+    except (TraceError, UsageError) as exc:
+        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    setup = None
+    if lab.extended_runs:
+        try:
+            setup = resolve(args, trace, device, [p.name for p in lab.policies], _uses_budget(lab))
+        except UsageError as exc:
+            print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+    if policies_module is None:
+        policies_module = import_policies(lab)
+    try:
+        if setup is None:
+            runs = run_policies(lab, policies_module, trace, device, args.policy, args, args.fault)
+        else:
+            trace, runs = run_extended(lab, policies_module, setup, args)
+    except PolicyError as exc:
+        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+        return EXIT_POLICY
+    document = build_document(trace, runs)
+    print(render(trace.name, runs))
+    if args.output:
+        write_atomic(Path(args.output), dumps(document))
+        print(f"wrote {args.output}")
+    return 0

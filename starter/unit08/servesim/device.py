@@ -1,0 +1,85 @@
+"""The virtual device: what one submission costs, and the capacity limits a batch must respect.
+
+Unit 07 uses the defaults below: a prefill token costs 1 ms, a decode batch 1 ms whatever its
+size, and every submission 0.25 ms on top. The other knobs (per-sequence decode cost, a cap on
+active sequences, a KV page budget) are there for the later parts of chapter 31; at their
+defaults they change nothing. The two per-context-token costs let a profile calibrated on a real
+device (``run_gpu.py --calibrate``) charge for attention over the KV cache; they are left out of
+``to_json`` while they are zero, so unit 07 run files do not mention them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields
+
+from . import rules
+from .batch import Batch
+
+
+@dataclass(frozen=True)
+class DeviceProfile:
+    prefill_ms_per_token: float = 1.0
+    decode_batch_ms: float = 1.0
+    decode_ms_per_seq: float = 0.0
+    overhead_ms: float = 0.25
+    max_active: int | None = None  # K: sequences holding KV at once (None: no cap)
+    kv_pages: int | None = None  # M: KV pages in the pool (None: no budget)
+    page_tokens: int = 16
+    prefill_ms_per_context_token: float = 0.0  # per prefill token, per position before it
+    decode_ms_per_context_token: float = 0.0  # per decoded sequence, per token in its cache
+
+    def work_ms(self, batch: Batch, context: Mapping[str, int]) -> float:
+        """Device time of a batch without the submission overhead (see ``rules.step_work_ms``)."""
+        return rules.step_work_ms(self, batch, context)
+
+    def duration_ms(self, batch: Batch, context: Mapping[str, int]) -> float:
+        return rules.step_duration_ms(self, batch, context)
+
+    def pages_for(self, tokens: int) -> int:
+        return rules.pages_for(self, tokens)
+
+    def to_json(self) -> dict:
+        return {
+            _camel(k): v
+            for k, v in asdict(self).items()
+            if not (k in _OMITTED_WHEN_ZERO and v == 0)
+        }
+
+    @classmethod
+    def from_json(cls, doc: Mapping, source: str = "device profile") -> DeviceProfile:
+        names = {_camel(f.name): f.name for f in fields(cls)}
+        unknown = sorted(set(doc) - set(names))
+        if unknown:
+            raise ValueError(f"{source}: unknown field(s) {', '.join(unknown)}")
+        profile = cls(**{names[k]: v for k, v in doc.items()})
+        profile.check(source)
+        return profile
+
+    def check(self, source: str = "device profile") -> None:
+        for name in (
+            "prefill_ms_per_token",
+            "decode_batch_ms",
+            "decode_ms_per_seq",
+            "overhead_ms",
+            *_OMITTED_WHEN_ZERO,
+        ):
+            value = getattr(self, name)
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+            if not ok or not math.isfinite(value) or value < 0:
+                raise ValueError(f"{source}: {_camel(name)} must be a finite number >= 0")
+        for name in ("max_active", "kv_pages"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or value < 1):
+                raise ValueError(f"{source}: {_camel(name)} must be null or an integer >= 1")
+        if not isinstance(self.page_tokens, int) or self.page_tokens < 1:
+            raise ValueError(f"{source}: pageTokens must be an integer >= 1")
+
+
+_OMITTED_WHEN_ZERO = ("prefill_ms_per_context_token", "decode_ms_per_context_token")
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)

@@ -1,0 +1,146 @@
+"""The engine loop: admit arrivals, ask the policy for a batch, check it, run it, postprocess.
+
+    arrivals (admit / reject) -> deadlines (cancel) -> schedule (policy) -> check
+    -> run (device clock) -> postprocess (preempt, tokens, phases)
+
+The policy only decides; the engine owns the clock and every sequence's state (``state.py``).
+The device rules (cost of a step, KV pages, caps, the token rule) are in ``rules.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from . import rules
+from .arrivals import Arrivals, ClosedLoop, realised_trace
+from .batch import Batch
+from .device import DeviceProfile
+from .sequence import Phase, Sequence
+from .state import EngineState
+from .trace import Trace
+from .view import SchedulerView
+
+
+class PolicyError(RuntimeError):
+    """The policy returned something the device cannot run; the message says what."""
+
+
+@dataclass(frozen=True)
+class Event:
+    """One submission as it ran: when, and what it held."""
+
+    index: int
+    start_ms: float
+    end_ms: float
+    work_ms: float
+    batch: Batch
+    prefill_from: tuple[int, ...]  # each chunk's first token index
+
+
+@dataclass(frozen=True)
+class Timeline:
+    sequences: tuple[Sequence, ...]  # trace order (creation order in a closed loop)
+    events: tuple[Event, ...]
+    trace: Trace | None = None  # the requests as replayed (closed loop: as generated)
+
+    @property
+    def all_done_ms(self) -> float:
+        return max(
+            s.token_times_ms[-1] if s.token_times_ms else s.status_ms for s in self.sequences
+        )
+
+
+Policy = Callable[[SchedulerView], Batch]
+Execute = Callable[[Batch, Mapping[str, int]], float]
+Admit = Callable[[Sequence, SchedulerView], bool]
+
+
+def simulate(
+    trace: Trace | None,
+    policy: Policy,
+    device: DeviceProfile,
+    execute: Execute | None = None,
+    *,
+    budget: int | None = None,
+    queue_cap: int | None = None,
+    admit: Admit | None = None,
+    closed: ClosedLoop | None = None,
+) -> Timeline:
+    """Run ``policy`` until every request has completed, been rejected or been cancelled.
+
+    ``execute`` (optional) runs each checked batch somewhere real, given the batch and the
+    cached positions of its requests, and returns its measured duration in ms (> 0); the clock
+    then advances by that instead of by the device model. ``Event.work_ms`` keeps the model's
+    figure. ``budget`` (B) is checked on every step; ``queue_cap``, ``admit`` and the device's
+    page pool may reject a request at arrival; ``closed`` replaces the trace's arrivals.
+    """
+    arrivals = Arrivals(trace, closed)
+    state = EngineState(device, arrivals)
+    events: list[Event] = []
+    clock, previous, memo = 0.0, None, {}
+
+    while arrivals or state.live:
+        view = state.view(clock, previous, budget, memo)
+        state.admit_arrivals(clock, view, queue_cap, admit)
+        if previous is not None:  # a step just ended here
+            state.cancel_expired(clock)
+        if not state.live:  # idle: jump to the next arrival
+            if arrivals:
+                clock, previous = max(clock, arrivals.next_ms()), None
+            continue
+
+        batch = policy(view)
+        starts = check_batch(batch, view)
+        context = {rid: state.live[rid].context_tokens for rid in batch.ids}
+        work = device.work_ms(batch, context)
+        if execute is None:
+            end = clock + device.overhead_ms + work
+        else:
+            end = clock + execute(batch, context)
+        state.run_step(batch, end)
+        events.append(Event(len(events), clock, end, work, batch, starts))
+        clock, previous = end, batch
+
+    seqs = tuple(arrivals.sequences)
+    return Timeline(seqs, tuple(events), realised_trace(trace, closed, seqs))
+
+
+def check_batch(batch, view: SchedulerView) -> tuple[int, ...]:
+    """Raise ``PolicyError`` unless ``batch`` can run now; return each chunk's first token index."""
+    if not isinstance(batch, Batch):
+        raise PolicyError(f"the policy must return a Batch, got {type(batch).__name__}")
+    at = f"at {view.now_ms:.2f} ms"
+    if not batch.decode and not batch.prefill:
+        raise PolicyError(f"empty batch {at} although work is waiting")
+    ids = [*batch.ids, *batch.preempt]
+    if len(set(ids)) != len(ids):
+        raise PolicyError(f"a request appears twice in the batch {at}")
+    live = view.live if view.live is not None else {s.id: s for s in (*view.waiting, *view.running)}
+    for rid in batch.preempt:
+        if rid not in live or not live[rid].holds_kv:
+            raise PolicyError(f"preempt of '{rid}' {at}: it holds no KV cache")
+    for rid in batch.decode:
+        if rid not in live or live[rid].phase is not Phase.DECODE:
+            raise PolicyError(f"decode of '{rid}' {at}: it is not running")
+    starts = []
+    for chunk in batch.prefill:
+        seq = live.get(chunk.id)
+        if seq is None or seq.phase is not Phase.PREFILL:
+            raise PolicyError(
+                f"prefill of '{chunk.id}' {at}: it has not arrived or needs no prefill"
+            )
+        ok = isinstance(chunk.tokens, int) and 1 <= chunk.tokens <= seq.remaining_prefill
+        if not ok:
+            raise PolicyError(
+                f"prefill of '{chunk.id}' {at}: {chunk.tokens!r} tokens, "
+                f"must be 1..{seq.remaining_prefill}"
+            )
+        starts.append(seq.prefilled)
+    problem = view.violation(batch)
+    if problem is not None:
+        raise PolicyError(f"batch {at}: {problem}")
+    return tuple(starts)
+
+
+__all__ = ["ClosedLoop", "Event", "PolicyError", "SchedulerView", "Timeline", "rules", "simulate"]

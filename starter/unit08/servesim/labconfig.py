@@ -1,0 +1,53 @@
+"""The lab folder's own description (``lab.json``), generated from the unit's ``unit.yaml``."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from .device import DeviceProfile
+
+LAB_DIR = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class PolicySpec:
+    name: str
+    function: str
+    params: dict  # name -> {"default", "min", "help"}
+    admit: str | None = None  # unit 08: the function called at every arrival (the challenge)
+
+
+@dataclass(frozen=True)
+class LabConfig:
+    unit: str
+    title: str
+    device: DeviceProfile
+    policies: tuple[PolicySpec, ...]
+    public_traces: tuple[str, ...]
+    folder: Path
+    extended_runs: bool = False  # lab.json "runFile": "extended" (unit 08's run-file fields)
+
+    @property
+    def traces_dir(self) -> Path:
+        return self.folder / "traces"
+
+    def policy(self, name: str) -> PolicySpec:
+        return next(p for p in self.policies if p.name == name)
+
+
+def load_lab(folder: Path = LAB_DIR) -> LabConfig:
+    doc = json.loads((Path(folder) / "lab.json").read_text(encoding="utf-8"))
+    return LabConfig(
+        unit=doc["unit"],
+        title=doc["title"],
+        device=DeviceProfile.from_json(doc["device"], source="lab.json device"),
+        policies=tuple(
+            PolicySpec(p["name"], p["function"], p["params"], p.get("admit"))
+            for p in doc["policies"]
+        ),
+        public_traces=tuple(doc["publicTraces"]),
+        folder=Path(folder),
+        extended_runs=doc.get("runFile", "basic") == "extended",
+    )

@@ -1,0 +1,102 @@
+"""The engine's queues, kept so that each step costs work in proportion to the batch and to the
+changes (arrivals, completions, preemptions), never to the length of a queue.
+
+``WaitingQueue`` holds arrived requests whose prefill is not finished, in queue order: first the
+``front`` (sequences that have started prefill, and preempted ones waiting to recompute), then
+the ``fresh`` requests in arrival order (ties in trace order). A fresh request that starts
+prefill moves to the front once every request ahead of it has started, so a policy that starts
+requests in FIFO order sees exactly the arrival order; a preempted sequence joins the end of the
+front: behind the partial prefills, ahead of every request that has not started.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterator
+from itertools import chain, islice
+
+from .sequence import Sequence
+
+
+class SeqView:
+    """A read-only, lazy sequence of ``Sequence`` objects over the engine's own containers.
+
+    Supports ``len``, truth, iteration, ``[i]`` and slices (which return tuples). It reflects
+    the engine's state at the moment of the call: keep the items, not the view.
+    """
+
+    __slots__ = ("_parts",)
+    __hash__ = None  # compares by content, like the tuples it stands for
+
+    def __init__(self, *parts):
+        self._parts = parts
+
+    def __len__(self) -> int:
+        return sum(len(part) for part in self._parts)
+
+    def __bool__(self) -> bool:
+        return any(self._parts)
+
+    def __iter__(self) -> Iterator[Sequence]:
+        return chain(*self._parts)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return tuple(self)[index]
+        if index < 0:
+            index += len(self)
+        for part in self._parts:
+            if 0 <= index < len(part):
+                return part[index]
+            index -= len(part)
+        raise IndexError("sequence index out of range")
+
+    def __eq__(self, other) -> bool:
+        return tuple(self) == tuple(other)
+
+    def __repr__(self) -> str:
+        return f"SeqView({[s.id for s in islice(self, 8)]}{'...' if len(self) > 8 else ''})"
+
+
+class WaitingQueue:
+    def __init__(self):
+        self.front: list[Sequence] = []
+        self.fresh: deque[Sequence] = deque()
+        self.unstarted = 0  # fresh requests that never started prefill (what queueCap counts)
+
+    def view(self) -> SeqView:
+        return SeqView(self.front, self.fresh)
+
+    def __len__(self) -> int:
+        return len(self.front) + len(self.fresh)
+
+    def add_arrival(self, seq: Sequence) -> None:
+        self.fresh.append(seq)
+        self.unstarted += 1
+
+    def mark_started(self, seq: Sequence) -> None:
+        if not seq.started:
+            seq.started = True
+            self.unstarted -= 1
+            self._advance()
+
+    def add_preempted(self, seqs: list[Sequence]) -> None:
+        """Preempted sequences (arrival order among themselves) join the end of the front."""
+        self.front.extend(sorted(seqs, key=lambda s: (s.arrival_ms, s.order)))
+
+    def remove(self, seq: Sequence) -> None:
+        """Take out a sequence whose prefill finished, or that was cancelled."""
+        for part in (self.front, self.fresh):
+            for index, item in enumerate(part):
+                if item is seq:
+                    del part[index]
+                    if not seq.started:
+                        self.unstarted -= 1
+                    self._advance()
+                    return
+        raise KeyError(seq.id)
+
+    def _advance(self) -> None:
+        fresh = self.fresh
+        while fresh and fresh[0].started:
+            self.front.append(fresh.popleft())

@@ -1,0 +1,155 @@
+"""Traces: the requests a run replays, and the one place that validates them.
+
+A trace is JSON: ``{"name", "description", "requests": [{"id", "arrivalMs", "inputTokens",
+"outputTokens"}, ...]}``. Unit 08 adds three optional request fields: ``maxOutputTokens`` (the
+declared maximum a reservation counts, an integer >= outputTokens, default outputTokens),
+``deadlineMs`` (a number > 0, relative to arrival, on the first token) and ``tenant`` (a
+non-empty string). Other extra fields are kept but not used. Every problem is reported as one
+``TraceError`` that names the trace, the request and the field.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+class TraceError(ValueError):
+    """A trace that cannot be used; the message names what is wrong."""
+
+
+@dataclass(frozen=True)
+class Request:
+    id: str
+    arrival_ms: float
+    input_tokens: int
+    output_tokens: int
+    max_output_tokens: int | None = None  # None: the same as output_tokens
+    deadline_ms: float | None = None
+    tenant: str = ""
+
+    @property
+    def declared_output(self) -> int:
+        return self.output_tokens if self.max_output_tokens is None else self.max_output_tokens
+
+
+@dataclass(frozen=True)
+class Trace:
+    name: str
+    description: str
+    requests: tuple[Request, ...]
+    raw: dict = field(repr=False, compare=False)  # the validated document, extra fields kept
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def parse_trace(doc, source: str = "trace") -> Trace:
+    """Validate a decoded trace document and return it as a ``Trace``."""
+    if not isinstance(doc, dict):
+        raise TraceError(f"{source}: the top level must be an object with a 'requests' list")
+    requests = doc.get("requests")
+    if not isinstance(requests, list) or not requests:
+        raise TraceError(f"{source}: field 'requests' must be a non-empty list")
+    name = doc.get("name", Path(source).stem)
+    if not isinstance(name, str) or not name:
+        raise TraceError(f"{source}: field 'name' must be a non-empty string")
+    description = doc.get("description", "")
+    if not isinstance(description, str):
+        raise TraceError(f"{source}: field 'description' must be a string")
+
+    seen: set[str] = set()
+    parsed = []
+    for index, item in enumerate(requests, start=1):
+        where = f"{source}: request #{index}"
+        if not isinstance(item, dict):
+            raise TraceError(f"{where}: must be an object")
+        rid = item.get("id")
+        if not isinstance(rid, str) or not rid:
+            raise TraceError(f"{where}: field 'id' must be a non-empty string")
+        where = f"{source}: request '{rid}' (#{index})"
+        if rid in seen:
+            raise TraceError(f"{where}: field 'id' duplicates an earlier request")
+        seen.add(rid)
+        for key in ("arrivalMs", "inputTokens", "outputTokens"):
+            if key not in item:
+                raise TraceError(f"{where}: field '{key}' is missing")
+        arrival = item["arrivalMs"]
+        if not _is_number(arrival) or not math.isfinite(arrival) or arrival < 0:
+            raise TraceError(
+                f"{where}: field 'arrivalMs' must be a finite number >= 0, got {arrival!r}"
+            )
+        for key in ("inputTokens", "outputTokens"):
+            value = item[key]
+            if not _is_int(value) or value < 1:
+                raise TraceError(f"{where}: field '{key}' must be an integer >= 1, got {value!r}")
+        parsed.append(
+            Request(
+                rid,
+                float(arrival),
+                item["inputTokens"],
+                item["outputTokens"],
+                **_unit08(item, where),
+            )
+        )
+    return Trace(name=name, description=description, requests=tuple(parsed), raw=doc)
+
+
+def _unit08(item: dict, where: str) -> dict:
+    """The optional unit 08 fields of one request, validated."""
+    extra = {}
+    if "maxOutputTokens" in item:
+        value, least = item["maxOutputTokens"], item["outputTokens"]
+        if not _is_int(value) or value < least:
+            raise TraceError(
+                f"{where}: field 'maxOutputTokens' must be an integer >= outputTokens ({least}), "
+                f"got {value!r}"
+            )
+        extra["max_output_tokens"] = value
+    if "deadlineMs" in item:
+        value = item["deadlineMs"]
+        if not _is_number(value) or not math.isfinite(value) or value <= 0:
+            raise TraceError(
+                f"{where}: field 'deadlineMs' must be a finite number > 0, got {value!r}"
+            )
+        extra["deadline_ms"] = float(value)
+    if "tenant" in item:
+        value = item["tenant"]
+        if not isinstance(value, str) or not value:
+            raise TraceError(f"{where}: field 'tenant' must be a non-empty string, got {value!r}")
+        extra["tenant"] = value
+    return extra
+
+
+def read_trace_file(path: Path) -> Trace:
+    """Read and validate a JSON trace file."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise TraceError(f"{path}: cannot read the trace ({exc.strerror or exc})") from None
+    try:
+        doc = json.loads(text)  # NaN/Infinity parse, then fail field validation
+    except ValueError as exc:
+        raise TraceError(f"{path}: not valid JSON ({exc})") from None
+    return parse_trace(doc, source=str(path))
+
+
+def resolve_trace(name_or_path: str, traces_dir: Path) -> Path:
+    """A trace argument is either a path to a file or the name of a trace in ``traces_dir``."""
+    candidate = Path(name_or_path)
+    if candidate.suffix == ".json" or candidate.exists():
+        return candidate
+    named = Path(traces_dir) / f"{name_or_path}.json"
+    if named.exists():
+        return named
+    known = sorted(p.stem for p in Path(traces_dir).glob("*.json"))
+    raise TraceError(
+        f"unknown trace '{name_or_path}': not a file, and not one of {', '.join(known) or 'none'}"
+    )
