@@ -105,12 +105,15 @@ def occupancy_after(
     return Occupancy(active, pages)
 
 
-def cap_violation(device, after: Occupancy, new_positions: int, budget: int | None) -> str | None:
-    """Why a step breaks the budget B, the active cap K or the page pool M (None: it fits)."""
+def cap_violation(
+    device, after: Occupancy, new_positions: int, budget: int | None
+) -> tuple[str, str] | None:
+    """``(limit, reason)`` when a step breaks the token budget (``budget``), the active cap
+    (``maxActive``) or the page pool (``kvPages``); None when it fits."""
     if budget is not None and new_positions > budget:
-        return f"{new_positions} new positions, token budget {budget}"
+        return "budget", f"{new_positions} new positions, token budget {budget}"
     if device.max_active is not None and after.active > device.max_active:
-        return f"{after.active} active sequences, cap {device.max_active}"
+        return "maxActive", f"{after.active} active sequences, cap {device.max_active}"
     if device.kv_pages is not None and after.pages > device.kv_pages:
-        return f"needs {after.pages} KV pages, budget {device.kv_pages}"
+        return "kvPages", f"needs {after.pages} KV pages, budget {device.kv_pages}"
     return None

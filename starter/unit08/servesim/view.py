@@ -93,7 +93,8 @@ class SchedulerView:
         after = rules.occupancy_after(
             self.device, rules.Occupancy(t.active, t.pages), dropped, growth
         )
-        return rules.cap_violation(self.device, after, batch.new_positions, self.budget)
+        found = rules.cap_violation(self.device, after, batch.new_positions, self.budget)
+        return None if found is None else found[1]
 
     def fits(self, batch: Batch) -> bool:
         return self.violation(batch) is None
