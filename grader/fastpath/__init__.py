@@ -11,6 +11,9 @@ identical to the lab engine's.
 
 from __future__ import annotations
 
+import gc
+from contextlib import contextmanager
+
 from servesim.compact import COMPACT, expand_run
 
 from . import summary
@@ -46,12 +49,24 @@ def reference_run(
     if device.kv_pages is not None and max(work.reserve) > device.kv_pages:
         return None  # the lab engine rejects such a request at arrival
     make, _ = PLANNERS[unit_id, policy]
+    with _no_gc():  # only acyclic lists and dicts are made: collection passes are pure cost
+        try:
+            steps = execute(work, device, make(work, device, **params))
+        except Unsupported:
+            return None
+        run = compact_run(policy, params, device, trace, steps, extended)
+        return run if fmt == COMPACT else expand_run(run)
+
+
+@contextmanager
+def _no_gc():
+    enabled = gc.isenabled()
+    gc.disable()
     try:
-        steps = execute(work, device, make(work, device, **params))
-    except Unsupported:
-        return None
-    run = compact_run(policy, params, device, trace, steps, extended)
-    return run if fmt == COMPACT else expand_run(run)
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def compact_run(policy: str, params: dict, device, trace, steps: Steps, extended=False) -> dict:
