@@ -193,9 +193,9 @@ def run_extended(lab: LabConfig, policies_module, setup: Setup, args, run_one=No
     runs, trace = [], setup.trace
     chosen = list(selected_policies(lab, policies_module, selected, args, overrides))
     plain = setup.closed is None and setup.queue_cap is None and args.fault is None
-    fmt = args.format or (default_format(trace, len(chosen)) if trace else "full")
     for spec, params, policy in chosen:
         if run_one and plain and not spec.admit:
+            fmt = args.format or default_format(trace, len(chosen))
             run = run_one(spec, params, setup.trace, setup.device, fmt, True)
             if run is not None:
                 runs.append(run)
@@ -211,7 +211,7 @@ def run_extended(lab: LabConfig, policies_module, setup: Setup, args, run_one=No
         )
         trace = timeline.trace
         run = build_run(spec.name, params, setup.device, timeline, args.fault, extended=True)
-        runs.append(in_format(run, timeline, fmt))
+        runs.append(in_format(run, timeline, args.format or default_format(trace, len(chosen))))
     return trace, runs
 
 

@@ -8,6 +8,7 @@ trace (``tests/data``), with and without the active cap K and the page pool M.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -107,7 +108,7 @@ def test_budgeted_random(rows, device, budget, pool):
     trace = make_trace(rows)
     if pool is not None:  # at least one request's reservation, up to plenty
         need = max(device.pages_for(r.input_tokens + r.output_tokens) for r in trace.requests)
-        device = servesim.DeviceProfile(**{**device.__dict__, "kv_pages": need + pool})
+        device = replace(device, kv_pages=need + pool)
     assert_same(U08, trace, "budgeted", {"budget": budget}, device)
 
 
