@@ -147,16 +147,13 @@ def whole_processes(folder: Path, trace: Path, table: Path, profile: Path, args)
         vidur += ["--trace_request_generator_config_trace_file", str(table)]
         vidur += ["--metrics_config_output_dir", str(folder / "vidur-out")]
         commands["vidur"] = (vidur, folder)
-    results = {}
-    for name, (command, cwd) in commands.items():
-        if name in args.skip:
-            continue
-        runs = []
-        for _ in range(args.repeat):
+    results = {name: [] for name in commands if name not in args.skip}
+    for _ in range(args.repeat):  # rounds, so that a change in machine load hits every row
+        for name, runs in results.items():
+            command, cwd = commands[name]
             wall, rss, stderr = timed_child(command, cwd)
             runs.append((wall, rss, _vidur_loop(stderr) if name == "vidur" else None))
             print(f"  {name}: {wall:.2f} s, {rss:.0f} MiB", flush=True)
-        results[name] = runs
     return results
 
 
