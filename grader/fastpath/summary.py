@@ -39,7 +39,14 @@ def python_sum(values: np.ndarray) -> float:
     """
     if sys.version_info >= (3, 12):
         return sum(values.tolist())
-    return float(np.add.accumulate(values)[-1]) if len(values) else 0
+    total = 0  # Python's start value; blocks bound the memory of the running sums
+    for block in range(0, len(values), _BLOCK):
+        head = np.array([total], dtype=np.float64)
+        total = float(np.add.accumulate(np.concatenate((head, values[block : block + _BLOCK])))[-1])
+    return total
+
+
+_BLOCK = 1 << 18
 
 
 def request_tokens(ends, decode_steps, first_step, first_decode, output):
@@ -55,14 +62,17 @@ def request_tokens(ends, decode_steps, first_step, first_decode, output):
     offsets = np.cumsum(count) - count
     total = int(count.sum())
     index = np.repeat(np.asarray(first_decode, dtype=np.int64) - offsets, count)
-    times = decode_ends[index + np.arange(total)]
-    previous = np.empty_like(times)
-    previous[1:] = times[:-1]
+    index += np.arange(total)
+    times = decode_ends[index]
+    del index
+    gaps = np.empty_like(times)
+    np.subtract(times[1:], times[:-1], out=gaps[1:])
     has = count > 0
-    previous[offsets[has]] = first[has]
+    starts = offsets[has]  # each request's first decode follows its first token
+    gaps[starts] = times[starts] - first[has]
     last = first.copy()
-    last[has] = times[offsets[has] + count[has] - 1]
-    return first, last, times - previous, count
+    last[has] = times[starts + count[has] - 1]
+    return first, last, gaps, count
 
 
 def summarize(arrival, starts, ends, decode_steps, chunk_steps, tokens) -> dict:
