@@ -180,7 +180,7 @@ def loops(doc: dict, repeat: int, lab: bool) -> dict:
 
     def fast_loop():
         work = Workload.of(trace, device)
-        steps = execute(work, device, budgeted(work, device, BUDGET))
+        steps = execute(work, device, budgeted(work, device, BUDGET), capped=True)
         fastpath.compact_run("budgeted", {"budget": BUDGET}, device, trace, steps, True)
 
     policy = reference.solution_policies(load_unit("unit08")).budgeted

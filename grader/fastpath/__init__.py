@@ -48,10 +48,10 @@ def reference_run(
     work = Workload.of(trace, device)
     if device.kv_pages is not None and max(work.reserve) > device.kv_pages:
         return None  # the lab engine rejects such a request at arrival
-    make, _ = PLANNERS[unit_id, policy]
+    make, capped = PLANNERS[unit_id, policy]
     with _no_gc():  # only acyclic lists and dicts are made: collection passes are pure cost
         try:
-            steps = execute(work, device, make(work, device, **params))
+            steps = execute(work, device, make(work, device, **params), capped)
         except Unsupported:
             return None
         run = compact_run(policy, params, device, trace, steps, extended)

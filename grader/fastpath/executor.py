@@ -8,10 +8,11 @@ to what changes (arrivals, chunks, completions), never to the number of running 
 requests, and a request's decode tokens are one contiguous range of the decode steps: its token
 times are a slice of the step end times, which is what the compact run format stores.
 
-A *planner* stands for one policy: ``planner(state) -> (decode, chunks)`` says whether the step
-decodes the running set and which ``(queue position, tokens)`` chunks it prefills, starting at
-the head. The executor owns the clock and the device arithmetic, written exactly as the lab
-engine writes it, so times agree to the bit (the differential tests check that they do).
+A *planner* stands for one policy: ``planner(state) -> (decode, chunks, tokens)`` says whether
+the step decodes the running set, which ``(queue position, tokens)`` chunks it prefills
+(starting at the head) and their total. The executor owns the clock and the device arithmetic,
+written exactly as the lab engine writes it, so times agree to the bit (the differential tests
+check that they do).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ class QueueState:
     reserved: int = 0  # KV pages reserved by the holders (planners that reserve)
 
 
-Plan = tuple[bool, list[tuple[int, int]]]
+Plan = tuple[bool, list[tuple[int, int]], int]
 Planner = Callable[[QueueState], Plan]
 
 
@@ -76,8 +77,11 @@ class Workload:
         )
 
 
-def execute(work: Workload, device, planner: Planner) -> Steps:
-    """Run ``planner`` over ``work`` on ``device`` (no per-context costs) until all is done."""
+def execute(work: Workload, device, planner: Planner, capped: bool = False) -> Steps:
+    """Run ``planner`` over ``work`` on ``device`` (no per-context costs) until all is done.
+
+    ``capped``: the planner itself keeps the active cap, so the executor need not check it.
+    """
     if device.prefill_ms_per_context_token or device.decode_ms_per_context_token:
         raise Unsupported("per-context-token costs")
     total = len(work.order)
@@ -93,9 +97,10 @@ def execute(work: Workload, device, planner: Planner) -> Steps:
                 return out
             clock, st.decoded_last = work.arrival[st.arrived], False  # idle: next arrival
             continue
-        decode, plan = planner(st)
-        end = _end(device, clock, st.running if decode else 0, sum(n for _, n in plan))
-        _check_active(device, st, plan)
+        decode, plan, tokens = planner(st)
+        end = _end(device, clock, st.running if decode else 0, tokens)
+        if not capped:
+            _check_active(device, st, plan)
         out.starts.append(clock)
         out.ends.append(end)
         if decode:

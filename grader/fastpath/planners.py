@@ -17,8 +17,9 @@ def fcfs(work: Workload, device) -> Planner:
 
     def plan(st: QueueState) -> Plan:
         if st.head < st.arrived:
-            return False, [(st.head, work.prompt[st.head] - st.head_done)]
-        return True, []
+            tokens = work.prompt[st.head] - st.head_done
+            return False, [(st.head, tokens)], tokens
+        return True, [], 0
 
     return plan
 
@@ -29,8 +30,9 @@ def chunked(work: Workload, device, chunk: int) -> Planner:
     def plan(st: QueueState) -> Plan:
         waiting = st.head < st.arrived
         if st.running and (not st.decoded_last or not waiting):
-            return True, []
-        return False, [(st.head, min(chunk, work.prompt[st.head] - st.head_done))]
+            return True, [], 0
+        tokens = min(chunk, work.prompt[st.head] - st.head_done)
+        return False, [(st.head, tokens)], tokens
 
     return plan
 
@@ -61,13 +63,13 @@ def budgeted(work: Workload, device, budget: int) -> Planner:
             chunks.append((pos, tokens))
             left -= tokens
             pos, done = pos + 1, 0
-        return st.running > 0, chunks
+        return st.running > 0, chunks, budget - st.running - left
 
     return plan
 
 
-# (unit, policy) -> (make the planner from the workload, device and params; does it reserve
-# KV pages, so that a page pool is respected by construction)
+# (unit, policy) -> (make the planner from the workload, device and params; does it keep the
+# active cap and reserve KV pages itself, so that K and a page pool hold by construction)
 PLANNERS: dict[tuple[str, str], tuple[Callable[..., Planner], bool]] = {
     ("unit07", "fcfs"): (fcfs, False),
     ("unit07", "chunked"): (chunked, False),
