@@ -53,21 +53,49 @@ def stub_source(source: str, filename: str) -> str:
     return "".join(out)
 
 
-def snapshot(unit: Unit, trace_name: str) -> dict:
-    """Reference token times per policy label and request, at the unit's default parameters."""
-    trace = reference.load_trace(unit, trace_name)
-    device = reference.device_profile(unit)
+def snapshot_specs(unit: Unit) -> list[dict]:
+    """The expected-output files the public tests compare against.
+
+    A unit lists them in unit.yaml ``snapshots`` (``{id, trace, device?, policies?, params?}``:
+    ``device`` a profile file in the lab folder, ``policies`` a subset, ``params`` overrides);
+    without that key, every policy at its defaults on each lesson trace of ``SNAPSHOT_TRACES``.
+    """
+    if "snapshots" in unit.doc:
+        return list(unit.doc["snapshots"])
+    return [{"id": t, "trace": t} for t in SNAPSHOT_TRACES if t in unit.public_traces]
+
+
+def _snapshot_device(unit: Unit, spec: dict):
+    if "device" not in spec:
+        return reference.device_profile(unit)
+    servesim = reference.engine(unit)
+    doc = json.loads((unit.lab_dir / spec["device"]).read_text(encoding="utf-8"))
+    return servesim.DeviceProfile.from_json(doc.get("device", doc), source=spec["device"])
+
+
+def snapshot(unit: Unit, spec: dict | str) -> dict:
+    """Reference token times per policy label and request (and each request's status, for
+    extended run files), at the unit's default parameters unless the spec overrides them."""
+    spec = {"id": spec, "trace": spec} if isinstance(spec, str) else spec
+    trace = reference.load_trace(unit, spec["trace"])
+    device = _snapshot_device(unit, spec)
+    extended = unit.doc.get("run_file") == "extended"
     runs = {}
-    for spec in unit.policies:
-        params = {name: meta["default"] for name, meta in spec["params"].items()}
-        run = reference.run_reference(unit, trace, spec["name"], params, device)
-        runs[spec["name"]] = {
+    for policy in unit.policies:
+        if "policies" in spec and policy["name"] not in spec["policies"]:
+            continue
+        params = {name: meta["default"] for name, meta in policy["params"].items()}
+        params |= {k: v for k, v in spec.get("params", {}).items() if k in params}
+        run = reference.run_reference(unit, trace, policy["name"], params, device)
+        runs[policy["name"]] = {
             "params": params,
             "tokenTimesMs": {r["id"]: r["tokenTimesMs"] for r in run["requests"]},
         }
+        if extended:
+            runs[policy["name"]]["status"] = {r["id"]: r["status"] for r in run["requests"]}
     return {
         "generatedBy": f"infralab starter sync --unit {unit.id}",
-        "trace": trace_name,
+        "trace": spec["trace"],
         "device": device.to_json(),
         "runs": runs,
     }
@@ -108,11 +136,10 @@ def expected_files(unit: Unit) -> dict[Path, str]:
         source = (unit.solutions_dir / name).read_text(encoding="utf-8")
         files[unit.lab_dir / name] = stub_source(source, name)
     files[unit.lab_dir / "lab.json"] = _json(unit.lab_json())
-    for trace in SNAPSHOT_TRACES:
-        if trace in unit.public_traces:
-            files[unit.lab_dir / "tests" / "expected" / f"{trace}.json"] = _json(
-                snapshot(unit, trace)
-            )
+    for spec in snapshot_specs(unit):
+        files[unit.lab_dir / "tests" / "expected" / f"{spec['id']}.json"] = _json(
+            snapshot(unit, spec)
+        )
     return files
 
 

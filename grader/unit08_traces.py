@@ -14,7 +14,7 @@ import json
 import math
 import random
 import sys
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 from .tracegen import AZURE_ATTRIBUTION, resolve_data_file
@@ -136,11 +136,18 @@ def azure_rows(csv_name: str, data_dir: Path | None = None):
     """
     with open(resolve_data_file(csv_name, data_dir), newline="", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
-    stamps = [datetime.fromisoformat(r["TIMESTAMP"][:26]) for r in rows]
+    stamps = [_seconds(r["TIMESTAMP"]) for r in rows]
     return [
-        ((stamp - stamps[0]).total_seconds(), int(r["ContextTokens"]), int(r["GeneratedTokens"]))
+        (stamp - stamps[0], int(r["ContextTokens"]), int(r["GeneratedTokens"]))
         for stamp, r in zip(stamps, rows)
     ]
+
+
+def _seconds(stamp: str) -> float:
+    """Seconds since midnight UTC of 1970 of a TIMESTAMP, every fractional digit kept."""
+    whole, _, fraction = stamp.strip().partition(".")
+    base = datetime.strptime(whole, "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC).timestamp()
+    return base + (float(f"0.{fraction}") if fraction else 0.0)
 
 
 def azure_window(csv_name, name, description, start_s, count, prefix, **extra) -> dict:

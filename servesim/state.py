@@ -26,8 +26,9 @@ class EngineState:
         self.waiting = WaitingQueue()
         self.running: list[Sequence] = []
         self.live: dict[str, Sequence] = {}  # arrived and not finished, by id
-        self.tally = Tally()
+        self.tally = Tally(pages_kept=device.kv_pages is not None)
         self._deadlines: list[tuple[float, int, Sequence]] = []
+        self._starts = 0  # prefills begun so far (Sequence.prefill_start)
 
     def view(self, clock: float, previous, budget, memo: dict) -> SchedulerView:
         return SchedulerView(
@@ -74,35 +75,37 @@ class EngineState:
 
     # -- one step ---------------------------------------------------------------------------
 
-    def run_step(self, batch: Batch, end: float) -> None:
-        """Apply a checked batch that ended at ``end``: preempt, prefill, decode, finish."""
-        live, pages = self.live, self.device.pages_for
+    def run_step(self, batch: Batch, start_ms: float, end: float) -> None:
+        """Apply a checked batch that ran from ``start_ms`` to ``end``: preempt, prefill,
+        decode, finish."""
+        live, device, tally = self.live, self.device, self.tally
         preempted = [live[rid] for rid in batch.preempt]
         for seq in preempted:
             self._preempt(seq)
-        self.waiting.add_preempted(preempted)
         for chunk in batch.prefill:
             seq = live[chunk.id]
             if seq.prefilled == 0:
-                self._hold(seq)
+                self._hold(seq, start_ms)
             self.waiting.mark_started(seq)
-            before = seq.prefilled
-            seq.prefilled += chunk.tokens
-            self.tally.pages += pages(seq.context_tokens) - pages(before + seq.decodes)
-            if rules.emits_on_prefill(before, chunk.tokens, seq.prefill_target):
+            if tally.pages_kept:
+                tally.pages += rules.pages_added(device, seq.context_tokens, chunk.tokens)
+            if seq.take_prefill(chunk.tokens, end):
                 self.waiting.remove(seq)
-                seq.token_times_ms.append(end)
                 seq.phase = Phase.DECODE
                 self.running.append(seq)
+        # behind every partial prefill, including those this step started
+        self.waiting.add_preempted(preempted)
+        done = [live[c.id] for c in batch.prefill if _completed(live[c.id])]
         for rid in batch.decode:
             seq = live[rid]
-            self.tally.pages += pages(seq.context_tokens + 1) - pages(seq.context_tokens)
-            seq.decodes += 1
-            seq.token_times_ms.append(end)
-        self._finish([live[rid] for rid in batch.ids], end)
+            if tally.pages_kept:
+                tally.pages += rules.pages_added(device, seq.context_tokens, 1)
+            seq.take_decode(end)
+            if seq.generated == seq.output_tokens:
+                done.append(seq)
+        self._finish(done, end)
 
-    def _finish(self, members: list[Sequence], end: float) -> None:
-        done = [seq for seq in members if seq.phase is Phase.DECODE and seq.remaining_output == 0]
+    def _finish(self, done: list[Sequence], end: float) -> None:
         for seq in done:
             self._release(seq)
             self._leave(seq, Status.COMPLETED, end)
@@ -116,24 +119,29 @@ class EngineState:
             self.running.remove(seq)
         else:
             self.waiting.remove(seq)
-        seq.recomputes += 1
-        seq.recomputed_tokens += seq.context_tokens
-        seq.prefill_target = rules.recompute_target(seq.input_tokens, seq.generated)
-        seq.prefilled = seq.decodes = 0
+        seq.drop_cache()
         seq.phase = Phase.PREFILL
 
-    def _hold(self, seq: Sequence) -> None:
+    def _hold(self, seq: Sequence, start_ms: float) -> None:
+        seq.prefill_start, seq.prefill_start_ms = self._starts, start_ms
+        self._starts += 1
         self.tally.active += 1
-        self.tally.reserved += self.device.pages_for(seq.reservation_tokens)
+        if self.tally.pages_kept:
+            self.tally.reserved += self.device.pages_for(seq.reservation_tokens)
 
     def _release(self, seq: Sequence) -> None:
         if seq.prefilled == 0:
             return
         self.tally.active -= 1
-        self.tally.pages -= self.device.pages_for(seq.context_tokens)
-        self.tally.reserved -= self.device.pages_for(seq.reservation_tokens)
+        if self.tally.pages_kept:
+            self.tally.pages -= self.device.pages_for(seq.context_tokens)
+            self.tally.reserved -= self.device.pages_for(seq.reservation_tokens)
 
     def _leave(self, seq: Sequence, status: Status, at_ms: float) -> None:
         seq.status, seq.status_ms, seq.phase = status, at_ms, Phase.FINISHED
         self.live.pop(seq.id, None)
         self.arrivals.left(seq, at_ms)
+
+
+def _completed(seq: Sequence) -> bool:
+    return seq.phase is Phase.DECODE and seq.remaining_output == 0

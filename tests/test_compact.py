@@ -68,6 +68,7 @@ def test_unit08_round_trip(tmp_path, trace, profile):
     full, _ = simulate(U08, tmp_path, *argv, fmt="full")
     compact, _ = simulate(U08, tmp_path, *argv, fmt="compact")
     assert all(run["format"] == "compact" for run in compact["runs"])
+    assert validate_run_file(U08, compact) is None
     assert expand_document(compact) == full
 
 

@@ -2,6 +2,7 @@
 
 import pytest
 from labtools import run_ref
+from servesim import DeviceProfile, rules
 from servesim.faults import FAULTS
 from servesim.metrics import request_metrics
 
@@ -22,13 +23,19 @@ def fields_disagreeing_with_timeline(run: dict) -> set[str]:
             if req[key] != value:
                 bad.add(key)
     token_times = {t for req in run["requests"] for t in req["tokenTimesMs"]}
-    overhead = run["device"]["overheadMs"]
+    device = DeviceProfile.from_json(run["device"])
     for event in run["events"]:
-        work = event["prefill"] and sum(c["tokens"] for c in event["prefill"])
-        expected = event["startMs"] + overhead + (work or 0) + (1.0 if event["decode"] else 0.0)
+        expected = event["startMs"] + rules.step_duration_ms(device, _batch(event), {})
         if event["endMs"] != expected or (event["endMs"] not in token_times and event["decode"]):
             bad.add("events.endMs")
     return bad
+
+
+def _batch(event: dict):
+    from servesim import Batch, PrefillChunk
+
+    chunks = [PrefillChunk(c["id"], c["tokens"]) for c in event["prefill"]]
+    return Batch(decode=event["decode"], prefill=chunks)
 
 
 def schedule(run: dict) -> list:

@@ -91,11 +91,6 @@ def budgeted(view: SchedulerView, budget: int) -> Batch:
     ### END SOLUTION
 
 
-def _started_order(view: SchedulerView) -> dict:
-    """When each sequence's current prefill started, as (step number, position in that step)."""
-    return view.memo.setdefault("started", {})
-
-
 def paged(view: SchedulerView, budget: int) -> Batch:
     """Dynamic KV growth with recompute preemption, as vLLM does it (31.3, 31.6).
 
@@ -103,22 +98,20 @@ def paged(view: SchedulerView, budget: int) -> Batch:
     (``pages_for(seq.context_tokens + 1)``) plus, for every partial prefill, the pages of its
     whole prompt (``pages_for(seq.prefill_target)``), set aside so partial prefills never
     deadlock. While that exceeds M, preempt the running request whose current prefill started
-    last (of two that started in the same step, the later one in queue order); remember when
-    you start each prefill (``view.memo`` keeps state between steps). Then decode every running
-    request and fill the rest of ``budget`` with prefill chunks in queue order as ``budgeted``
-    does, except that a request that has not started needs only the pages of its prompt
-    (``prefill_target``) to fit beside what the step needs. Stop at the first request that
-    cannot start.
+    last (the largest ``seq.prefill_start``: of two that started in the same step, the later
+    one in queue order). Then decode every running request and fill the rest of ``budget`` with
+    prefill chunks in queue order as ``budgeted`` does, except that a request that has not
+    started needs only the pages of its prompt (``prefill_target``) to fit beside what the step
+    needs. Stop at the first request that cannot start.
     """
     ### BEGIN SOLUTION
-    device, started = view.device, _started_order(view)
-    step = view.memo["step"] = view.memo.get("step", 0) + 1
+    device = view.device
     running = list(view.running)
     need = sum(device.pages_for(s.context_tokens + 1) for s in running)
     need += sum(device.pages_for(s.prefill_target) for s in view.waiting if s.holds_kv)
     preempt = []
     while device.kv_pages is not None and running and need > device.kv_pages:
-        victim = max(running, key=lambda s: started.get(s.id, (0, 0)))
+        victim = max(running, key=lambda s: s.prefill_start)
         running.remove(victim)
         preempt.append(victim.id)
         need -= device.pages_for(victim.context_tokens + 1)
@@ -135,7 +128,6 @@ def paged(view: SchedulerView, budget: int) -> Batch:
             if device.kv_pages is not None and need + pages > device.kv_pages:
                 break
             active, need = active + 1, need + pages
-            started[seq.id] = (step, len(chunks))
         tokens = min(left, seq.remaining_prefill)
         chunks.append(PrefillChunk(seq.id, tokens))
         left -= tokens

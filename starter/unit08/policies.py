@@ -64,11 +64,6 @@ def budgeted(view: SchedulerView, budget: int) -> Batch:
     raise NotImplementedError("budgeted() is not implemented yet")
 
 
-def _started_order(view: SchedulerView) -> dict:
-    """When each sequence's current prefill started, as (step number, position in that step)."""
-    return view.memo.setdefault("started", {})
-
-
 def paged(view: SchedulerView, budget: int) -> Batch:
     """Dynamic KV growth with recompute preemption, as vLLM does it (31.3, 31.6).
 
@@ -76,12 +71,11 @@ def paged(view: SchedulerView, budget: int) -> Batch:
     (``pages_for(seq.context_tokens + 1)``) plus, for every partial prefill, the pages of its
     whole prompt (``pages_for(seq.prefill_target)``), set aside so partial prefills never
     deadlock. While that exceeds M, preempt the running request whose current prefill started
-    last (of two that started in the same step, the later one in queue order); remember when
-    you start each prefill (``view.memo`` keeps state between steps). Then decode every running
-    request and fill the rest of ``budget`` with prefill chunks in queue order as ``budgeted``
-    does, except that a request that has not started needs only the pages of its prompt
-    (``prefill_target``) to fit beside what the step needs. Stop at the first request that
-    cannot start.
+    last (the largest ``seq.prefill_start``: of two that started in the same step, the later
+    one in queue order). Then decode every running request and fill the rest of ``budget`` with
+    prefill chunks in queue order as ``budgeted`` does, except that a request that has not
+    started needs only the pages of its prompt (``prefill_target``) to fit beside what the step
+    needs. Stop at the first request that cannot start.
     """
     # YOUR CODE HERE
     raise NotImplementedError("paged() is not implemented yet")

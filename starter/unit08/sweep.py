@@ -59,8 +59,9 @@ def run_tier(lab, tier: Tier, trace):
         trace,
         lambda view: function(view, **params),
         tier.device,
-        budget=tier.budget,
+        budget=tier.budget if "budget" in params else None,
         queue_cap=tier.queue_cap,
+        admit=getattr(policies, spec.admit) if spec.admit else None,
     )
     return build_run(tier.policy, params, tier.device, timeline, None, extended=True)
 

@@ -49,7 +49,7 @@ def _one_error(capsys, needle: str) -> str:
 def test_missing_unit(argv, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert main(argv) == 2
-    _one_error(capsys, "unknown unit 'nope' (known: unit07)")
+    _one_error(capsys, "unknown unit 'nope' (known: unit07, unit08)")
     assert list(tmp_path.iterdir()) == []
 
 

@@ -1,4 +1,4 @@
-"""Chapter 31's scheduling figures must come out of the engine and the reference policies exactly."""
+"""Chapter 31's scheduling figures come out of the engine and the reference policies exactly."""
 
 import pytest
 from u08tools import by_id, cache_after_steps, device, make_trace, measure, pages, run08

@@ -104,3 +104,23 @@ def pages(cache: dict[str, int], page_tokens: int = 16, ids=None) -> int:
     return sum(
         -(-tokens // page_tokens) for rid, tokens in cache.items() if ids is None or rid in ids
     )
+
+
+def copy_lab08(dest, solution: bool):
+    """A copy of the unit 08 lab folder; with ``solution`` the reference files overlay it."""
+    import shutil
+
+    shutil.copytree(UNIT08.lab_dir, dest, ignore=shutil.ignore_patterns("__pycache__", "runs"))
+    if solution:
+        for name in UNIT08.editable:
+            shutil.copyfile(UNIT08.solutions_dir / name, dest / name)
+    return dest
+
+
+def lab_python(lab, *args: str, timeout: float = 300):
+    """Run a lab script with python3 alone: ``-S`` keeps every installed package out of reach."""
+    import subprocess
+
+    return subprocess.run(
+        [sys.executable, "-S", *args], cwd=lab, capture_output=True, text=True, timeout=timeout
+    )

@@ -69,11 +69,20 @@ def build_run_parser(lab):
 
 
 def policy_functions(lab, policies_module, selected: str, args):
-    """A ``PolicyRun`` for each selected policy, in the lab's order."""
-    return [
-        PolicyRun(spec.name, params, policy)
-        for spec, params, policy in selected_policies(lab, policies_module, selected, args)
-    ]
+    """A ``PolicyRun`` for each selected policy, in the lab's order.
+
+    In a lab with extended run files (unit 08) the engine also enforces the policy's ``budget``
+    parameter and the ``--queue-cap`` flag (when the lab has them), and the run file records them.
+    """
+    runs = []
+    for spec, params, policy in selected_policies(lab, policies_module, selected, args):
+        options, run_options = {}, {}
+        if lab.extended_runs:
+            budget, queue_cap = params.get("budget"), getattr(args, "queue_cap", None)
+            options = {"budget": budget, "queue_cap": queue_cap}
+            run_options = {"extended": True, "limits": {"budget": budget, "queueCap": queue_cap}}
+        runs.append(PolicyRun(spec.name, params, policy, options, run_options))
+    return runs
 
 
 def _real_device(args, profile, traces) -> RealDevice:

@@ -5,6 +5,9 @@ derived from the request id, so every run sees the same prompt) and the tokens i
 A prefill chunk feeds the next ``tokens`` prompt ids at their positions; the chunk that ends the
 prompt yields the first output token. A decode step feeds the newest generated token and yields
 the next one. When a request has all its output tokens its KV pages go back to the pool.
+Preemption by recompute (``batch.preempt``) frees a request's pages and keeps its generated
+tokens; its next prefill target is the prompt followed by those tokens, and the chunk that
+completes it yields the next token, exactly as an uninterrupted decode would.
 """
 
 from __future__ import annotations
@@ -28,11 +31,21 @@ class RequestState:
     output_tokens: int
     prefilled: int = 0
     generated: list[int] = field(default_factory=list)
+    target: int = 0  # the prefill target: the prompt, or prompt + generated after a preemption
+    decodes: int = 0  # decode steps since the last prefill
+
+    def __post_init__(self):
+        self.target = self.target or len(self.prompt)
 
     @property
     def context(self) -> int:
         """Positions in the KV cache (same rule as ``servesim.Sequence.context_tokens``)."""
-        return self.prefilled + max(len(self.generated) - 1, 0)
+        return self.prefilled + self.decodes
+
+    @property
+    def prefill_source(self) -> list[int]:
+        """The ids a prefill feeds: the prompt, then (recompute) the tokens generated so far."""
+        return self.prompt + self.generated[: self.target - len(self.prompt)]
 
     @property
     def finished(self) -> bool:
@@ -99,6 +112,8 @@ class Executor:
         ``context`` (the engine's view of each request's cached positions) is checked against
         the executor's own, so a replay that drifts out of step fails loudly.
         """
+        for rid in getattr(batch, "preempt", ()):
+            self.preempt(rid)
         segments = [self._decode_segment(rid) for rid in batch.decode]
         segments += [self._prefill_segment(c.id, c.tokens) for c in batch.prefill]
         if context is not None:
@@ -114,18 +129,30 @@ class Executor:
         self.last_logits = {seg.id: row for seg, row in zip(segments, logits, strict=True)}
         return self._postprocess(batch, segments, picked)
 
+    def preempt(self, rid: str) -> None:
+        """Drop the request's KV pages; keep its tokens; it must prefill prompt + tokens again."""
+        state = self._state(rid)
+        self.cache.free(rid)
+        state.target = len(state.prompt) + len(state.generated)
+        state.prefilled = state.decodes = 0
+
+    def drop(self, rid: str) -> None:
+        """Forget a request that left without finishing (cancelled): free its pages."""
+        self.cache.free(rid)
+        self.states.pop(rid, None)
+
     def _decode_segment(self, rid: str) -> Segment:
         state = self._state(rid)
-        if state.prefilled < len(state.prompt) or not state.generated or state.finished:
+        if state.prefilled < state.target or not state.generated or state.finished:
             raise ExecutionError(f"decode of '{rid}': it is not in its decode phase")
         return Segment(rid, [state.generated[-1]], state.context)
 
     def _prefill_segment(self, rid: str, tokens: int) -> Segment:
         state = self._state(rid)
         end = state.prefilled + tokens
-        if tokens < 1 or end > len(state.prompt):
+        if tokens < 1 or end > state.target:
             raise ExecutionError(f"prefill of '{rid}': {tokens} tokens from {state.prefilled}")
-        return Segment(rid, state.prompt[state.prefilled : end], state.prefilled)
+        return Segment(rid, state.prefill_source[state.prefilled : end], state.prefilled)
 
     def _state(self, rid: str) -> RequestState:
         if rid not in self.states:
@@ -181,10 +208,11 @@ class Executor:
             state = self.states[seg.id]
             if seg.id in batch.decode:
                 state.generated.append(token)
+                state.decodes += 1
                 new_tokens[seg.id] = token
             else:
                 state.prefilled += len(seg.tokens)
-                if state.prefilled == len(state.prompt):
+                if state.prefilled == state.target:
                     state.generated.append(token)
                     new_tokens[seg.id] = token
             if state.finished:

@@ -14,11 +14,11 @@ and ``virtualMs`` (what the virtual device charges for the same batch).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from servesim.engine import Event, Timeline, simulate
 from servesim.runfile import build_run
-from servesim.sequence import Sequence
+from servesim.sequence import Sequence, Status
 
 from .backend import RealDevice
 
@@ -32,14 +32,17 @@ class PolicyRun:
     name: str
     params: dict
     policy: Callable
+    simulate_options: dict = field(default_factory=dict)  # budget, queue_cap, admit (unit 08)
+    run_options: dict = field(default_factory=dict)  # build_run's extended and limits
 
 
 def run_live(trace, spec: PolicyRun, profile, real: RealDevice, *, fault=None) -> dict:
     real.add_requests(trace.requests)
     first = len(real.submissions)
-    timeline = simulate(trace, spec.policy, profile, execute=real.execute)
-    virtual = simulate(trace, spec.policy, profile)
-    run = build_run(spec.name, spec.params, profile, timeline, fault)
+    options = spec.simulate_options
+    timeline = simulate(trace, spec.policy, profile, execute=real.execute, **options)
+    virtual = simulate(trace, spec.policy, profile, **options)
+    run = build_run(spec.name, spec.params, profile, timeline, fault, **spec.run_options)
     _annotate(run, timeline.events, real.submissions[first:], profile)
     diverged = _first_difference(timeline.events, virtual.events)
     run["realDevice"] = {
@@ -53,11 +56,16 @@ def run_live(trace, spec: PolicyRun, profile, real: RealDevice, *, fault=None) -
 
 
 def run_replay(trace, spec: PolicyRun, profile, real: RealDevice, *, fault=None) -> dict:
-    virtual = simulate(trace, spec.policy, profile)
+    virtual = simulate(trace, spec.policy, profile, **spec.simulate_options)
+    trace = virtual.trace  # a closed loop's requests exist only once the virtual run made them
     real.add_requests(trace.requests)
     first = len(real.submissions)
     seqs = [Sequence.of(request, order) for order, request in enumerate(trace.requests)]
     by_id = {seq.id: seq for seq in seqs}
+    cancelled_at: dict[float, list[str]] = {}
+    for seq in virtual.sequences:
+        if seq.status is Status.CANCELLED:
+            cancelled_at.setdefault(seq.status_ms, []).append(seq.id)
     events, previous_end = [], 0.0
     for ev in virtual.events:
         context = {rid: by_id[rid].context_tokens for rid in ev.batch.ids}
@@ -66,9 +74,12 @@ def run_replay(trace, spec: PolicyRun, profile, real: RealDevice, *, fault=None)
         end = start + measured
         _hand_out_tokens(ev.batch, by_id, end)
         events.append(Event(ev.index, start, end, ev.work_ms, ev.batch, ev.prefill_from))
+        for rid in cancelled_at.get(ev.end_ms, ()):
+            real.executor.drop(rid)  # a cancelled request's KV pages go back to the pool
         previous_end = end
-    timeline = Timeline(tuple(seqs), tuple(events))
-    run = build_run(spec.name, spec.params, profile, timeline, fault)
+    _copy_statuses(virtual, seqs, events)
+    timeline = Timeline(tuple(seqs), tuple(events), virtual.trace)
+    run = build_run(spec.name, spec.params, profile, timeline, fault, **spec.run_options)
     _annotate(run, events, real.submissions[first:], profile)
     for entry, ev in zip(run["events"], virtual.events, strict=True):
         entry["virtualStartMs"], entry["virtualEndMs"] = ev.start_ms, ev.end_ms
@@ -79,15 +90,28 @@ def run_replay(trace, spec: PolicyRun, profile, real: RealDevice, *, fault=None)
 RUNNERS = {"replay": run_replay, "live": run_live}
 
 
+def _copy_statuses(virtual: Timeline, seqs, events) -> None:
+    """Each request leaves as it did on the virtual device, at the measured time: completion at
+    its last token, rejection at arrival, cancellation at the end of the same submission."""
+    measured_end = {ev.end_ms: real.end_ms for ev, real in zip(virtual.events, events, strict=True)}
+    for seq, done in zip(seqs, virtual.sequences, strict=True):
+        seq.status = done.status
+        if done.status is Status.COMPLETED:
+            seq.status_ms = seq.token_times_ms[-1]
+        elif done.status is Status.CANCELLED:
+            seq.status_ms = measured_end[done.status_ms]
+        else:
+            seq.status_ms = seq.arrival_ms
+
+
 def _hand_out_tokens(batch, by_id, end: float) -> None:
-    """The engine's token rule: a first token with the last prefill chunk, one per decode."""
+    """The engine's token rule (``Sequence.take_prefill``/``take_decode``/``drop_cache``)."""
+    for rid in batch.preempt:
+        by_id[rid].drop_cache()
     for chunk in batch.prefill:
-        seq = by_id[chunk.id]
-        seq.prefilled += chunk.tokens
-        if seq.remaining_prefill == 0:
-            seq.token_times_ms.append(end)
+        by_id[chunk.id].take_prefill(chunk.tokens, end)
     for rid in batch.decode:
-        by_id[rid].token_times_ms.append(end)
+        by_id[rid].take_decode(end)
 
 
 def _annotate(run: dict, events, submissions, profile) -> None:

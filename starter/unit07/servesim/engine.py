@@ -77,6 +77,7 @@ def simulate(
     """
     arrivals = Arrivals(trace, closed)
     state = EngineState(device, arrivals)
+    needs_context = execute is not None or rules.reads_context(device)
     events: list[Event] = []
     clock, previous, memo = 0.0, None, {}
 
@@ -92,18 +93,23 @@ def simulate(
 
         batch = policy(view)
         starts = check_batch(batch, view)
-        context = {rid: state.live[rid].context_tokens for rid in batch.ids}
+        context = _context(batch, state.live) if needs_context else {}
         work = device.work_ms(batch, context)
         if execute is None:
             end = clock + device.overhead_ms + work
         else:
             end = clock + execute(batch, context)
-        state.run_step(batch, end)
+        state.run_step(batch, clock, end)
         events.append(Event(len(events), clock, end, work, batch, starts))
         clock, previous = end, batch
 
     seqs = tuple(arrivals.sequences)
     return Timeline(seqs, tuple(events), realised_trace(trace, closed, seqs))
+
+
+def _context(batch: Batch, live) -> dict[str, int]:
+    """The cached positions of each request in ``batch`` (what calibrated costs read)."""
+    return {rid: live[rid].context_tokens for rid in batch.ids}
 
 
 def check_batch(batch, view: SchedulerView) -> tuple[int, ...]:

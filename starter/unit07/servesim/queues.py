@@ -13,16 +13,18 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterator
+from collections.abc import Sequence as SequenceABC
 from itertools import chain, islice
 
 from .sequence import Sequence
 
 
-class SeqView:
+class SeqView(SequenceABC):
     """A read-only, lazy sequence of ``Sequence`` objects over the engine's own containers.
 
-    Supports ``len``, truth, iteration, ``[i]`` and slices (which return tuples). It reflects
-    the engine's state at the moment of the call: keep the items, not the view.
+    Behaves like the tuple it stands for: ``len``, truth, iteration, ``[i]``, slices and ``+``
+    (which return tuples), ``in``, ``index``, ``==``. It reflects the engine's state at the
+    moment of the call: keep the items, not the view.
     """
 
     __slots__ = ("_parts",)
@@ -53,6 +55,12 @@ class SeqView:
 
     def __eq__(self, other) -> bool:
         return tuple(self) == tuple(other)
+
+    def __add__(self, other) -> tuple:
+        return (*self, *other)
+
+    def __radd__(self, other) -> tuple:
+        return (*other, *self)
 
     def __repr__(self) -> str:
         return f"SeqView({[s.id for s in islice(self, 8)]}{'...' if len(self) > 8 else ''})"

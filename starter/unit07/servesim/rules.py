@@ -40,6 +40,11 @@ def step_work_ms(device, batch, context: Mapping[str, int]) -> float:
     return work
 
 
+def reads_context(device) -> bool:
+    """Whether the cost of a step depends on the cached positions (calibrated profiles)."""
+    return bool(device.prefill_ms_per_context_token or device.decode_ms_per_context_token)
+
+
 def step_duration_ms(device, batch, context: Mapping[str, int]) -> float:
     return device.overhead_ms + step_work_ms(device, batch, context)
 
@@ -55,6 +60,14 @@ def prefill_context_pairs(batch, context: Mapping[str, int]) -> int:
 
 def pages_for(device, tokens: int) -> int:
     return math.ceil(tokens / device.page_tokens)
+
+
+def pages_added(device, cached: int, new: int) -> int:
+    """Pages a cache of ``cached`` positions gains with ``new`` more (one more position adds a
+    page exactly when the cache fills its last page)."""
+    if new == 1:
+        return 1 if cached % device.page_tokens == 0 else 0
+    return pages_for(device, cached + new) - pages_for(device, cached)
 
 
 def never_fits(device, input_tokens: int, max_output_tokens: int) -> bool:
@@ -93,15 +106,16 @@ def occupancy_after(
     ``before`` is the occupancy when the step starts; ``dropped`` the cache sizes of the
     sequences it preempts; ``growth`` one ``(cache before, new positions)`` pair per member of
     the batch (a decode adds 1, a chunk its tokens; cache 0 means the sequence starts holding).
+    Without a page pool the pages are not counted (``before.pages`` is returned unchanged).
     """
-    active, pages = before.active, before.pages
+    active, pages, count = before.active, before.pages, device.kv_pages is not None
     for cached in dropped:
         active -= 1
-        pages -= pages_for(device, cached)
+        pages -= pages_for(device, cached) if count else 0
     for cached, new in growth:
         if cached == 0:
             active += 1
-        pages += pages_for(device, cached + new) - pages_for(device, cached)
+        pages += pages_added(device, cached, new) if count else 0
     return Occupancy(active, pages)
 
 

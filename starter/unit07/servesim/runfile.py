@@ -72,7 +72,9 @@ def _request(seq, extended: bool) -> dict:
             "recomputedTokens": seq.recomputed_tokens,
         }
     entry["tokenTimesMs"] = list(seq.token_times_ms)
-    if seq.status is Status.COMPLETED:
+    # unit 07 entries carry metrics whenever there are tokens, whatever built the timeline
+    completed = seq.status is Status.COMPLETED if extended else bool(seq.token_times_ms)
+    if completed:
         entry |= request_metrics(seq.arrival_ms, seq.token_times_ms)
     else:
         entry |= NO_METRICS

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
+from . import rules
 from .trace import Request
 
 
@@ -47,6 +48,8 @@ class Sequence:
     prefill_target: int = 0  # 0: input_tokens (set by the engine at arrival)
     decodes: int = 0
     started: bool = False  # prefill ever started (a never-started request counts for queueCap)
+    prefill_start: int = -1  # order in which current prefills began (later start: larger)
+    prefill_start_ms: float | None = None  # when the current prefill (or recompute) began
     recomputes: int = 0
     recomputed_tokens: int = 0
     token_times_ms: list[float] = field(default_factory=list)
@@ -99,3 +102,28 @@ class Sequence:
     def reservation_tokens(self) -> int:
         """The positions ``budgeted`` reserves: the prompt plus the declared output maximum."""
         return self.input_tokens + self.max_output_tokens
+
+    # -- the token rule (rules.py), applied to this sequence; only the engine and runners call
+
+    def drop_cache(self) -> None:
+        """Preemption by recompute: the cache goes, the emitted tokens stay, and the next
+        prefill target is the prompt plus every emitted token."""
+        self.recomputes += 1
+        self.recomputed_tokens += self.context_tokens
+        self.prefill_target = rules.recompute_target(self.input_tokens, self.generated)
+        self.prefilled = self.decodes = 0
+
+    def take_prefill(self, tokens: int, end_ms: float) -> bool:
+        """``tokens`` more of the prefill target, in a step ending at ``end_ms``; True when the
+        chunk completes the target and so emits the next token."""
+        before = self.prefilled
+        self.prefilled += tokens
+        emits = rules.emits_on_prefill(before, tokens, self.prefill_target)
+        if emits:
+            self.token_times_ms.append(end_ms)
+        return emits
+
+    def take_decode(self, end_ms: float) -> None:
+        """One decode: the newest token's position enters the cache, the next token comes out."""
+        self.decodes += 1
+        self.token_times_ms.append(end_ms)

@@ -8,16 +8,22 @@ from dataclasses import dataclass, field
 from . import rules
 from .batch import Batch
 from .device import DeviceProfile
+from .queues import SeqView
 from .sequence import Sequence
 
 
 @dataclass
 class Tally:
-    """Running totals over the sequences that hold KV, kept by the engine step by step."""
+    """Running totals over the sequences that hold KV, kept by the engine step by step.
+
+    The page sums are kept only with a page pool (``pages_kept``); without one a view that is
+    asked for them counts them over the live sequences.
+    """
 
     active: int = 0
     pages: int = 0  # sum of pages_for(context_tokens) over holders
     reserved: int = 0  # sum of pages_for(reservation_tokens) over holders
+    pages_kept: bool = True
 
     @classmethod
     def of(cls, device: DeviceProfile, seqs) -> Tally:
@@ -40,8 +46,8 @@ class SchedulerView:
     """
 
     now_ms: float
-    waiting: tuple[Sequence, ...]
-    running: tuple[Sequence, ...]
+    waiting: SeqView | tuple[Sequence, ...]  # the engine passes lazy views, tests may pass tuples
+    running: SeqView | tuple[Sequence, ...]
     previous: Batch | None  # the batch that just finished (None at the start or after idling)
     device: DeviceProfile
     budget: int | None = None  # the token budget B the engine enforces (None: none)
@@ -49,15 +55,15 @@ class SchedulerView:
     tally: Tally | None = field(default=None, repr=False)  # engine-kept totals
     live: Mapping[str, Sequence] | None = field(default=None, repr=False)  # id -> sequence
 
-    def _tally(self) -> Tally:
-        if self.tally is not None:
+    def _tally(self, pages: bool = True) -> Tally:
+        if self.tally is not None and (self.tally.pages_kept or not pages):
             return self.tally
         return Tally.of(self.device, (*self.waiting, *self.running))
 
     @property
     def active(self) -> int:
         """Sequences holding KV now (running ones and partial prefills)."""
-        return self._tally().active
+        return self._tally(pages=False).active
 
     @property
     def pages_held(self) -> int:
@@ -86,10 +92,12 @@ class SchedulerView:
 
     def violation(self, batch: Batch) -> str | None:
         """Why ``batch`` would break B, K or M now (None: it fits). Ids must be valid."""
+        pages = self.device.kv_pages is not None
         dropped = [self.sequence(rid).context_tokens for rid in batch.preempt]
-        growth = [(self.sequence(rid).context_tokens, 1) for rid in batch.decode]
-        growth += [(self.sequence(c.id).context_tokens, c.tokens) for c in batch.prefill]
-        t = self._tally()
+        growth = [(self.sequence(c.id).context_tokens, c.tokens) for c in batch.prefill]
+        if pages:  # a decode never adds a holder: it matters for the pages only
+            growth += [(self.sequence(rid).context_tokens, 1) for rid in batch.decode]
+        t = self._tally(pages)
         after = rules.occupancy_after(
             self.device, rules.Occupancy(t.active, t.pages), dropped, growth
         )

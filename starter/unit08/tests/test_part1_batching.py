@@ -1,0 +1,55 @@
+"""Part 1: static() and continuous() in policies.py (chapter 31.2, figure 31.1, exercise 31.2).
+
+The trace static-vs-continuous holds A, B and C at 0 ms with 5, 2 and 2 output tokens. On the
+chapter's devices the prefill is free and its first token counts as done, so A, B and C need
+4, 1 and 1 decode rounds; K = 2.
+"""
+
+from adapters import cache_after_steps, check_timeline, device, run_policy
+
+
+def mean_completion(run: dict) -> float:
+    return sum(r["e2eMs"] for r in run["requests"]) / len(run["requests"])
+
+
+def finish_times(run: dict) -> dict:
+    return {r["id"]: r["statusMs"] for r in run["requests"]}
+
+
+def test_part1_static_figure_31_1():
+    run = run_policy("static-vs-continuous", "static", "round-10ms")
+    check_timeline("figure-31-1", "static", run)
+    assert finish_times(run) == {"A": 40, "B": 10, "C": 50}, "static: B 10, A 40, C 50 ms"
+    assert mean_completion(run) == 100 / 3
+
+
+def test_part1_continuous_figure_31_1():
+    run = run_policy("static-vs-continuous", "continuous", "round-10ms")
+    check_timeline("figure-31-1", "continuous", run)
+    assert finish_times(run) == {"A": 40, "B": 10, "C": 20}, "continuous: C joins at 10 ms"
+    assert mean_completion(run) == 70 / 3
+
+
+def test_part1_static_exercise_31_2():
+    run = run_policy("static-vs-continuous", "static", "round-6-10ms")
+    check_timeline("exercise-31-2", "static", run)
+    assert mean_completion(run) == 24, "(10 + 28 + 34) / 3"
+
+
+def test_part1_continuous_exercise_31_2():
+    run = run_policy("static-vs-continuous", "continuous", "round-6-10ms")
+    check_timeline("exercise-31-2", "continuous", run)
+    assert mean_completion(run) == 62 / 3, "(10 + 20 + 32) / 3"
+
+
+def test_part1_slots_are_never_exceeded():
+    for policy in ("static", "continuous"):
+        run = run_policy("burst", policy)
+        for event in run["events"]:
+            assert not (event["decode"] and event["prefill"]), (
+                f"{policy}, step {event['index']}: whole-prompt batching never mixes"
+            )
+        for index, cache in enumerate(cache_after_steps(run)):
+            assert len(cache) <= device().max_active, f"{policy}, step {index}: K exceeded"
+        for req in run["requests"]:  # burst has 3 s deadlines: late ones are cancelled
+            assert req["status"] in ("completed", "cancelled"), f"{policy}: {req['id']} rejected"

@@ -1,0 +1,61 @@
+"""Part 2: budgeted() and paged() in policies.py (chapter 31.3 and 31.6).
+
+kv-pages is the chapter's page example on a 64-page pool; burst-pool-256 is the burst trace on
+a device with 16 slots and 256 pages, where reservation and dynamic growth part ways.
+"""
+
+from adapters import cache_after_steps, check_timeline, device, pages, run_policy, running_at
+
+
+def test_part2_budgeted_kv_pages_reserves_the_declared_maximum():
+    run = run_policy("kv-pages", "budgeted", "kv-64-pages", budget=512)
+    check_timeline("kv-pages", "budgeted", run)
+    after = cache_after_steps(run)
+    dev = device("kv-64-pages")
+    assert pages(after[1]) == 33, "X and Y hold 257 + 255 tokens: 17 + 16 pages"
+    assert pages(after[1]) + dev.pages_for(256 + 768) == 97, "Z declares 1,024 positions"
+    req = {r["id"]: r for r in run["requests"]}
+    assert req["W"]["status"] == "rejected", "W can never fit in 64 pages"
+
+
+def test_part2_paged_kv_pages_33_33_49_then_34():
+    run = run_policy("kv-pages", "paged", "kv-64-pages", budget=512)
+    check_timeline("kv-pages", "paged", run)
+    after = cache_after_steps(run)
+    xy = [{k: v for k, v in step.items() if k in "XY"} for step in after]
+    assert [pages(xy[1]), pages(xy[2]), pages(after[2]), pages(xy[3])] == [33, 33, 49, 34]
+
+
+def test_part2_budgeted_burst_timeline():
+    check_timeline("burst-pool-256", "budgeted", run_policy("burst", "budgeted", "pool-256"))
+
+
+def test_part2_paged_burst_timeline():
+    check_timeline("burst-pool-256", "paged", run_policy("burst", "paged", "pool-256"))
+
+
+def test_part2_budgeted_rules_on_azure_slice():
+    """Every step decodes every running request, stays within B and K, and never overtakes."""
+    run = run_policy("azure-conv-slice", "budgeted", budget=256)
+    started = []
+    for event in run["events"]:
+        running = running_at(run, event["startMs"])
+        assert running == set(event["decode"]), f"step {event['index']}: decode every runner"
+        new = len(event["decode"]) + sum(c["tokens"] for c in event["prefill"])
+        assert new <= 256, f"step {event['index']}: {new} new positions > B = 256"
+        started += [c["id"] for c in event["prefill"] if c["fromToken"] == 0]
+    arrival = {r["id"]: (r["arrivalMs"], i) for i, r in enumerate(run["requests"])}
+    assert started == sorted(started, key=arrival.get), "prefills start in arrival order"
+
+
+def test_part2_paged_keeps_k_and_m_on_unseen():
+    run = run_policy("unseen", "paged", "pool-256", budget=512)
+    dev = device("pool-256")
+    for index, cache in enumerate(cache_after_steps(run)):
+        assert len(cache) <= dev.max_active, f"step {index}: more than K sequences hold KV"
+        assert pages(cache) <= dev.kv_pages, f"step {index}: {pages(cache)} pages > M"
+    for req in run["requests"]:
+        times = req["tokenTimesMs"]
+        assert all(a < b for a, b in zip(times, times[1:])), f"{req['id']}: a token twice"
+        if req["status"] == "completed":
+            assert len(times) == req["outputTokens"], f"{req['id']}: {len(times)} tokens"

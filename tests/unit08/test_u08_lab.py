@@ -1,0 +1,82 @@
+"""The unit 08 lab folder as shipped: generated files in step, red on stubs, green solved, from
+python3 alone; the trace files are what their generator writes."""
+
+import pytest
+from u08tools import UNIT08, copy_lab08, lab_python
+
+from grader import starter, unit08_traces
+from grader.tracegen import DataMissing
+
+
+def test_starter_files_are_in_step_with_solutions_and_unit_yaml():
+    stale = starter.stale_files(UNIT08)
+    assert not stale, f"run `infralab starter sync --unit unit08`; stale: {stale}"
+
+
+def test_stubs_name_every_function_and_hide_the_solutions():
+    for name, functions in {
+        "policies.py": ["static", "continuous", "budgeted", "paged", "fair", "admit", "challenge"],
+        "measure.py": ["meets_slo", "goodput", "area_under_n", "clipped_residence", "tpot_means"],
+    }.items():
+        stub = (UNIT08.lab_dir / name).read_text(encoding="utf-8")
+        assert "### BEGIN SOLUTION" not in stub
+        for function in functions:
+            assert f'raise NotImplementedError("{function}() is not implemented yet")' in stub
+
+
+def test_public_traces_are_what_the_generator_writes():
+    try:
+        stale = unit08_traces.stale()
+    except DataMissing as exc:
+        pytest.skip(f"Azure trace not available: {exc}")
+    assert not stale, f"run `python -m grader.unit08_traces`; stale: {stale}"
+
+
+def test_public_tests_red_on_stubs_from_python3_alone(tmp_path):
+    done = lab_python(copy_lab08(tmp_path / "lab", solution=False), "run_tests.py")
+    assert done.returncode == 1, done.stdout + done.stderr
+    for function in ("static", "continuous", "budgeted", "paged", "fair", "admit"):
+        assert f"{function}() in policies.py is not implemented yet" in done.stdout
+    for function in ("goodput", "meets_slo", "area_under_n", "tpot_means"):
+        assert f"{function}() in measure.py is not implemented yet" in done.stdout
+    assert done.stdout.splitlines()[-1].startswith("0 passed")
+
+
+def test_public_tests_green_with_solutions_from_python3_alone(tmp_path):
+    done = lab_python(copy_lab08(tmp_path / "lab", solution=True), "run_tests.py")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert " 0 failed" in done.stdout.splitlines()[-1]
+
+
+def test_runner_reports_a_first_divergence(tmp_path):
+    lab = copy_lab08(tmp_path / "lab", solution=True)
+    policies = lab / "policies.py"
+    text = policies.read_text(encoding="utf-8")
+    policies.write_text(
+        text.replace("left = budget - len(decode)", "left = budget - 2 * len(decode)")
+    )
+    done = lab_python(lab, "run_tests.py", "-k", "budgeted_burst")
+    assert done.returncode == 1
+    assert "first difference: request b" in done.stdout and "expected" in done.stdout
+
+
+def test_sweep_writes_a_table_and_svg_plots(tmp_path):
+    lab = copy_lab08(tmp_path / "lab", solution=True)
+    done = lab_python(
+        lab,
+        "sweep.py",
+        "--tiers",
+        "tiers/small-paged.json",
+        "tiers/small-int8.json",
+        "--loads",
+        "1,4",
+        "--requests",
+        "60",
+        "--out",
+        "plots",
+    )
+    assert done.returncode == 0, done.stderr
+    assert "cheapest feasible tier:" in done.stdout
+    for name in ("goodput.svg", "p99-ttft.svg"):
+        svg = (lab / "plots" / name).read_text(encoding="utf-8")
+        assert svg.startswith("<svg") and "small-int8" in svg and "offered load (req/s)" in svg
