@@ -10,13 +10,14 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from .compact import compact_run, expand_run, is_compact
 from .device import DeviceProfile
 from .engine import PolicyError, simulate
 from .faults import FAULTS
 from .labconfig import LabConfig, load_lab
 from .labflags import Setup, UsageError, add_flags, resolve
-from .runfile import build_document, build_run, dumps, write_atomic
-from .table import render
+from .runfile import build_document, build_run, default_format, dumps, write_atomic
+from .table import MAX_REQUEST_COLUMNS, render
 from .trace import TraceError, read_trace_file, resolve_trace
 
 EXIT_BAD_INPUT = 2
@@ -78,6 +79,12 @@ def build_parser(lab: LabConfig, prog: str = "simulate.py") -> argparse.Argument
     parser.add_argument("--fault", choices=sorted(FAULTS), help="turn on a statistics bug")
     parser.add_argument("--list-faults", action="store_true", help="list the fault switches")
     parser.add_argument("--output", help="write the run file (JSON) here")
+    parser.add_argument(
+        "--format",
+        choices=("full", "compact"),
+        help="run file format: full (every token time and batch) or compact (step times and "
+        "each request's slices); default: compact for large runs, full otherwise",
+    )
     if lab.extended_runs:
         add_flags(parser)
     return parser
@@ -145,20 +152,54 @@ def admit_hook(spec, policies_module):
     return _named(getattr(policies_module, spec.admit), spec.admit) if spec.admit else None
 
 
-def run_policies(lab: LabConfig, policies_module, trace, device, selected, args, fault):
-    """Simulate each selected policy; return the run entries in the lab's policy order."""
-    return [
-        build_run(spec.name, params, device, simulate(trace, policy, device), fault)
-        for spec, params, policy in selected_policies(lab, policies_module, selected, args)
-    ]
+def run_policies(
+    lab: LabConfig, policies_module, trace, device, selected, args, fault, run_one=None
+):
+    """Simulate each selected policy; return the run entries in the lab's policy order.
+
+    ``run_one(spec, params, trace, device, fmt, extended)`` (optional, staff tools) may return
+    the run entry made another way, or None to use the lab engine.
+    """
+    chosen = list(selected_policies(lab, policies_module, selected, args))
+    fmt = args.format or default_format(trace, len(chosen))
+    runs = []
+    for spec, params, policy in chosen:
+        run = run_one(spec, params, trace, device, fmt, False) if run_one and not fault else None
+        if run is None:
+            timeline = simulate(trace, policy, device)
+            run = in_format(build_run(spec.name, params, device, timeline, fault), timeline, fmt)
+        runs.append(run)
+    return runs
 
 
-def run_extended(lab: LabConfig, policies_module, setup: Setup, args):
-    """Unit 08: each selected policy under the setup's limits; (realised trace, run entries)."""
+def in_format(run: dict, timeline, fmt: str) -> dict:
+    """``run`` (full, made from ``timeline``) in ``fmt``; full when compact cannot hold it."""
+    if fmt != "compact" or run["fault"] is not None:
+        return run
+    compact = compact_run(run, timeline)
+    if compact is None:
+        print(f"note: {run['policy']}: batches that leave running requests out are written in full")
+    return compact or run
+
+
+def run_extended(lab: LabConfig, policies_module, setup: Setup, args, run_one=None):
+    """Unit 08: each selected policy under the setup's limits; (realised trace, run entries).
+
+    ``run_one`` as in ``run_policies``; it is asked only for open-loop runs without a queue
+    cap or an admission hook.
+    """
     selected = setup.policy or args.policy
     overrides = {} if setup.budget is None else {"budget": setup.budget}
     runs, trace = [], setup.trace
-    for spec, params, policy in selected_policies(lab, policies_module, selected, args, overrides):
+    chosen = list(selected_policies(lab, policies_module, selected, args, overrides))
+    plain = setup.closed is None and setup.queue_cap is None and args.fault is None
+    for spec, params, policy in chosen:
+        if run_one and plain and not spec.admit:
+            fmt = args.format or default_format(trace, len(chosen))
+            run = run_one(spec, params, setup.trace, setup.device, fmt, True)
+            if run is not None:
+                runs.append(run)
+                continue
         timeline = simulate(
             setup.trace,
             policy,
@@ -169,7 +210,8 @@ def run_extended(lab: LabConfig, policies_module, setup: Setup, args):
             closed=setup.closed,
         )
         trace = timeline.trace
-        runs.append(build_run(spec.name, params, setup.device, timeline, args.fault, extended=True))
+        run = build_run(spec.name, params, setup.device, timeline, args.fault, extended=True)
+        runs.append(in_format(run, timeline, args.format or default_format(trace, len(chosen))))
     return trace, runs
 
 
@@ -188,7 +230,7 @@ def import_policies(lab: LabConfig):
     return importlib.import_module("policies")
 
 
-def main(argv=None, policies_module=None, lab_dir: Path | None = None) -> int:
+def main(argv=None, policies_module=None, lab_dir: Path | None = None, run_one=None) -> int:
     lab = load_lab(lab_dir) if lab_dir else load_lab()
     parser = build_parser(lab)
     args = parser.parse_args(argv)
@@ -214,15 +256,22 @@ def main(argv=None, policies_module=None, lab_dir: Path | None = None) -> int:
         policies_module = import_policies(lab)
     try:
         if setup is None:
-            runs = run_policies(lab, policies_module, trace, device, args.policy, args, args.fault)
+            runs = run_policies(
+                lab, policies_module, trace, device, args.policy, args, args.fault, run_one
+            )
         else:
-            trace, runs = run_extended(lab, policies_module, setup, args)
+            trace, runs = run_extended(lab, policies_module, setup, args, run_one)
     except PolicyError as exc:
         print(f"{parser.prog}: error: {exc}", file=sys.stderr)
         return EXIT_POLICY
+    except UsageError as exc:
+        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     document = build_document(trace, runs)
-    print(render(trace.name, runs))
+    small = len(runs[0]["requests"]) <= MAX_REQUEST_COLUMNS  # the table shows each request
+    print(render(trace.name, [expand_run(run) for run in runs] if small else runs))
     if args.output:
-        write_atomic(Path(args.output), dumps(document))
+        compact = any(is_compact(run) for run in runs)
+        write_atomic(Path(args.output), dumps(document, indent=None if compact else 2))
         print(f"wrote {args.output}")
     return 0

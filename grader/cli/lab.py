@@ -26,7 +26,35 @@ def _run_script(command: str, load_main: Callable, args, extra: list[str]) -> in
     except ImportError as exc:
         print(f"infralab {command}: error: {exc}", file=sys.stderr)
         return 2
-    return script_main(extra, policies_module=policies, lab_dir=unit.lab_dir)
+    engine = getattr(args, "engine", None)
+    if engine is None:
+        return script_main(extra, policies_module=policies, lab_dir=unit.lab_dir)
+    run_one = fast_runner(unit.id, engine)
+    return script_main(extra, policies_module=policies, lab_dir=unit.lab_dir, run_one=run_one)
+
+
+def fast_runner(unit_id: str, engine: str):
+    """``simulate.py``'s ``run_one`` hook for ``--engine``: the fast path where it applies.
+
+    ``auto`` uses it when it covers the run and the lab engine otherwise; ``fast`` insists
+    (one error line when it does not cover the run); ``lab`` never uses it.
+    """
+    from servesim.cli import UsageError
+
+    def run_one(spec, params, trace, device, fmt, extended):
+        if engine == "lab":
+            return None
+        from . import fastpath
+
+        run = fastpath.reference_run(unit_id, spec.name, params, trace, device, fmt, extended)
+        if run is None and engine == "fast":
+            raise UsageError(
+                f"--engine fast does not cover policy {spec.name} of {unit_id} on this trace "
+                "and device (see grader/fastpath); use --engine lab or auto"
+            )
+        return run
+
+    return run_one
 
 
 def _simulate_main():
@@ -48,16 +76,24 @@ def _add_script(commands, name: str, load_main: Callable, help_text: str, descri
     parser.set_defaults(
         handler=lambda args, extra: _run_script(name, load_main, args, extra), passthrough=True
     )
+    return parser
 
 
 def add_simulate(commands) -> None:
-    _add_script(
+    parser = _add_script(
         commands,
         "simulate",
         _simulate_main,
         "run the lab simulator with the reference policies",
         "Run the lab's simulate.py with the reference solution. Flags after the known ones go "
-        "to simulate.py (e.g. --trace mixed --policy both --chunk 2).",
+        "to simulate.py (e.g. --trace mixed --policy both --chunk 2 --format compact).",
+    )
+    parser.add_argument(
+        "--engine",
+        choices=("auto", "lab", "fast"),
+        default="auto",
+        help="auto (default): the staff fast path when it covers the policy and device, the "
+        "lab engine otherwise; lab or fast force one",
     )
 
 

@@ -71,7 +71,13 @@ def verify_run(
 def replay_run(
     run: dict, trace, device: dict, *, timing: str = "virtual", unit: Unit | str | None = None
 ) -> tuple[list[Problem], Replay]:
-    """``verify_run`` plus what the replay rebuilt (for comparison with golden results)."""
+    """``verify_run`` plus what the replay rebuilt (for comparison with golden results).
+
+    A compact run entry is expanded first (``servesim.compact``), so both formats replay alike.
+    """
+    from servesim.compact import expand_run
+
+    run = expand_run(run)
     if timing not in ("virtual", "measured"):
         raise ValueError(f"timing must be 'virtual' or 'measured', got {timing!r}")
     servesim = _engine(unit)

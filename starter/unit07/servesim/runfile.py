@@ -101,8 +101,18 @@ def build_document(trace: Trace, runs: list[dict]) -> dict:
     return {"formatVersion": FORMAT_VERSION, "trace": trace.raw, "runs": runs}
 
 
-def dumps(doc: dict) -> str:
-    return json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+def dumps(doc: dict, indent: int | None = 2) -> str:
+    return json.dumps(doc, indent=indent, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+# A run file with more token times than this is written compact unless --format says otherwise.
+COMPACT_ABOVE_TOKENS = 100_000
+
+
+def default_format(trace: Trace, runs: int) -> str:
+    """``compact`` for large runs, ``full`` (today's format) otherwise."""
+    tokens = runs * sum(r.output_tokens for r in trace.requests)
+    return "compact" if tokens > COMPACT_ABOVE_TOKENS else "full"
 
 
 def write_atomic(path: Path, text: str) -> None:

@@ -1,0 +1,259 @@
+#!/usr/bin/env python3
+"""Benchmark: infra-lab and Vidur 0.0.9 side by side on one job, in one run, on one machine.
+
+The job (``peers/vidur/README.md`` in the shared folder next to this repository): the Azure
+conversation trace (CC-BY 4.0, Azure/AzurePublicDataset; Patel et al., "Splitwise", ISCA 2024),
+unit 08's ``budgeted`` policy with a 512-token budget and 128 active sequences, on the affine
+A30/7B device (0.25 ms per step + 0.1 ms per prefill token + 20 ms + 0.05 ms per decoded
+sequence). Three whole processes run it, each ``--repeat`` times (medians printed):
+
+- ``infralab fast``: the TA command, ``infralab simulate --unit unit08 --reference --policy
+  budgeted --budget 512 --trace T --device-profile P --output RUN.json`` (it picks the fast path);
+- ``lab simulate.py``: the lab folder's ``simulate.py`` (standard library only) with the
+  reference ``policies.py`` copied in, same flags;
+- ``vidur``: the peer's ``run_vidur.py`` (its predictor replaced by the same affine device).
+
+For each: whole-process wall time, the simulation loop alone (ours measured in this process,
+Vidur's from the JSON line ``run_vidur.py`` prints), peak RSS of the child, and the ratio to
+Vidur. Then the loops at several trace sizes (first N requests) with the cost per token event
+(first tokens plus decode slots), which should stay flat as the trace grows.
+
+Vidur is not a dependency of this project: install it in its own virtualenv, outside the repo
+(``python -m venv V && V/bin/pip install vidur==0.0.9``), and pass that interpreter:
+
+    python benchmarks/vs_vidur.py --vidur-python V/bin/python [--repeat 3] [--sizes 1000,5000]
+
+``--vidur-dir`` (or ``VIDUR_PEER_DIR``) is the folder holding ``run_vidur.py``, by default
+``../shared/peers/vidur`` next to the repository; ``--vidur-python`` may also come from
+``VIDUR_PYTHON``. Without a Vidur interpreter only our side runs. Figures depend on the machine
+and its load: quote them with the machine they came from.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from azure_trace import import_azure  # noqa: E402
+
+SHARED = ROOT.parent / "shared"
+DEFAULT_CSV = SHARED / "data/azure-llm-2023/AzureLLMInferenceTrace_conv.csv"
+DEFAULT_PEER = SHARED / "peers/vidur"
+PROFILE = {
+    "prefillMsPerToken": 0.1,
+    "decodeBatchMs": 20.0,
+    "decodeMsPerSeq": 0.05,
+    "overheadMs": 0.25,
+    "maxActive": 128,
+}
+BUDGET = 512
+FAST_REPEAT = 9  # the fast loop takes milliseconds on small traces: more runs steady the median
+VIDUR_FLAGS = [
+    *("--replica_config_model_name", "meta-llama/Llama-2-7b-hf"),
+    *("--replica_config_device", "a100"),
+    *("--replica_config_network_device", "a100_pairwise_nvlink"),
+    *("--replica_config_num_pipeline_stages", "1"),
+    *("--replica_config_tensor_parallel_size", "1"),
+    "--no-replica_config_enable_sequence_pipeline_parallel",
+    *("--cluster_config_num_replicas", "1"),
+    *("--request_generator_config_type", "trace_replay"),
+    *("--trace_request_generator_config_date", "2023-11-16"),
+    *("--trace_request_generator_config_prefill_scale_factor", "1"),
+    *("--trace_request_generator_config_decode_scale_factor", "1"),
+    *("--trace_request_generator_config_time_scale_factor", "1"),
+    *("--trace_request_generator_config_max_tokens", "16384"),
+    *("--replica_scheduler_config_type", "sarathi"),
+    *("--sarathi_scheduler_config_chunk_size", str(BUDGET)),
+    *("--sarathi_scheduler_config_batch_size_cap", str(PROFILE["maxActive"])),
+    *("--sarathi_scheduler_config_num_blocks", "10000000"),
+    "--no-metrics_config_write_json_trace",
+    "--no-metrics_config_enable_chrome_trace",
+    "--no-metrics_config_store_plots",
+    "--no-metrics_config_save_table_to_wandb",
+]
+
+
+def write_inputs(folder: Path, csv_path: Path, requests: int) -> tuple[Path, Path, Path, dict]:
+    """The trace (ours and Vidur's CSV) and the device profile; returns their paths and doc."""
+    doc = import_azure(csv_path, requests=requests)
+    trace = folder / f"conv-{requests}.json"
+    trace.write_text(json.dumps(doc), encoding="utf-8")
+    table = folder / f"conv-{requests}.csv"
+    with table.open("w", newline="", encoding="utf-8") as handle:
+        out = csv.writer(handle)
+        out.writerow(["Date", "Time", "PromptTokenCount", "CompletionTokenCount"])
+        for r in doc["requests"]:
+            out.writerow(
+                ["2023-11-16", r["arrivalMs"] / 1000.0, r["inputTokens"], r["outputTokens"]]
+            )
+    profile = folder / "profile.json"
+    profile.write_text(json.dumps(PROFILE), encoding="utf-8")
+    return trace, table, profile, doc
+
+
+def timed_child(command: list[str], cwd: Path) -> tuple[float, float, str]:
+    """Run ``command``; (wall seconds, peak RSS in MiB, stderr). Exits on failure."""
+    start = time.perf_counter()
+    child = subprocess.Popen(
+        command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    stderr = child.stderr.read()
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - start
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode != 0:
+        sys.exit(
+            f"error: {' '.join(command[:4])} ... failed ({child.returncode}):\n{stderr[-2000:]}"
+        )
+    return wall, usage.ru_maxrss / 1024.0, stderr
+
+
+def lab_copy(folder: Path) -> Path:
+    """A unit 08 lab folder with the reference policies, as a student's finished lab."""
+    lab = folder / "lab08"
+    if not lab.exists():
+        shutil.copytree(ROOT / "starter/unit08", lab, ignore=shutil.ignore_patterns("__pycache__"))
+        for name in ("policies.py", "measure.py"):
+            shutil.copyfile(ROOT / "solutions/unit08" / name, lab / name)
+    return lab
+
+
+def whole_processes(folder: Path, trace: Path, table: Path, profile: Path, args) -> dict:
+    flags = ["--policy", "budgeted", "--budget", str(BUDGET), "--trace", str(trace)]
+    flags += ["--device-profile", str(profile)]
+    infralab = [sys.executable, "-m", "grader.cli", "simulate", "--unit", "unit08", "--reference"]
+    commands = {
+        "infralab fast": ([*infralab, *flags, "--output", str(folder / "fast.json")], ROOT),
+        "lab simulate.py": (
+            [sys.executable, "simulate.py", *flags, "--output", str(folder / "lab.json")],
+            lab_copy(folder),
+        ),
+    }
+    if args.vidur_python:
+        script = Path(args.vidur_dir) / "run_vidur.py"
+        vidur = [args.vidur_python, str(script), *VIDUR_FLAGS]
+        vidur += ["--trace_request_generator_config_trace_file", str(table)]
+        vidur += ["--metrics_config_output_dir", str(folder / "vidur-out")]
+        commands["vidur"] = (vidur, folder)
+    results = {name: [] for name in commands if name not in args.skip}
+    for _ in range(args.repeat):  # rounds, so that a change in machine load hits every row
+        for name, runs in results.items():
+            command, cwd = commands[name]
+            wall, rss, stderr = timed_child(command, cwd)
+            runs.append((wall, rss, _vidur_loop(stderr) if name == "vidur" else None))
+            print(f"  {name}: {wall:.2f} s, {rss:.0f} MiB", flush=True)
+    return results
+
+
+def _vidur_loop(stderr: str) -> float | None:
+    for line in reversed(stderr.splitlines()):
+        if line.startswith("{") and "loop_s" in line:
+            return json.loads(line)["loop_s"]
+    return None
+
+
+def loops(doc: dict, repeat: int, lab: bool) -> dict:
+    """Median loop seconds of the fast executor and (``lab``) the lab engine, and token events."""
+    import servesim
+
+    from grader import fastpath, reference
+    from grader.units import load_unit
+
+    trace = servesim.parse_trace(doc)
+    device = servesim.DeviceProfile.from_json(PROFILE)
+    events = sum(r.output_tokens for r in trace.requests)
+    out = {"events": events}
+
+    def fast_loop():  # what the TA command runs: executor, compact run entry, summary
+        fastpath.reference_run(
+            "unit08", "budgeted", {"budget": BUDGET}, trace, device, "compact", True
+        )
+
+    policy = reference.solution_policies(load_unit("unit08")).budgeted
+
+    def lab_loop():
+        servesim.simulate(trace, lambda view: policy(view, BUDGET), device, budget=BUDGET)
+
+    for name, loop in (("fast", fast_loop), ("lab", lab_loop)):
+        if name == "lab" and not lab:
+            continue
+        times = []
+        for _ in range(repeat if name == "lab" else max(repeat, FAST_REPEAT)):
+            start = time.perf_counter()
+            loop()
+            times.append(time.perf_counter() - start)
+        out[name] = statistics.median(times)
+    return out
+
+
+def report(results: dict, loop: dict) -> None:
+    vidur = results.get("vidur")
+    base = statistics.median(r[0] for r in vidur) if vidur else None
+    print(f"\n{'':18}{'whole process':>15}{'loop':>10}{'peak RSS':>11}{'vs Vidur':>10}")
+    for name, runs in results.items():
+        wall = statistics.median(r[0] for r in runs)
+        rss = statistics.median(r[1] for r in runs)
+        if name == "vidur":
+            inner = statistics.median(r[2] for r in runs if r[2] is not None)
+        else:
+            inner = loop.get("fast" if name == "infralab fast" else "lab")
+        ratio = f"{base / wall:9.1f}x" if base else "        -"
+        inner_text = f"{inner:9.2f}s" if inner is not None else "        -"
+        print(f"{name:18}{wall:14.2f}s{inner_text}{rss:7.0f} MiB{ratio}")
+    print(
+        "(medians; loop: ours = the executor plus the compact run and summary (fast) or "
+        "servesim.simulate (lab), measured in this process; Vidur's from run_vidur.py)"
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--csv", type=Path, default=DEFAULT_CSV, help="Azure conversation CSV")
+    parser.add_argument("--vidur-python", default=os.environ.get("VIDUR_PYTHON"))
+    parser.add_argument("--vidur-dir", default=os.environ.get("VIDUR_PEER_DIR", DEFAULT_PEER))
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--requests", type=int, default=100_000, help="trace prefix (all)")
+    parser.add_argument("--sizes", default="1000,5000,10000,19366", help="loop-scaling sizes")
+    parser.add_argument(
+        "--skip", action="append", default=[], help="skip a whole-process row (repeatable)"
+    )
+    parser.add_argument("--lab-sizes", action="store_true", help="lab engine in the scaling too")
+    args = parser.parse_args()
+    if not args.csv.is_file():
+        print(f"error: trace CSV not found: {args.csv} (pass --csv)", file=sys.stderr)
+        return 2
+    if args.vidur_python and not (Path(args.vidur_dir) / "run_vidur.py").is_file():
+        print(f"error: no run_vidur.py in {args.vidur_dir} (pass --vidur-dir)", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory(prefix="vs-vidur-") as tmp:
+        folder = Path(tmp)
+        trace, table, profile, doc = write_inputs(folder, args.csv, args.requests)
+        count, cpus = len(doc["requests"]), os.cpu_count()
+        print(f"job: {count} requests, budgeted B={BUDGET}, K=128; {cpus} CPUs")
+        results = whole_processes(folder, trace, table, profile, args)
+        report(results, loops(doc, args.repeat, lab="lab simulate.py" in results))
+        print(f"\n{'requests':>9}{'token events':>14}{'fast µs/event':>15}{'lab µs/event':>14}")
+        for size in (int(s) for s in args.sizes.split(",")):
+            part = {**doc, "requests": doc["requests"][:size]}
+            loop = loops(part, args.repeat, lab=args.lab_sizes)
+            lab = f"{loop['lab'] / loop['events'] * 1e6:14.3f}" if "lab" in loop else f"{'-':>14}"
+            fast = loop["fast"] / loop["events"] * 1e6
+            print(f"{len(part['requests']):9}{loop['events']:14}{fast:15.3f}{lab}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,122 @@
+"""The staff fast path: reference runs of large traces without the per-token Python work.
+
+``reference_run(unit_id, policy, params, trace, device, fmt)`` returns the run entry the lab
+engine would produce for the reference ``policy`` (compact, or expanded to full), or None when
+the fast path does not cover the run; then the caller uses the lab engine. Covered: the
+policies in ``planners.PLANNERS`` on devices without per-context-token costs, without a page
+pool unless the policy reserves pages, and without a fault switch. ``executor`` explains the
+step structure that makes this possible; ``tests/grader/test_fastpath.py`` proves the timelines
+identical to the lab engine's.
+"""
+
+from __future__ import annotations
+
+import gc
+from contextlib import contextmanager
+
+from servesim.compact import COMPACT, expand_run
+
+from . import summary
+from .executor import Steps, Unsupported, Workload, execute
+from .planners import PLANNERS
+
+
+def covers(unit_id: str, policy: str, trace, device) -> bool:
+    """Whether the fast path can run ``policy`` of ``unit_id`` on this trace and device."""
+    entry = PLANNERS.get((unit_id, policy))
+    if entry is None:
+        return False
+    if device.prefill_ms_per_context_token or device.decode_ms_per_context_token:
+        return False
+    if device.kv_pages is not None and not entry[1]:
+        return False
+    return not any(set(r) - _PLAIN_FIELDS for r in trace.raw.get("requests", []))
+
+
+_PLAIN_FIELDS = {"id", "arrivalMs", "inputTokens", "outputTokens"}
+
+
+def reference_run(
+    unit_id: str, policy: str, params: dict, trace, device, fmt: str, extended: bool = False
+):
+    """The run entry of reference ``policy`` (``fmt`` "compact" or "full"), or None.
+
+    ``extended``: the entry has unit 08's fields (statuses, recomputes, limits, preemptions).
+    """
+    if not covers(unit_id, policy, trace, device):
+        return None
+    work = Workload.of(trace, device)
+    if device.kv_pages is not None and max(work.reserve) > device.kv_pages:
+        return None  # the lab engine rejects such a request at arrival
+    make, capped = PLANNERS[unit_id, policy]
+    with _no_gc():  # only acyclic lists and dicts are made: collection passes are pure cost
+        try:
+            steps = execute(work, device, make(work, device, **params), capped)
+        except Unsupported:
+            return None
+        run = compact_run(policy, params, device, trace, steps, extended)
+        return run if fmt == COMPACT else expand_run(run)
+
+
+@contextmanager
+def _no_gc():
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def compact_run(policy: str, params: dict, device, trace, steps: Steps, extended=False) -> dict:
+    """The compact run entry (``servesim.compact``) of what the executor produced."""
+    reqs = trace.requests
+    output = [r.output_tokens for r in reqs]
+    tokens = summary.request_tokens(
+        steps.ends, steps.decode_steps, steps.first_step, steps.first_decode, output
+    )
+    figures = summary.summarize(
+        [r.arrival_ms for r in reqs],
+        steps.starts,
+        steps.ends,
+        steps.decode_steps,
+        [c[0] for c in steps.chunks],
+        tokens,
+    )
+    slices = [
+        [[step, first, out - 1]]
+        for step, first, out in zip(steps.first_step, steps.first_decode, output)
+    ]
+    requests = [
+        {"id": r.id, "arrivalMs": r.arrival_ms, "inputTokens": r.input_tokens}
+        | {"outputTokens": r.output_tokens, "slices": own}
+        for r, own in zip(reqs, slices)
+    ]
+    run = {"policy": policy, "params": dict(params), "device": device.to_json(), "fault": None}
+    if extended:
+        _extend(run, requests, figures, tokens[1].tolist(), sum(r.input_tokens for r in reqs))
+    return run | {
+        "format": COMPACT,
+        "stepStartMs": steps.starts,
+        "stepEndMs": steps.ends,
+        "decodeSteps": steps.decode_steps,
+        "chunks": [list(c) for c in steps.chunks],
+        **({"preempts": []} if extended else {}),
+        "requests": requests,
+        "summary": figures,
+    }
+
+
+def _extend(run: dict, requests: list[dict], figures: dict, last: list, prompt: int) -> None:
+    """Unit 08's fields for a run where every request completed without preemption."""
+    run["limits"] = {"budget": None, "queueCap": None}
+    for req, finish in zip(requests, last):
+        slices = req.pop("slices")
+        req |= {"status": "completed", "statusMs": finish, "recomputes": 0}
+        req |= {"recomputedTokens": 0, "slices": slices}
+    figures |= {"completed": len(requests), "rejected": 0, "cancelled": 0, "recomputes": 0}
+    figures |= {"recomputedTokens": 0, "promptTokens": prompt, "recomputeRatio": 0.0}
+
+
+__all__ = ["Unsupported", "compact_run", "covers", "reference_run"]

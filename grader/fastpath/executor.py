@@ -1,0 +1,163 @@
+"""A batch-level executor for reference policies whose steps have a simple structure.
+
+The lab engine asks a policy for every batch and hands each token to its sequence. For the
+course's reference policies the batches follow from a few counters: every decode batch holds the
+whole running set, prefill goes to the waiting queue in arrival order, and at most one request
+is part-way through its prompt (the head of the queue). So a step here costs work proportional
+to what changes (arrivals, chunks, completions), never to the number of running or waiting
+requests, and a request's decode tokens are one contiguous range of the decode steps: its token
+times are a slice of the step end times, which is what the compact run format stores.
+
+A *planner* stands for one policy: ``planner(state) -> (decode, chunks, tokens)`` says whether
+the step decodes the running set, which ``(queue position, tokens)`` chunks it prefills
+(starting at the head) and their total. The executor owns the clock and the device arithmetic,
+written exactly as the lab engine writes it, so times agree to the bit (the differential tests
+check that they do).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+
+class Unsupported(Exception):
+    """The run leaves what the executor covers (the lab engine then runs it, or explains)."""
+
+
+@dataclass
+class QueueState:
+    """What a planner reads at a decision point. Queue positions follow arrival order."""
+
+    running: int = 0  # requests in the running set (first token out, more to come)
+    head: int = 0  # queue position of the earliest waiting request
+    head_done: int = 0  # prompt tokens of the head already prefilled
+    arrived: int = 0  # positions below this have arrived
+    decoded_last: bool = False  # the previous submission decoded (False at start, after idling)
+    reserved: int = 0  # KV pages reserved by the holders (planners that reserve)
+
+
+Plan = tuple[bool, list[tuple[int, int]], int]
+Planner = Callable[[QueueState], Plan]
+
+
+@dataclass
+class Steps:
+    """What the executor produced; request fields are in trace order."""
+
+    starts: list[float] = field(default_factory=list)
+    ends: list[float] = field(default_factory=list)
+    decode_steps: list[int] = field(default_factory=list)
+    chunks: list[tuple[int, int, int, int]] = field(default_factory=list)  # step, req, from, n
+    first_step: list[int] = field(default_factory=list)  # the step of each first token
+    first_decode: list[int] = field(default_factory=list)  # its first decode's decode index
+
+
+@dataclass(frozen=True)
+class Workload:
+    """The trace in queue (arrival) order; ``reserve`` holds the pages a start must reserve."""
+
+    order: list[int]
+    arrival: list[float]
+    prompt: list[int]
+    output: list[int]
+    reserve: list[int]
+
+    @classmethod
+    def of(cls, trace, device) -> Workload:
+        reqs = trace.requests
+        order = sorted(range(len(reqs)), key=lambda i: (reqs[i].arrival_ms, i))
+        pages = device.pages_for
+        return cls(
+            order,
+            [reqs[i].arrival_ms for i in order],
+            [reqs[i].input_tokens for i in order],
+            [reqs[i].output_tokens for i in order],
+            [pages(reqs[i].input_tokens + reqs[i].output_tokens) for i in order],
+        )
+
+
+def execute(work: Workload, device, planner: Planner, capped: bool = False) -> Steps:
+    """Run ``planner`` over ``work`` on ``device`` (no per-context costs) until all is done.
+
+    ``capped``: the planner itself keeps the active cap, so the executor need not check it.
+    """
+    if device.prefill_ms_per_context_token or device.decode_ms_per_context_token:
+        raise Unsupported("per-context-token costs")
+    total = len(work.order)
+    out = Steps(first_step=[0] * total, first_decode=[0] * total)
+    leaving: dict[int, list[int]] = {}  # decode index -> [requests, pages] leaving after it
+    st = QueueState()
+    clock = 0.0
+    while True:
+        while st.arrived < total and work.arrival[st.arrived] <= clock:
+            st.arrived += 1
+        if st.head == st.arrived and not st.running:
+            if st.arrived == total:
+                return out
+            clock, st.decoded_last = work.arrival[st.arrived], False  # idle: next arrival
+            continue
+        decode, plan, tokens = planner(st)
+        end = _end(device, clock, st.running if decode else 0, tokens)
+        if not capped:
+            _check_active(device, st, plan)
+        out.starts.append(clock)
+        out.ends.append(end)
+        if decode:
+            out.decode_steps.append(len(out.ends) - 1)
+        _prefill(work, st, plan, out, leaving)
+        if decode:
+            gone = leaving.pop(len(out.decode_steps) - 1, (0, 0))
+            st.running -= gone[0]
+            st.reserved -= gone[1]
+        st.decoded_last = decode
+        clock = end
+
+
+def _end(device, clock: float, decoded: int, tokens: int) -> float:
+    """The step's end, with the lab device's arithmetic in the lab engine's order."""
+    if not decoded and not tokens:
+        raise Unsupported("empty batch")
+    work = device.prefill_ms_per_token * tokens
+    if decoded:
+        work += device.decode_batch_ms + device.decode_ms_per_seq * decoded
+    return clock + device.overhead_ms + work
+
+
+def _check_active(device, st: QueueState, plan) -> None:
+    if device.max_active is None:
+        return
+    starting = sum(1 for pos, _ in plan if pos != st.head or not st.head_done)
+    if st.running + (1 if st.head_done else 0) + starting > device.max_active:
+        raise Unsupported("the batch exceeds the active cap")
+
+
+def _prefill(work: Workload, st: QueueState, plan, out: Steps, leaving) -> None:
+    """Apply the step's chunks: starts reserve, completions join the running set."""
+    step = len(out.ends) - 1
+    joined = 0
+    for pos, tokens in plan:
+        if pos != st.head:
+            raise Unsupported("chunks must follow the queue from its head")
+        done = st.head_done
+        if not done:
+            st.reserved += work.reserve[pos]
+        req = work.order[pos]
+        out.chunks.append((step, req, done, tokens))
+        if done + tokens < work.prompt[pos]:
+            st.head_done = done + tokens
+            continue
+        st.head, st.head_done = pos + 1, 0
+        first = len(out.decode_steps)  # this request decodes from the next decode step on
+        out.first_step[req], out.first_decode[req] = step, first
+        decodes = work.output[pos] - 1
+        last = first + decodes - 1 if decodes else len(out.decode_steps) - 1
+        if decodes:
+            joined += 1
+        elif last < 0 or out.decode_steps[-1:] != [step]:
+            st.reserved -= work.reserve[pos]  # done now, and no decode index marks the step
+            continue
+        gone = leaving.setdefault(last, [0, 0])
+        gone[0] += 1 if decodes else 0
+        gone[1] += work.reserve[pos]
+    st.running += joined

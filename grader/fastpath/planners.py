@@ -1,0 +1,77 @@
+"""The reference policies, restated as planners over queue counters (see ``executor``).
+
+Each planner makes the decision its reference policy makes from a ``SchedulerView``; the
+differential tests run both on the same traces and require identical timelines. A policy is
+covered only where this module names it (``PLANNERS``), for the unit it belongs to.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .executor import Plan, Planner, QueueState, Unsupported, Workload
+
+
+def fcfs(work: Workload, device) -> Planner:
+    """Unit 07 ``fcfs``: the head's whole remaining prompt, else decode everyone."""
+
+    def plan(st: QueueState) -> Plan:
+        if st.head < st.arrived:
+            tokens = work.prompt[st.head] - st.head_done
+            return False, [(st.head, tokens)], tokens
+        return True, [], 0
+
+    return plan
+
+
+def chunked(work: Workload, device, chunk: int) -> Planner:
+    """Unit 07 ``chunked``: a decode batch before each chunk of at most ``chunk`` tokens."""
+
+    def plan(st: QueueState) -> Plan:
+        waiting = st.head < st.arrived
+        if st.running and (not st.decoded_last or not waiting):
+            return True, [], 0
+        tokens = min(chunk, work.prompt[st.head] - st.head_done)
+        return False, [(st.head, tokens)], tokens
+
+    return plan
+
+
+def budgeted(work: Workload, device, budget: int) -> Planner:
+    """Unit 08 ``budgeted``: decode everyone, then FIFO chunks in the rest of the budget.
+
+    A request that has not started starts only while the active cap allows and, with a page
+    pool, while its reservation fits beside the holders'; the first that cannot stops the fill.
+    """
+    cap, pool = device.max_active, device.kv_pages
+
+    def plan(st: QueueState) -> Plan:
+        left = budget - st.running
+        if left < 0:
+            raise Unsupported("more running requests than the budget")
+        holders, reserved = st.running + (1 if st.head_done else 0), st.reserved
+        chunks = []
+        pos, done = st.head, st.head_done
+        while left > 0 and pos < st.arrived:
+            if not done:
+                if cap is not None and holders >= cap:
+                    break
+                if pool is not None and reserved + work.reserve[pos] > pool:
+                    break
+                holders, reserved = holders + 1, reserved + work.reserve[pos]
+            tokens = min(left, work.prompt[pos] - done)
+            chunks.append((pos, tokens))
+            left -= tokens
+            pos, done = pos + 1, 0
+        return st.running > 0, chunks, budget - st.running - left
+
+    return plan
+
+
+# (unit, policy) -> (make the planner from the workload, device and params; does it keep the
+# active cap and reserve KV pages itself, so that K and a page pool hold by construction)
+PLANNERS: dict[tuple[str, str], tuple[Callable[..., Planner], bool]] = {
+    ("unit07", "fcfs"): (fcfs, False),
+    ("unit07", "chunked"): (chunked, False),
+    ("unit08", "budgeted"): (budgeted, True),
+}

@@ -1,0 +1,170 @@
+"""Compact run entries: step times plus each request's slices, and the one expansion to full.
+
+A full run entry lists every token time and every submission's batch; on a large trace that is
+hundreds of megabytes. A compact entry (``"format": "compact"``, see ``schemas/``) keeps every
+field of the full entry except the per-token ones, and stores the timeline as:
+
+- ``stepStartMs`` / ``stepEndMs``: when each submission started and ended;
+- ``decodeSteps``: the indices of the submissions that decode (in increasing order);
+- ``chunks``: every prefill chunk as ``[step, request index, fromToken, tokens]``, in step
+  order and, within a step, in the batch's order;
+- ``preempts`` (runs whose events list preemptions): ``[step, request index]`` likewise;
+- per request, ``slices``: ``[step, decodeIndex, count]`` for each time it entered the running
+  set: its token from the prefill that ended at submission ``step``, then ``count`` decode
+  tokens at submissions ``decodeSteps[decodeIndex : decodeIndex + count]``.
+
+A decode batch holds every running request, in the order they entered the running set (the
+earlier entering submission first; within one submission, its chunk order). The engine keeps
+that order and every policy of the course decodes all running requests at once; a run whose
+batches do not is written in the full format (``compact_run`` returns None).
+
+``expand_run`` turns a compact entry back into exactly the full one; readers of run files call
+it (through ``expand_document``), so the rest of the code only knows the full format.
+"""
+
+from __future__ import annotations
+
+from .metrics import request_metrics
+
+COMPACT = "compact"
+TOKEN_FIELDS = ("tokenTimesMs", "firstTokenMs", "finishMs", "ttftMs", "itlMs", "maxItlMs")
+TOKEN_FIELDS += ("tpotMs", "e2eMs")
+_AFTER_EVENTS = ("limits",)  # run keys that follow "events" in a full entry
+
+
+def is_compact(run: dict) -> bool:
+    return isinstance(run, dict) and run.get("format") == COMPACT
+
+
+def compact_run(run: dict, timeline) -> dict | None:
+    """The compact form of ``run``, the full entry built from ``timeline`` (no fault switch)."""
+    fields = _timeline_fields(timeline, preempts="limits" in run)
+    if fields is None:
+        return None
+    requests = [
+        {**{k: v for k, v in req.items() if k not in TOKEN_FIELDS}, "slices": own}
+        for req, own in zip(run["requests"], fields.pop("slices"), strict=True)
+    ]
+    head = {k: v for k, v in run.items() if k not in ("requests", "events", "summary")}
+    return {**head, "format": COMPACT, **fields, "requests": requests, "summary": run["summary"]}
+
+
+def _timeline_fields(timeline, preempts: bool) -> dict | None:
+    index = {seq.id: n for n, seq in enumerate(timeline.sequences)}
+    seqs = timeline.sequences
+    slices: list[list] = [[] for _ in seqs]
+    emitted = [0] * len(seqs)  # tokens of the request's closed slices
+    running: dict[str, None] = {}
+    leaving: dict[int, list[str]] = {}
+    chunks, decode_steps, preempted = [], [], []
+    for step, event in enumerate(timeline.events):
+        batch = event.batch
+        for rid in getattr(batch, "preempt", ()):
+            n = index[rid]
+            preempted.append([step, n])
+            if rid in running:  # its slice ends: it decoded up to the previous decode step
+                del running[rid]
+                own = slices[n][-1]
+                leaving[own[1] + own[2] - 1].remove(rid)
+                own[2] = len(decode_steps) - own[1]
+                emitted[n] += 1 + own[2]
+        if batch.decode:
+            if batch.decode != tuple(running):
+                return None
+            for rid in leaving.pop(len(decode_steps), ()):
+                del running[rid]
+            decode_steps.append(step)
+        for chunk, start in zip(batch.prefill, event.prefill_from):
+            n = index[chunk.id]
+            seq = seqs[n]
+            chunks.append([step, n, start, chunk.tokens])
+            if start + chunk.tokens < seq.input_tokens + emitted[n]:
+                continue  # the prefill (or recompute) is not complete yet
+            left = seq.output_tokens - emitted[n] - 1
+            slices[n].append([step, len(decode_steps), left])
+            if left:
+                running[chunk.id] = None
+                leaving.setdefault(len(decode_steps) + left - 1, []).append(chunk.id)
+            else:
+                emitted[n] += 1
+    fields = {
+        "stepStartMs": [event.start_ms for event in timeline.events],
+        "stepEndMs": [event.end_ms for event in timeline.events],
+        "decodeSteps": decode_steps,
+        "chunks": chunks,
+    }
+    if preempts:
+        fields["preempts"] = preempted
+    return fields | {"slices": slices}
+
+
+def token_times(run: dict, request: dict) -> list[float]:
+    """One request's token times, read off the step end times by its slices."""
+    ends, decode_steps = run["stepEndMs"], run["decodeSteps"]
+    times = []
+    for step, first, count in request["slices"]:
+        times.append(ends[step])
+        times.extend(ends[s] for s in decode_steps[first : first + count])
+    return times
+
+
+def expand_run(run: dict) -> dict:
+    """The full run entry a compact one stands for; a full entry comes back as it is."""
+    if not is_compact(run):
+        return run
+    requests = []
+    for req in run["requests"]:
+        times = token_times(run, req)
+        entry = {k: v for k, v in req.items() if k != "slices"}
+        entry["tokenTimesMs"] = times
+        if entry.get("status", "completed") == "completed":
+            entry |= request_metrics(req["arrivalMs"], times)
+        else:
+            entry |= _NO_METRICS
+        requests.append(entry)
+    out = {k: v for k, v in run.items() if k in ("policy", "params", "device", "fault")}
+    out |= {"requests": requests, "events": _events(run)}
+    out |= {k: run[k] for k in _AFTER_EVENTS if k in run}
+    out["summary"] = run["summary"]
+    return out
+
+
+_NO_METRICS = {k: None for k in TOKEN_FIELDS[1:]} | {"itlMs": []}
+
+
+def _events(run: dict) -> list[dict]:
+    ids = [req["id"] for req in run["requests"]]
+    starts, ends = run["stepStartMs"], run["stepEndMs"]
+    decode: list[list[str]] = [[] for _ in ends]
+    prefill: list[list[dict]] = [[] for _ in ends]
+    position = {}  # (step, request) -> place of its chunk in that step's batch
+    for step, n, start, tokens in run["chunks"]:
+        position[step, n] = len(prefill[step])
+        prefill[step].append({"id": ids[n], "fromToken": start, "tokens": tokens})
+    entries = [
+        (step, position[step, n], n, first, count)
+        for n, req in enumerate(run["requests"])
+        for step, first, count in req["slices"]
+    ]
+    decode_steps = run["decodeSteps"]
+    for _, _, n, first, count in sorted(entries):  # the order requests entered the running set
+        for step in decode_steps[first : first + count]:
+            decode[step].append(ids[n])
+    events = [
+        {"index": i, "startMs": start, "endMs": end, "decode": decode[i], "prefill": prefill[i]}
+        for i, (start, end) in enumerate(zip(starts, ends))
+    ]
+    if "preempts" in run:
+        for event in events:
+            event["preempt"] = []
+        for step, n in run["preempts"]:
+            events[step]["preempt"].append(ids[n])
+    return events
+
+
+def expand_document(doc: dict) -> dict:
+    """A run file with every compact run expanded (the one normalising step of every reader)."""
+    runs = doc.get("runs") if isinstance(doc, dict) else None
+    if not isinstance(runs, list) or not any(is_compact(r) for r in runs):
+        return doc
+    return {**doc, "runs": [expand_run(r) for r in runs]}

@@ -1,0 +1,145 @@
+"""The staff fast path against the lab engine: identical run entries, token times and events.
+
+Every comparison is ``==`` on whole run entries (token times, events, per-request metrics and
+the summary), the fast side expanded from its compact form. Traces: the lesson and hidden
+traces of unit 07, random traces (hypothesis), and 1,000 requests of the Azure conversation
+trace (``tests/data``), with and without the active cap K and the page pool M.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from grader import fastpath, reference
+from grader.units import load_unit
+
+U07, U08 = load_unit("unit07"), load_unit("unit08")
+servesim = reference.engine(U07)
+AZURE = Path(__file__).resolve().parent.parent / "data" / "azure-conv-1000.json"
+AFFINE = {"prefill_ms_per_token": 0.1, "decode_batch_ms": 20.0, "decode_ms_per_seq": 0.05}
+
+
+def lab_or_error(unit, trace, policy, params, device):
+    """The lab engine's run entry, or the PolicyError it raised."""
+    try:
+        return reference.run_reference(unit, trace, policy, params, device)
+    except servesim.PolicyError as exc:
+        return exc
+
+
+def assert_same(unit, trace, policy, params, device):
+    """The fast path equals the lab engine, or declines exactly where the lab engine fails."""
+    lab = lab_or_error(unit, trace, policy, params, device)
+    extended = unit is U08
+    fast = fastpath.reference_run(unit.id, policy, params, trace, device, "full", extended)
+    if isinstance(lab, Exception):
+        assert fast is None, f"the lab engine failed ({lab}) but the fast path ran"
+        return None
+    assert fast is not None, "the fast path declined a run the lab engine completed"
+    assert fast == lab
+    return lab
+
+
+UNIT07_TRACES = [
+    "mixed",
+    "prefill-only",
+    "unseen",
+    *(p.stem for p in U07.traces_dir.glob("hidden/*.json")),
+]
+
+
+@pytest.mark.parametrize("name", UNIT07_TRACES)
+@pytest.mark.parametrize(
+    "policy, params", [("fcfs", {}), ("chunked", {"chunk": 1}), ("chunked", {"chunk": 3})]
+)
+@pytest.mark.parametrize("overhead", [0.25, 0.0])
+def test_unit07_traces(name, policy, params, overhead):
+    trace = reference.load_trace(U07, name)
+    device = reference.device_profile(U07, overhead_ms=overhead)
+    assert assert_same(U07, trace, policy, params, device) is not None
+
+
+def make_trace(rows):
+    doc = {
+        "name": "random",
+        "requests": [
+            {"id": f"R{i}", "arrivalMs": a, "inputTokens": p, "outputTokens": o}
+            for i, (a, p, o) in enumerate(rows)
+        ],
+    }
+    return servesim.parse_trace(doc)
+
+
+rows = st.lists(
+    st.tuples(st.integers(0, 60).map(lambda q: q / 4), st.integers(1, 40), st.integers(1, 10)),
+    min_size=1,
+    max_size=12,
+)
+devices = st.builds(
+    servesim.DeviceProfile,
+    prefill_ms_per_token=st.sampled_from([0.0, 0.1, 1.0, 0.3]),
+    decode_batch_ms=st.sampled_from([1.0, 20.0, 0.7]),
+    decode_ms_per_seq=st.sampled_from([0.0, 0.05, 0.3]),
+    overhead_ms=st.sampled_from([0.0, 0.25, 0.1]),
+    max_active=st.one_of(st.none(), st.integers(1, 5)),
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(rows=rows, device=devices, chunk=st.integers(1, 8), fcfs=st.booleans())
+def test_unit07_random(rows, device, chunk, fcfs):
+    policy, params = ("fcfs", {}) if fcfs else ("chunked", {"chunk": chunk})
+    assert_same(U07, make_trace(rows), policy, params, device)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    rows=rows,
+    device=devices,
+    budget=st.integers(1, 48),
+    pool=st.one_of(st.none(), st.integers(0, 12)),
+)
+def test_budgeted_random(rows, device, budget, pool):
+    trace = make_trace(rows)
+    if pool is not None:  # at least one request's reservation, up to plenty
+        need = max(device.pages_for(r.input_tokens + r.output_tokens) for r in trace.requests)
+        device = replace(device, kv_pages=need + pool)
+    assert_same(U08, trace, "budgeted", {"budget": budget}, device)
+
+
+@pytest.fixture(scope="module")
+def azure():
+    return servesim.read_trace_file(AZURE)
+
+
+@pytest.mark.parametrize(
+    "cap, pool, budget",
+    [(128, None, 512), (None, None, 512), (16, 2000, 256), (None, 1500, 512)],
+    ids=["the-vidur-job", "no-limits", "K16-M2000-B256", "M1500"],
+)
+def test_azure_budgeted(azure, cap, pool, budget):
+    device = servesim.DeviceProfile(**AFFINE, max_active=cap, kv_pages=pool)
+    lab = assert_same(U08, azure, "budgeted", {"budget": budget}, device)
+    assert lab["summary"]["completed"] == len(azure.requests)
+
+
+@pytest.mark.parametrize("policy, params", [("fcfs", {}), ("chunked", {"chunk": 256})])
+def test_azure_unit07(azure, policy, params):
+    device = servesim.DeviceProfile(**AFFINE)
+    assert assert_same(U07, azure, policy, params, device) is not None
+
+
+def test_declines_what_it_does_not_cover(azure):
+    """Per-context costs, a page pool for policies that do not reserve, other policies."""
+    context = servesim.DeviceProfile(**AFFINE, decode_ms_per_context_token=0.001)
+    pool = servesim.DeviceProfile(**AFFINE, kv_pages=4000)
+    assert fastpath.reference_run("unit07", "fcfs", {}, azure, context, "full") is None
+    assert fastpath.reference_run("unit07", "chunked", {"chunk": 4}, azure, pool, "full") is None
+    assert fastpath.reference_run("unit08", "paged", {"budget": 512}, azure, pool, "full") is None
+    kv = reference.load_trace(U08, "kv-pages")  # carries unit 08 fields the executor ignores
+    assert not fastpath.covers("unit08", "budgeted", kv, reference.device_profile(U08))
