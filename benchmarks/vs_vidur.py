@@ -179,7 +179,7 @@ def loops(doc: dict, repeat: int, lab: bool) -> dict:
 
     def fast_loop():  # what the TA command runs: executor, compact run entry, summary
         fastpath.reference_run(
-            "unit08", "budgeted", {"budget": BUDGET}, trace, device, "compact", True
+            load_unit("unit08"), "budgeted", {"budget": BUDGET}, trace, device, "compact", True
         )
 
     policy = reference.solution_policies(load_unit("unit08")).budgeted

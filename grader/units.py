@@ -103,7 +103,7 @@ class Unit:
             "title": self.title,
             "editable": list(self.editable),
             "device": self.device,
-            "policies": self.policies,
+            "policies": [{k: v for k, v in p.items() if k != "fast_path"} for p in self.policies],
             "publicTraces": list(self.public_traces),
         }
         if "run_file" in self.doc:

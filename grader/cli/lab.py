@@ -29,11 +29,11 @@ def _run_script(command: str, load_main: Callable, args, extra: list[str]) -> in
     engine = getattr(args, "engine", None)
     if engine is None:
         return script_main(extra, policies_module=policies, lab_dir=unit.lab_dir)
-    run_one = fast_runner(unit.id, engine)
+    run_one = fast_runner(unit, engine)
     return script_main(extra, policies_module=policies, lab_dir=unit.lab_dir, run_one=run_one)
 
 
-def fast_runner(unit_id: str, engine: str):
+def fast_runner(unit, engine: str):
     """``simulate.py``'s ``run_one`` hook for ``--engine``: the fast path where it applies.
 
     ``auto`` uses it when it covers the run and the lab engine otherwise; ``fast`` insists
@@ -44,12 +44,12 @@ def fast_runner(unit_id: str, engine: str):
     def run_one(spec, params, trace, device, fmt, extended):
         if engine == "lab":
             return None
-        from . import fastpath
+        from .. import fastpath
 
-        run = fastpath.reference_run(unit_id, spec.name, params, trace, device, fmt, extended)
+        run = fastpath.reference_run(unit, spec.name, params, trace, device, fmt, extended)
         if run is None and engine == "fast":
             raise UsageError(
-                f"--engine fast does not cover policy {spec.name} of {unit_id} on this trace "
+                f"--engine fast does not cover policy {spec.name} of {unit.id} on this trace "
                 "and device (see grader/fastpath); use --engine lab or auto"
             )
         return run

@@ -1,9 +1,10 @@
 """The staff fast path: reference runs of large traces without the per-token Python work.
 
-``reference_run(unit_id, policy, params, trace, device, fmt)`` returns the run entry the lab
+``reference_run(unit, policy, params, trace, device, fmt)`` returns the run entry the lab
 engine would produce for the reference ``policy`` (compact, or expanded to full), or None when
 the fast path does not cover the run; then the caller uses the lab engine. Covered: the
-policies in ``planners.PLANNERS`` on devices without per-context-token costs, without a page
+policies whose unit.yaml entry names a planner of ``planners.PLANNERS`` (``fast_path: NAME``;
+the planner restates its decisions) on devices without per-context-token costs, without a page
 pool unless the policy reserves pages, and without a fault switch. ``executor`` explains the
 step structure that makes this possible; ``tests/grader/test_fastpath.py`` proves the timelines
 identical to the lab engine's.
@@ -21,9 +22,15 @@ from .executor import Steps, Unsupported, Workload, execute
 from .planners import PLANNERS
 
 
-def covers(unit_id: str, policy: str, trace, device) -> bool:
-    """Whether the fast path can run ``policy`` of ``unit_id`` on this trace and device."""
-    entry = PLANNERS.get((unit_id, policy))
+def planner_name(unit, policy: str) -> str | None:
+    """The planner unit.yaml names for ``policy`` (its ``fast_path`` key), if any."""
+    spec = next((p for p in unit.policies if p["name"] == policy), {})
+    return spec.get("fast_path")
+
+
+def covers(unit, policy: str, trace, device) -> bool:
+    """Whether the fast path can run ``policy`` of ``unit`` on this trace and device."""
+    entry = PLANNERS.get(planner_name(unit, policy))
     if entry is None:
         return False
     if device.prefill_ms_per_context_token or device.decode_ms_per_context_token:
@@ -36,19 +43,17 @@ def covers(unit_id: str, policy: str, trace, device) -> bool:
 _PLAIN_FIELDS = {"id", "arrivalMs", "inputTokens", "outputTokens"}
 
 
-def reference_run(
-    unit_id: str, policy: str, params: dict, trace, device, fmt: str, extended: bool = False
-):
+def reference_run(unit, policy: str, params: dict, trace, device, fmt: str, extended: bool = False):
     """The run entry of reference ``policy`` (``fmt`` "compact" or "full"), or None.
 
     ``extended``: the entry has unit 08's fields (statuses, recomputes, limits, preemptions).
     """
-    if not covers(unit_id, policy, trace, device):
+    if not covers(unit, policy, trace, device):
         return None
     work = Workload.of(trace, device)
     if device.kv_pages is not None and max(work.reserve) > device.kv_pages:
         return None  # the lab engine rejects such a request at arrival
-    make, capped = PLANNERS[unit_id, policy]
+    make, capped = PLANNERS[planner_name(unit, policy)]
     with _no_gc():  # only acyclic lists and dicts are made: collection passes are pure cost
         try:
             steps = execute(work, device, make(work, device, **params), capped)

@@ -2,7 +2,7 @@
 
 Each planner makes the decision its reference policy makes from a ``SchedulerView``; the
 differential tests run both on the same traces and require identical timelines. A policy is
-covered only where this module names it (``PLANNERS``), for the unit it belongs to.
+covered only where its unit.yaml entry names one of these planners (``fast_path: NAME``).
 """
 
 from __future__ import annotations
@@ -13,7 +13,10 @@ from .executor import Plan, Planner, QueueState, Unsupported, Workload
 
 
 def fcfs(work: Workload, device) -> Planner:
-    """Unit 07 ``fcfs``: the head's whole remaining prompt, else decode everyone."""
+    """Complete prefill first (unit 07's ``fcfs``).
+
+    The head's whole remaining prompt, else decode everyone.
+    """
 
     def plan(st: QueueState) -> Plan:
         if st.head < st.arrived:
@@ -25,7 +28,10 @@ def fcfs(work: Workload, device) -> Planner:
 
 
 def chunked(work: Workload, device, chunk: int) -> Planner:
-    """Unit 07 ``chunked``: a decode batch before each chunk of at most ``chunk`` tokens."""
+    """Chunked prefill (unit 07's ``chunked``).
+
+    A decode batch before each chunk of at most ``chunk`` tokens.
+    """
 
     def plan(st: QueueState) -> Plan:
         waiting = st.head < st.arrived
@@ -38,7 +44,9 @@ def chunked(work: Workload, device, chunk: int) -> Planner:
 
 
 def budgeted(work: Workload, device, budget: int) -> Planner:
-    """Unit 08 ``budgeted``: decode everyone, then FIFO chunks in the rest of the budget.
+    """A token budget per step (unit 08's ``budgeted``).
+
+    Decode everyone, then FIFO chunks in the rest of the budget.
 
     A request that has not started starts only while the active cap allows and, with a page
     pool, while its reservation fits beside the holders'; the first that cannot stops the fill.
@@ -68,10 +76,11 @@ def budgeted(work: Workload, device, budget: int) -> Planner:
     return plan
 
 
-# (unit, policy) -> (make the planner from the workload, device and params; does it keep the
+# planner name (unit.yaml ``fast_path``) -> (make the planner from the workload, device and
+# params; does it keep the
 # active cap and reserve KV pages itself, so that K and a page pool hold by construction)
-PLANNERS: dict[tuple[str, str], tuple[Callable[..., Planner], bool]] = {
-    ("unit07", "fcfs"): (fcfs, False),
-    ("unit07", "chunked"): (chunked, False),
-    ("unit08", "budgeted"): (budgeted, True),
+PLANNERS: dict[str, tuple[Callable[..., Planner], bool]] = {
+    "fcfs": (fcfs, False),
+    "chunked": (chunked, False),
+    "budgeted": (budgeted, True),
 }

@@ -72,7 +72,8 @@ def budgeted(view: SchedulerView, budget: int) -> Batch:
     device = view.device
     decode = [s.id for s in view.running]
     left = budget - len(decode)
-    active, reserved = view.active, view.pages_reserved
+    pool = device.kv_pages
+    active, reserved = view.active, (view.pages_reserved if pool is not None else 0)
     chunks = []
     for seq in view.waiting:
         if left <= 0:
@@ -81,7 +82,7 @@ def budgeted(view: SchedulerView, budget: int) -> Batch:
             if device.max_active is not None and active >= device.max_active:
                 break
             pages = device.pages_for(seq.reservation_tokens)
-            if device.kv_pages is not None and reserved + pages > device.kv_pages:
+            if pool is not None and reserved + pages > pool:
                 break
             active, reserved = active + 1, reserved + pages
         tokens = min(left, seq.remaining_prefill)

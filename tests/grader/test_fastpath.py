@@ -36,7 +36,7 @@ def assert_same(unit, trace, policy, params, device):
     """The fast path equals the lab engine, or declines exactly where the lab engine fails."""
     lab = lab_or_error(unit, trace, policy, params, device)
     extended = unit is U08
-    fast = fastpath.reference_run(unit.id, policy, params, trace, device, "full", extended)
+    fast = fastpath.reference_run(unit, policy, params, trace, device, "full", extended)
     if isinstance(lab, Exception):
         assert fast is None, f"the lab engine failed ({lab}) but the fast path ran"
         return None
@@ -138,8 +138,8 @@ def test_declines_what_it_does_not_cover(azure):
     """Per-context costs, a page pool for policies that do not reserve, other policies."""
     context = servesim.DeviceProfile(**AFFINE, decode_ms_per_context_token=0.001)
     pool = servesim.DeviceProfile(**AFFINE, kv_pages=4000)
-    assert fastpath.reference_run("unit07", "fcfs", {}, azure, context, "full") is None
-    assert fastpath.reference_run("unit07", "chunked", {"chunk": 4}, azure, pool, "full") is None
-    assert fastpath.reference_run("unit08", "paged", {"budget": 512}, azure, pool, "full") is None
+    assert fastpath.reference_run(U07, "fcfs", {}, azure, context, "full") is None
+    assert fastpath.reference_run(U07, "chunked", {"chunk": 4}, azure, pool, "full") is None
+    assert fastpath.reference_run(U08, "paged", {"budget": 512}, azure, pool, "full") is None
     kv = reference.load_trace(U08, "kv-pages")  # carries unit 08 fields the executor ignores
-    assert not fastpath.covers("unit08", "budgeted", kv, reference.device_profile(U08))
+    assert not fastpath.covers(U08, "budgeted", kv, reference.device_profile(U08))
