@@ -17,7 +17,7 @@ from .faults import FAULTS
 from .labconfig import LabConfig, load_lab
 from .labflags import Setup, UsageError, add_flags, resolve
 from .runfile import build_document, build_run, default_format, dumps, write_atomic
-from .table import MAX_REQUEST_COLUMNS, render
+from .table import MAX_REQUEST_ROWS, render
 from .trace import TraceError, read_trace_file, resolve_trace
 
 EXIT_BAD_INPUT = 2
@@ -268,7 +268,7 @@ def main(argv=None, policies_module=None, lab_dir: Path | None = None, run_one=N
         print(f"{parser.prog}: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     document = build_document(trace, runs)
-    small = len(runs[0]["requests"]) <= MAX_REQUEST_COLUMNS  # the table shows each request
+    small = len(runs[0]["requests"]) <= MAX_REQUEST_ROWS  # the table shows each request
     print(render(trace.name, [expand_run(run) for run in runs] if small else runs))
     if args.output:
         compact = any(is_compact(run) for run in runs)

@@ -78,18 +78,31 @@ def _distribution_rows(runs: list[dict]) -> list[list[str]]:
     return rows
 
 
+def _step_totals(run: dict) -> tuple[int, int, int, float]:
+    """Submissions, prefill and decode submissions, busy time, from the run's own event log."""
+    if run.get("format") == "compact":  # servesim.compact: step times, chunks, decode steps
+        starts, ends = run["stepStartMs"], run["stepEndMs"]
+        prefill = len({chunk[0] for chunk in run["chunks"]})
+        busy = sum(end - start for start, end in zip(starts, ends))
+        return len(starts), prefill, len(run["decodeSteps"]), busy
+    events = run["events"]
+    prefill = sum(1 for e in events if e["prefill"])
+    decode = sum(1 for e in events if e["decode"])
+    return len(events), prefill, decode, sum(e["endMs"] - e["startMs"] for e in events)
+
+
 def _totals_rows(runs: list[dict]) -> list[list[str]]:
     rows = [["policy", "submissions", "prefill", "decode", "busy (events)", "all done"]]
     for run in runs:
-        s, events = run["summary"], run["events"]
+        submissions, prefill, decode, busy = _step_totals(run)
         rows.append(
             [
                 _label(run),
-                str(len(events)),
-                str(sum(1 for e in events if e["prefill"])),
-                str(sum(1 for e in events if e["decode"])),
-                _ms(sum(e["endMs"] - e["startMs"] for e in events)),
-                _ms(s["allDoneMs"]),
+                str(submissions),
+                str(prefill),
+                str(decode),
+                _ms(busy),
+                _ms(run["summary"]["allDoneMs"]),
             ]
         )
     return rows
