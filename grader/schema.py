@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from functools import cache
 from pathlib import Path
 
@@ -41,9 +42,28 @@ def _is_integer(checker, value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def jsonschema_module():
+    """``jsonschema``, imported without its optional IRI-format grammar.
+
+    Where ``rfc3987_syntax`` is installed (the nbgrader extra pulls it in), importing jsonschema
+    compiles that grammar: about a second in every staff command. No schema of ours uses string
+    formats, so the import is skipped for jsonschema alone and allowed again afterwards.
+    """
+    if "jsonschema" not in sys.modules and "rfc3987_syntax" not in sys.modules:
+        sys.modules["rfc3987_syntax"] = None  # makes its import raise ImportError
+        try:
+            import jsonschema
+        finally:
+            del sys.modules["rfc3987_syntax"]
+    import jsonschema
+
+    return jsonschema
+
+
 @cache
 def _validator(name: str):
-    from jsonschema import Draft202012Validator, validators
+    jsonschema = jsonschema_module()
+    Draft202012Validator, validators = jsonschema.Draft202012Validator, jsonschema.validators
 
     schema = json.loads((SCHEMA_DIR / f"{name}.schema.json").read_text(encoding="utf-8"))
     Draft202012Validator.check_schema(schema)

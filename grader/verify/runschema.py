@@ -12,8 +12,11 @@ from ..units import Unit
 
 @cache
 def _validator(schema_dir: str):
-    import jsonschema
     from referencing import Registry, Resource
+
+    from ..schema import jsonschema_module
+
+    jsonschema = jsonschema_module()
 
     folder = Path(schema_dir)
     run_schema = json.loads((folder / "run.schema.json").read_text(encoding="utf-8"))
