@@ -31,8 +31,10 @@ ROOT = Path(__file__).resolve().parent.parent
 ADVERSARIAL = ROOT / "tests" / "sandbox" / "adversarial"
 sys.path.insert(0, str(ROOT))
 
-from grader import batch, grading, sandbox  # noqa: E402
+from grader import sandbox  # noqa: E402
 from grader.cases import load_grading  # noqa: E402
+from grader.grading import cohort as batch  # noqa: E402
+from grader.grading import grade as grading  # noqa: E402
 from grader.grading.submission import Submission  # noqa: E402
 from grader.units import load_unit  # noqa: E402
 

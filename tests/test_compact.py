@@ -12,7 +12,6 @@ import random
 from pathlib import Path
 
 import pytest
-from grader.runschema import validate_run_file
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from servesim import cli
@@ -22,6 +21,7 @@ from servesim.runfile import COMPACT_ABOVE_TOKENS, build_run, default_format
 from grader import cli as infralab
 from grader import reference, verify
 from grader.units import load_unit
+from grader.verify.runschema import validate_run_file
 
 U07, U08 = load_unit("unit07"), load_unit("unit08")
 servesim = reference.engine(U07)
