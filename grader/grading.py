@@ -27,11 +27,11 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import verify
-from .cases import Case, case_trace_doc, load_grading, trace_path
+from . import casekinds, verify
+from .cases import Case, Kind, case_trace_doc, load_grading, trace_path
 from .course.golden import case_device, load_golden
 from .report import CaseResult, GradeReport, Status
 from .sandbox import CaseRun, ChildResult, Limits, SandboxError, run_cases, run_simulation
@@ -101,7 +101,7 @@ def grade_submission(
 
     children: dict[str, ChildResult] = {}
     if runner is None and not limits.one_child_per_case and len(selected) > 1:
-        children = _run_all_cases(unit, selected, submission.files, limits)
+        children = _run_all_cases(unit, selected, submission.files, limits, goldens)
 
     def one(case: Case) -> tuple[CaseResult, str]:
         return grade_case(
@@ -143,7 +143,7 @@ def _note_keyed_answers(selected: list[Case], results: list[CaseResult]) -> None
     by_id = {r.id: r for r in results}
 
     def key(case: Case) -> tuple:
-        return (case.trace, case.policy, tuple(sorted(case.params.items())), case.overhead_ms)
+        return (case.kind, case.script, repr(case.args), case.setup_key)
 
     plain = {key(c): by_id[c.id] for c in selected if c.transform is None}
     for case in selected:
@@ -172,9 +172,10 @@ def grade_case(
     trace_doc = case_trace_doc(unit, case)
     if child is None:
         with tempfile.TemporaryDirectory(prefix="infralab-trace-") as tmp:
-            path = _write_case_trace(unit, case, trace_doc, Path(tmp) / "trace.json")
+            path = _write_case_input(unit, case, golden, Path(tmp) / "trace.json")
+            extra = {"script": case.script} if case.kind is Kind.SCRIPT else {}
             with _child_start_errors(f"case '{case.id}': "):
-                child = runner(unit.lab_dir, files, path, case.argv(), limits)
+                child = runner(unit.lab_dir, files, path, _case_argv(case), limits, **extra)
     verdict = judge(unit, case, trace_doc, golden, child)
     points = _points(case, verdict)
     result = CaseResult(
@@ -187,8 +188,21 @@ def grade_case(
         feedback=verdict.hidden_text() if case.hidden else verdict.visible_text(),
         staff_detail=verdict.visible_text(),
         seconds=time.monotonic() - started,
+        metrics=verdict.metrics,
     )
     return result, child.isolation
+
+
+def _case_argv(case: Case) -> list[str]:
+    return [] if case.kind is Kind.SCRIPT else case.argv()
+
+
+def _write_case_input(unit: Unit, case: Case, golden: dict, path: Path) -> Path:
+    """The file the child gets: the case's trace, or a script case's check file."""
+    if case.kind is Kind.SCRIPT:
+        path.write_text(json.dumps({"run": golden["run"], "args": case.args}), encoding="utf-8")
+        return path
+    return _write_case_trace(unit, case, case_trace_doc(unit, case), path)
 
 
 def _write_case_trace(unit: Unit, case: Case, trace_doc: dict, path: Path) -> Path:
@@ -201,7 +215,7 @@ def _write_case_trace(unit: Unit, case: Case, trace_doc: dict, path: Path) -> Pa
 
 
 def _run_all_cases(
-    unit: Unit, selected: list[Case], files: dict[str, bytes], limits: Limits
+    unit: Unit, selected: list[Case], files: dict[str, bytes], limits: Limits, goldens: dict
 ) -> dict[str, ChildResult]:
     """Every selected case from one sandboxed child (``sandbox.run_cases``), by case id.
 
@@ -213,8 +227,9 @@ def _run_all_cases(
         runs = []
         for number, case in enumerate(selected):
             path = Path(tmp) / f"trace-{number}.json"
-            _write_case_trace(unit, case, case_trace_doc(unit, case), path)
-            runs.append(CaseRun(path, case.argv()))
+            _write_case_input(unit, case, goldens[case.id], path)
+            script = case.script if case.kind is Kind.SCRIPT else "simulate.py"
+            runs.append(CaseRun(path, _case_argv(case), script))
         with _child_start_errors():
             results = run_cases(unit.lab_dir, files, runs, limits)
     return {case.id: result for case, result in zip(selected, results, strict=True)}
@@ -234,7 +249,8 @@ class Verdict:
     status: Status
     summary: str  # safe for hidden cases: no ids, times or counts
     detail: str = ""  # visible cases only
-    share: float = 0.0  # for WRONG_SCHEDULE: share of requests whose token times match
+    share: float = 0.0  # WRONG_SCHEDULE / WRONG_ANSWER / BELOW_REFERENCE: what matched
+    metrics: dict = field(default_factory=dict)  # goodput cases: for the leaderboard
 
     def visible_text(self) -> str:
         return self.hidden_text() + (f"\n{self.detail}" if self.detail else "")
@@ -246,8 +262,10 @@ class Verdict:
 def _points(case: Case, verdict: Verdict) -> float:
     if verdict.status is Status.PASSED:
         return case.points
-    if verdict.status is Status.WRONG_SCHEDULE:
+    if verdict.status in (Status.WRONG_SCHEDULE, Status.WRONG_ANSWER):
         return round(case.points * WRONG_SCHEDULE_SHARE * verdict.share, 2)
+    if verdict.status is Status.BELOW_REFERENCE:
+        return round(case.points * verdict.share, 2)
     return 0.0
 
 
@@ -263,21 +281,25 @@ def judge(unit: Unit, case: Case, trace_doc: dict, golden: dict, child: ChildRes
     if child.returncode != 0:
         stderr = child.stderr or ""
         if NOT_IMPLEMENTED.search(stderr):
-            return Verdict(
-                Status.NOT_IMPLEMENTED,
-                f"{case.policy}() in policies.py is not implemented yet",
-            )
+            what = f"{case.policy}() in policies.py"
+            if case.kind is Kind.SCRIPT:
+                what = f"a function {case.script} calls"
+            return Verdict(Status.NOT_IMPLEMENTED, f"{what} is not implemented yet")
         return Verdict(
             Status.CRASH,
             _crash_summary(child),
             detail=f"exit code {child.returncode}\n{student_traceback(stderr)}",
         )
     if child.output is None:
+        if case.kind is Kind.SCRIPT:
+            return Verdict(Status.CRASH, f"{case.script} exited without writing its answers")
         return Verdict(Status.CRASH, "simulate.py exited without writing its run file")
     try:
         document = json.loads(child.output.decode("utf-8"), parse_constant=_reject_constant)
     except (UnicodeDecodeError, ValueError, RecursionError):
         return Verdict(Status.INVALID_SCHEDULE, "the run file is not valid JSON")
+    if case.kind is Kind.SCRIPT:
+        return _judge_answers(golden, document)
     schema_error = validate_run_file(unit, document)
     if schema_error:
         return Verdict(
@@ -308,6 +330,8 @@ def judge(unit: Unit, case: Case, trace_doc: dict, golden: dict, child: ChildRes
         )
     if run["fault"]:
         return Verdict(Status.INVALID_SCHEDULE, "the run file was made with a fault switch on")
+    if case.kind is Kind.GOODPUT:
+        return _judge_goodput(case, run, golden)
     comparison = compare.compare_with_golden(run, replay, golden["run"])
     if comparison.same:
         return Verdict(Status.PASSED, "")  # feedback: "passed"
@@ -328,6 +352,35 @@ def judge(unit: Unit, case: Case, trace_doc: dict, golden: dict, child: ChildRes
         detail=detail,
         share=share,
     )
+
+
+def _judge_answers(golden: dict, document) -> Verdict:
+    """A script case: the child's answers against the reference's (``golden["answer"]``)."""
+    want = golden["answer"]["answers"]
+    got = document.get("answers") if isinstance(document, dict) else None
+    if casekinds.same_value(got, want):
+        return Verdict(Status.PASSED, "")
+    share = casekinds.answer_share(got, want)
+    return Verdict(
+        Status.WRONG_ANSWER,
+        "",
+        detail=f"{round(share * 100)} % of the answers equal the reference's",
+        share=share,
+    )
+
+
+def _judge_goodput(case: Case, run: dict, golden: dict) -> Verdict:
+    """A goodput case: a valid run scored by its goodput relative to the reference's."""
+    mine = casekinds.goodput_score(run, case.slo)
+    ref = casekinds.goodput_score(golden["run"], case.slo)
+    share = casekinds.goodput_share(mine, ref)
+    metrics = {"goodput": mine.goodput_per_s, "p99TtftMs": mine.p99_ttft_ms}
+    detail = (
+        f"goodput {mine.goodput_per_s:.4g} req/s vs reference {ref.goodput_per_s:.4g} req/s "
+        f"({mine.qualifying} vs {ref.qualifying} qualifying requests)"
+    )
+    status = Status.PASSED if share >= casekinds.CAP else Status.BELOW_REFERENCE
+    return Verdict(status, "", detail=detail, share=share, metrics=metrics)
 
 
 def _reject_constant(token: str):

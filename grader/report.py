@@ -20,6 +20,8 @@ class Status(Enum):
     CRASH = "crash"
     TIMEOUT = "timeout"
     NOT_IMPLEMENTED = "not_implemented"
+    WRONG_ANSWER = "wrong_answer"  # script cases: answers differ from the reference's
+    BELOW_REFERENCE = "below_reference"  # goodput cases: valid, less goodput than the reference
 
     @property
     def words(self) -> str:
@@ -31,6 +33,8 @@ class Status(Enum):
             Status.CRASH: "crash",
             Status.TIMEOUT: "timeout",
             Status.NOT_IMPLEMENTED: "not implemented",
+            Status.WRONG_ANSWER: "different answer from the reference",
+            Status.BELOW_REFERENCE: "valid schedule, less goodput than the reference",
         }[self]
 
 
@@ -45,6 +49,7 @@ class CaseResult:
     feedback: str
     staff_detail: str = ""  # full detail for staff reports; never shown for hidden cases
     seconds: float = 0.0
+    metrics: dict = field(default_factory=dict)  # goodput cases: goodput, p99TtftMs
 
     @property
     def hidden(self) -> bool:

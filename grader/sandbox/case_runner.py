@@ -8,15 +8,16 @@ starts and imports. The lab's modules are imported once; each case then runs in 
 forked from this one, so what a case does to module state (monkeypatches included) dies with
 it, and its exit status is a real one (``os._exit``, signals).
 
-Protocol: the grader writes ``case <length>\\n`` and a JSON body (name, simulate.py flags,
-trace) to stdin, one case at a time, and sends the next case only after reading ``done`` on
-this process's stdout. This process reads only the header; the forked case process reads the
-body, so this process never holds any trace. The case process points fd 0 at /dev/null and fd
-1 and 2 at ``NAME.stdout``/``NAME.stderr``, arms a CPU timer (SIGPROF ends it after its share),
-writes its trace to ``NAME.trace.json``, sets ``sys.argv`` as ``simulate.py`` would and calls
-``main`` (which imports ``policies`` afresh). This process then removes the trace, kills what
-the case left running (where the sandbox makes ``kill(-1)`` safe), writes ``NAME.status`` and
-says ``done``. Standard library only.
+Protocol: the grader writes ``case <length>\\n`` and a JSON body (simulate.py flags, trace, and
+optionally ``script``: another given script of the lab folder, run as ``main(argv)`` with
+``--input`` instead of ``--trace``) to stdin, one case at a time, and sends the next case only
+after reading ``done`` on this process's stdout. This process reads only the header; the forked
+case process reads the body, so this process never holds any trace. The case process points fd 0
+at /dev/null and fd 1 and 2 at ``NAME.stdout``/``NAME.stderr``, arms a CPU timer (SIGPROF ends
+it after its share), writes its trace to ``NAME.trace.json``, sets ``sys.argv`` as
+``simulate.py`` would and calls ``main`` (which imports ``policies`` afresh). This process then
+removes the trace, kills what the case left running (where the sandbox makes ``kill(-1)`` safe),
+writes ``NAME.status`` and says ``done``. Standard library only.
 """
 
 import contextlib
@@ -26,6 +27,7 @@ import signal
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+SIMULATE = "simulate.py"  # other given scripts get --input instead of --trace
 sys.path.insert(0, HERE)
 
 
@@ -73,11 +75,18 @@ def _case_process(main, length, base, cpu_seconds):
         trace = base + ".trace.json"
         with open(trace, "w", encoding="utf-8") as handle:
             handle.write(case["trace"])
-        argv = ["--trace", trace, *case["argv"], "--output", base + ".json"]
+        script = case.get("script") or SIMULATE
+        flag = "--trace" if script == SIMULATE else "--input"
+        argv = [flag, trace, *case["argv"], "--output", base + ".json"]
         case = None  # nothing of the protocol stays reachable from the student's code
+        if script != SIMULATE:  # a given script of the lab folder with main(argv)
+            stem = script[:-3] if script.endswith(".py") else ""
+            if not stem.replace("_", "").isalnum():
+                raise ValueError("bad script name")
+            main = __import__(stem).main
         signal.signal(signal.SIGPROF, signal.SIG_DFL)  # default action: terminate
         signal.setitimer(signal.ITIMER_PROF, cpu_seconds)
-        sys.argv = ["simulate.py", *argv]
+        sys.argv = [script, *argv]
         try:
             code = main(argv)
         except SystemExit as exc:

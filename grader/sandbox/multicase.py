@@ -29,6 +29,7 @@ class CaseRun:
 
     trace_path: Path
     argv: list[str]
+    script: str = "simulate.py"  # or another given script of the lab folder (``--input``)
 
 
 class Feed:
@@ -107,7 +108,10 @@ def _run_batch(lab_dir, submission_files, runs: list[CaseRun], limits: Limits):
 
     messages = []
     for name, run in zip(names, runs, strict=True):
-        body = json.dumps({"argv": list(run.argv), "trace": Path(run.trace_path).read_text()})
+        body = {"argv": list(run.argv), "trace": Path(run.trace_path).read_text()}
+        if run.script != "simulate.py":
+            body["script"] = run.script
+        body = json.dumps(body)
         body = body.encode()
         messages.append(b"case %d %s\n" % (len(body), name.encode()) + body)
     feed = Feed(messages)

@@ -17,8 +17,12 @@ def run_simulation(
     trace_path: Path,
     argv: list[str],
     limits: Limits = DEFAULT_LIMITS,
+    script: str = "simulate.py",
 ) -> ChildResult:
     """Run ``simulate.py --trace <trace> <argv> --output <secret>`` on a private lab copy.
+
+    ``script``: another given script of the lab folder, run as ``SCRIPT --input <file> <argv>
+    --output <secret>`` (the file is then the script's input, e.g. a reference run).
 
     Raises ``SandboxError`` only when the sandbox itself cannot run; whatever the submission
     does (crash, loop, exit early, write junk) comes back as a ``ChildResult``.
@@ -27,7 +31,8 @@ def run_simulation(
 
     def build(case: str, out: str) -> list[str]:
         trace = f"{case}/{CASE_TRACE}"
-        return ["simulate.py", "--trace", trace, *argv, "--output", f"{out}/{name}"]
+        flag = "--trace" if script == "simulate.py" else "--input"
+        return [script, flag, trace, *argv, "--output", f"{out}/{name}"]
 
     def collect(out: Path, raw: Raw, isolation: str) -> list[ChildResult]:
         return [child_result(raw, isolation, out / name, limits)]
