@@ -177,6 +177,8 @@ def grade_case(
             with _child_start_errors(f"case '{case.id}': "):
                 child = runner(unit.lab_dir, files, path, _case_argv(case), limits, **extra)
     verdict = judge(unit, case, trace_doc, golden, child)
+    if case.kind is Kind.GOODPUT and not verdict.metrics:  # no valid run: no goodput
+        verdict.metrics = {"goodput": 0.0, "p99TtftMs": None}
     points = _points(case, verdict)
     result = CaseResult(
         id=case.id,

@@ -12,6 +12,10 @@ from enum import Enum
 from .cases import Visibility
 
 
+LEADERBOARD_GOODPUT = "goodput (req/s)"
+LEADERBOARD_P99_TTFT = "p99 TTFT (ms)"
+
+
 class Status(Enum):
     PASSED = "passed"
     WRONG_SCHEDULE = "wrong_schedule"
@@ -68,6 +72,8 @@ class CaseResult:
         }
         if staff:
             doc["staffDetail"] = self.staff_detail
+            if self.metrics:
+                doc["metrics"] = dict(self.metrics)
         return doc
 
 
@@ -109,7 +115,35 @@ class GradeReport:
         """Ids of the hidden cases that lost points (used by the mutant report)."""
         return [c.id for c in self.cases if c.hidden and c.points < c.max_points]
 
+    def leaderboard(self) -> list[dict] | None:
+        """Gradescope's ``leaderboard`` entries from the goodput cases (None without any).
+
+        goodput: mean over the goodput cases of each run's goodput (req/s; an invalid run counts
+        0), higher ranks higher; p99 TTFT: the worst p99 TTFT over the valid runs (ms), lower
+        ranks higher, "invalid" when no run was valid.
+        """
+        scored = [c for c in self.cases if c.metrics]
+        if not scored:
+            return None
+        goodput = sum(c.metrics["goodput"] for c in scored) / len(scored)
+        p99s = [c.metrics["p99TtftMs"] for c in scored if c.metrics.get("p99TtftMs") is not None]
+        return [
+            {"name": LEADERBOARD_GOODPUT, "value": round(goodput, 4), "order": "desc"},
+            {
+                "name": LEADERBOARD_P99_TTFT,
+                "value": round(max(p99s), 3) if p99s else "invalid",
+                "order": "asc",
+            },
+        ]
+
     def to_json(self, staff: bool = False) -> dict:
+        doc = self._to_json(staff)
+        board = self.leaderboard()
+        if board is not None:
+            doc["leaderboard"] = board
+        return doc
+
+    def _to_json(self, staff: bool) -> dict:
         return {
             "unit": self.unit,
             "score": self.score,
@@ -139,13 +173,17 @@ class GradeReport:
                     "visibility": self.hidden_visibility if c.hidden else "visible",
                 }
             )
-        return {
+        doc = {
             "score": self.score,
             "execution_time": round(self.seconds, 3),
             "output": self._summary_lines() + f"\nisolation: {self.isolation}",
             "stdout_visibility": "hidden",
             "tests": tests,
         }
+        board = self.leaderboard()
+        if board is not None:
+            doc["leaderboard"] = board
+        return doc
 
     def _summary_lines(self) -> str:
         lines = [f"{self.unit}: {_pts(self.score)} / {_pts(self.max_score)} points"]
