@@ -2,6 +2,7 @@
 """Grading throughput: many generated submissions, every unit 07 case, the real sandbox.
 
     python benchmarks/grade_throughput.py [--count 120] [--jobs N] [--repeat 3] [--profile 12]
+                                          [--hostile]
 
 Submissions cycle through correct (the reference), wrong (the mutant corpus) and crashing
 ones (a policy that raises, one that exits at import, the untouched starter). Each repeat
@@ -10,11 +11,14 @@ number of cores) and prints per-submission latency (median, p90) and submissions
 the summary gives the median over repeats. ``--profile N`` then grades N submissions one at a
 time with timers around the three stages: process start (a sandboxed child running a trivial
 case), the child (start + engine over all cases) and the parent's verification.
+``--hostile`` then grades every adversarial submission of the test suite alone, with the
+unit's limits, and prints the worst-case time.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import shutil
 import statistics
@@ -24,10 +28,12 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+ADVERSARIAL = ROOT / "tests" / "sandbox" / "adversarial"
 sys.path.insert(0, str(ROOT))
 
 from grader import batch, grading, sandbox  # noqa: E402
 from grader.cases import load_grading  # noqa: E402
+from grader.grading.submission import Submission  # noqa: E402
 from grader.units import load_unit  # noqa: E402
 
 CRASHING = {
@@ -134,6 +140,20 @@ def profile(unit, subs, count: int) -> dict:
     }
 
 
+def hostile(unit, limits) -> None:
+    """Grade each adversarial submission of the test suite alone; print the slowest."""
+    times = []
+    for path in sorted(ADVERSARIAL.glob("*.py")):
+        started = time.perf_counter()
+        files = {"policies.py": path.read_bytes()}
+        report = grading.grade_submission(unit, Submission(files), limits=limits)
+        times.append((time.perf_counter() - started, path.stem, report.score))
+    print(f"hostile submissions ({len(times)}, limits of unit.yaml, graded one at a time):")
+    for seconds, name, score in sorted(times, reverse=True)[:5]:
+        print(f"  {name:28} {seconds:6.1f} s  score {score:g}")
+    print(f"worst case: {max(times)[0]:.1f} s (bound: {limits.submission_s:g} s per submission)")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=120)
@@ -143,11 +163,17 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--per-case", action="store_true", help="one sandboxed child per case (for comparison)"
     )
+    parser.add_argument(
+        "--hostile",
+        action="store_true",
+        help="also grade every adversarial test submission with the unit's limits, one at a "
+        "time, and print the worst-case time",
+    )
     args = parser.parse_args(argv)
     unit = load_unit("unit07")
     grading_config = load_grading(unit)
     cases = len(grading_config.cases)
-    limits = sandbox.Limits(wall_s=grading_config.timeout_s, one_child_per_case=args.per_case)
+    limits = dataclasses.replace(grading.limits_for(unit), one_child_per_case=args.per_case)
     print(
         f"{args.count} submissions x {cases} cases, jobs={args.jobs}, "
         f"isolation {sandbox.isolation_mode()}, {os.cpu_count()} cores, "
@@ -175,6 +201,8 @@ def main(argv=None) -> int:
             print(f"where the time goes (seconds per submission, {args.profile} graded serially):")
             for stage, seconds in profile(unit, subs, args.profile).items():
                 print(f"  {stage:48} {seconds:.3f}")
+        if args.hostile:
+            hostile(unit, limits)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0

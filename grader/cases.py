@@ -27,7 +27,8 @@ from .traces import metamorphic
 from .units import Unit, UnitError
 
 _CASE_ID = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
-DEFAULT_TIMEOUT_S = 20.0
+DEFAULT_TIMEOUT_S = 20.0  # wall-clock seconds per case (unit.yaml grading.timeout_s)
+DEFAULT_SUBMISSION_TIMEOUT_S = 300.0  # per submission (grading.submission_timeout_s)
 
 
 class Kind(Enum):
@@ -93,6 +94,7 @@ def _kebab(name: str) -> str:
 class GradingConfig:
     cases: tuple[Case, ...]
     timeout_s: float
+    submission_timeout_s: float = DEFAULT_SUBMISSION_TIMEOUT_S
 
     def by_id(self, case_id: str) -> Case:
         for case in self.cases:
@@ -126,10 +128,16 @@ def load_grading(unit: Unit) -> GradingConfig:
             raise UnitError(f"{where}.cases #{number}: duplicate id '{case.id}'")
         seen.add(case.id)
         cases.append(case)
-    timeout = doc.get("timeout_s", DEFAULT_TIMEOUT_S)
-    if not isinstance(timeout, (int, float)) or timeout <= 0:
-        raise UnitError(f"{where}.timeout_s: must be a number > 0")
-    return GradingConfig(tuple(cases), float(timeout))
+    timeouts = []
+    for key, default in (
+        ("timeout_s", DEFAULT_TIMEOUT_S),
+        ("submission_timeout_s", DEFAULT_SUBMISSION_TIMEOUT_S),
+    ):
+        value = doc.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+            raise UnitError(f"{where}.{key}: must be a number > 0")
+        timeouts.append(float(value))
+    return GradingConfig(tuple(cases), *timeouts)
 
 
 def _parse_case(item, where: str, policies: dict) -> Case:

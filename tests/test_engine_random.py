@@ -14,8 +14,8 @@ from servesim import DeviceProfile, PolicyError, Status, parse_trace, simulate
 from servesim.runfile import build_run
 from servesim.view import Tally
 
-from grader.problems import ProblemKind
 from grader.verify import replay_run
+from grader.verify.problems import ProblemKind
 
 request_rows = st.lists(
     st.tuples(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ..grading import GradingError
+from ..grading.grade import GradingError
 from ..units import UnitError
 from .common import add_unit, load_with_engine, show_path, stale_golden
 
@@ -46,35 +46,40 @@ def add_golden(commands) -> None:
     golden_cmd.set_defaults(handler=_golden)
 
 
+ENVIRONMENT_EXIT = 3  # grading could not run because of the grader's environment
+
+
 def _grade(args, extra: list[str]) -> int:
-    from ..grading import grade_submission
-    from ..sandbox import Limits
+    from ..grading.grade import EnvironmentFailure, grade_submission, limits_for
 
     if len(args.submission) > 1 or args.out:
-        from .. import batch
+        from ..grading import cohort
 
-        return batch.run_cli(args)
+        return cohort.run_cli(args)
     args.submission = args.submission[0]
 
     outputs = [Path(p) for p in (args.json, args.gradescope) if p]
     for path in outputs:
         if path.is_dir():
             raise UnitError(f"{path}: is a folder, expected a file path")
-    limits = Limits(wall_s=args.timeout) if args.timeout else None
     try:
+        limits = limits_for(args.unit, args.timeout, args.all_cases)
         report = grade_submission(
             args.unit, Path(args.submission), cases=args.case or None, limits=limits, jobs=args.jobs
         )
+    except EnvironmentFailure as exc:  # not the submission's fault: no score at all
+        print(f"infralab: error: {exc}", file=sys.stderr)
+        return ENVIRONMENT_EXIT
     except GradingError as exc:
         raise UnitError(str(exc)) from None
     print(report.text(staff=args.staff))
     from ..jsonio import write_json
 
     if args.json:
-        write_json(Path(args.json), report.to_json(staff=args.staff))
+        write_json(Path(args.json), report.to_json(staff=args.staff), mode=0o600)
         print(f"wrote {args.json}")
     if args.gradescope:
-        write_json(Path(args.gradescope), report.to_gradescope())
+        write_json(Path(args.gradescope), report.to_gradescope(), mode=0o600)
         print(f"wrote {args.gradescope}")
     return 0
 
@@ -99,6 +104,12 @@ def add_grade(commands) -> None:
     grade.add_argument("--gradescope", metavar="RESULTS", help="write Gradescope results.json here")
     grade.add_argument("--case", action="append", help="grade only this case (repeatable)")
     grade.add_argument("--timeout", type=float, help="wall seconds per case (default: unit.yaml)")
+    grade.add_argument(
+        "--all-cases",
+        action="store_true",
+        help="run every case even after a policy timed out (default: its other cases get the "
+        "same verdict without running)",
+    )
     grade.add_argument(
         "--jobs",
         type=int,

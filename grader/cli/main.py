@@ -19,7 +19,7 @@ from pathlib import Path
 
 from servesim import TraceError
 
-from ..grading import GradingError
+from ..grading.grade import GradingError
 from ..traces.errors import SpecError
 from ..units import ROOT_ENV, UnitError
 from . import grade, lab, release, site, trace, units

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ..grading import GradingError
+from ..grading.grade import GradingError
 from ..units import UnitError, load_unit
 from .common import add_unit, show_path, with_extra
 

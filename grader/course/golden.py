@@ -93,7 +93,7 @@ def build_golden(unit: Unit, case: Case) -> dict:
 
 def reference_answer(unit: Unit, case: Case, run: dict) -> dict:
     """A script case's answers from the solution's editable files (trusted, in-process)."""
-    from ..inprocess import run_in_process
+    from ..grading.inprocess import run_in_process
 
     files = {name: (unit.solutions_dir / name).read_bytes() for name in unit.editable}
     with tempfile.TemporaryDirectory(prefix="infralab-golden-") as tmp:

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from .. import reference
 from ..cases import load_grading
-from ..grading import GradingError, grade_submission
+from ..grading.grade import GradingError, grade_submission
 from ..plugins import load_plugin
 from ..units import Unit, UnitError, load_unit
 
@@ -85,7 +85,7 @@ def grade_policies(unit: Unit, policies_file: Path) -> dict:
     """Grade a student's policies file with the sandboxed grader on the unit's hidden cases.
 
     The file is copied into a fresh folder holding only that file, which is what
-    ``grader.grading`` takes as a submission; the feedback text names no hidden trace data.
+    ``grader.grading.grade`` takes as a submission; the feedback text names no hidden trace data.
     """
 
     policies_file = Path(policies_file)

@@ -6,33 +6,40 @@ Interface used by grading (keep it stable):
     run_cases(lab_dir, submission_files, runs, limits) -> list[ChildResult]
 
 Per call, a fresh private temp folder gets a pristine copy of the lab folder (its ``tests``
-left out), the student's editable files and the one trace. ``simulate.py`` runs there in a child
-process that is, depending on what the host allows (see ``docs/sandbox.md``):
+left out), the student's editable files and the runner (``case_runner.py``); the cases' traces
+are sent to it one at a time. It runs in a child process that is, depending on what the host
+allows (see ``docs/sandbox.md``):
 
 - ``bwrap``: inside bubblewrap (``--unshare-all``: no network, own PID/IPC/UTS namespaces), with
-  only the Python install, ``/usr`` and the case folder bound read-only and one writable output
-  folder; nothing else of the host (the course repo included) exists in its file system;
-- ``rlimits``: the fallback, a plain child process.
+  only the Python install, ``/usr`` and the case folder bound read-only and size-capped tmpfs
+  for ``/tmp`` and the output folder; nothing else of the host (the course repo included)
+  exists in its file system;
+- ``rlimits``: the fallback, a plain child process; refused unless the grader is root (a
+  dedicated uid) and the hidden material is private (``require_safe_isolation``).
 
 In both modes the child gets rlimits (CPU seconds, address space, file size, open files,
-processes), a scrubbed environment, a wall-clock timeout that kills its whole session, and, when
-the grader runs as root, a dedicated unprivileged uid (fresh per call, so concurrent cases cannot
-see or signal each other) under which every leftover process is killed afterwards. The mode that
-ran is in every ``ChildResult.isolation`` ("bwrap+uid", "bwrap", "rlimits+uid", "rlimits").
+processes), a scrubbed environment, wall-clock deadlines per case and per submission that the
+parent alone keeps, and, when the grader runs as root, a dedicated unprivileged uid (reserved
+with a lock across grader processes, so no two children on the host share one) under which
+every leftover process is killed afterwards. The mode that ran is in every
+``ChildResult.isolation`` ("bwrap+uid", "bwrap", "rlimits+uid").
 
-The child writes its run file to a random path it is told on the command line; the parent opens
-that path without following links, accepts only a regular file up to ``Limits.output_mb`` and
-reads it. Nothing the child wrote is trusted beyond that: verification happens in the parent.
+Each case's results (exit status, stdout/stderr tails, run file) come back over the runner's
+stdout in one frame whose every length the parent bounds, before the next case is sent; the
+parent never reads files the child could still change. Nothing the child sent is trusted
+beyond that: verification happens in the parent.
 
 Modules, one job each: ``results`` (Limits, ChildResult, how a child ended), ``host`` (isolation
-mode and interpreter), ``bwrap`` (the bubblewrap command line), ``uids`` (the dedicated uid and
-its leftovers), ``rlimits`` (limits and uid applied at exec), ``launch`` (one child, start to
-end), ``output`` (reading the child's files safely), ``simulation`` (``run_simulation``),
-``multicase`` (``run_cases``; ``case_runner.py`` is its half inside the sandbox).
+mode, interpreter, refusal of weak modes), ``bwrap`` (the bubblewrap command line), ``uids``
+(the dedicated uid, its lock and its leftovers), ``rlimits`` (limits and uid applied at exec),
+``launch`` (one child, start to end), ``protocol`` (the runner's messages and frames),
+``session`` (one conversation with the runner, with the parent's deadlines), ``output``
+(stdout/stderr tails), ``simulation`` (``run_simulation``), ``multicase`` (``run_cases``;
+``case_runner.py`` is its half inside the sandbox).
 """
 
 from .bwrap import CASE_DIR, OUT_DIR
-from .host import MODE_ENV, isolation_mode
+from .host import MODE_ENV, isolation_mode, reachable_by_others, require_safe_isolation
 from .host import plan as _plan
 from .host import world_usable as _world_usable
 from .multicase import CaseRun, run_cases
@@ -54,6 +61,8 @@ __all__ = [
     "_plan",
     "_world_usable",
     "isolation_mode",
+    "reachable_by_others",
+    "require_safe_isolation",
     "run_cases",
     "run_simulation",
 ]

@@ -1,9 +1,10 @@
 """The bubblewrap command line: what of the host exists inside the child's file system.
 
-Only ``/usr`` (and ``/bin``, ``/lib*`` as the host has them), the interpreter's prefix, the
-case folder (read-only, at ``CASE_DIR``) and one writable output folder (at ``OUT_DIR``);
-private ``/proc``, ``/dev`` and a size-capped tmpfs ``/tmp``; no network, own PID/IPC/UTS
-namespaces (``--unshare-all``) and a cleared environment.
+Only ``/usr`` (and ``/bin``, ``/lib*`` as the host has them), the interpreter's prefix and the
+case folder (read-only, at ``CASE_DIR``); private ``/proc``, ``/dev``; two size-capped tmpfs,
+``/tmp`` and the output folder ``OUT_DIR`` (nothing the child writes reaches the host's disk:
+the runner sends results over its stdout); no network, own PID/IPC/UTS namespaces
+(``--unshare-all``) and a cleared environment.
 """
 
 from __future__ import annotations
@@ -37,18 +38,18 @@ def bwrap_command(
     bwrap: str,
     python_prefix: str,
     case: Path,
-    out: Path,
     inner: list[str],
-    tmp_mb: int = Limits.tmp_mb,
+    limits: Limits,
 ) -> list[str]:
-    """``bwrap ... -- inner``: run ``inner`` in ``CASE_DIR`` with ``case`` and ``out`` bound."""
+    """``bwrap ... -- inner``: run ``inner`` in ``CASE_DIR`` with ``case`` bound read-only."""
     command = [bwrap, "--unshare-all", "--die-with-parent", "--new-session"]
     command += _host_root_binds()
     if not (python_prefix == "/usr" or python_prefix.startswith("/usr/")):
         command += ["--ro-bind", python_prefix, python_prefix]
-    command += ["--ro-bind", str(case), CASE_DIR, "--bind", str(out), OUT_DIR]
+    command += ["--ro-bind", str(case), CASE_DIR]
     command += ["--proc", "/proc", "--dev", "/dev"]
-    command += ["--size", str(tmp_mb << 20), "--tmpfs", "/tmp"]
+    command += ["--size", str(limits.tmp_mb << 20), "--tmpfs", "/tmp"]
+    command += ["--size", str(limits.out_mb << 20), "--tmpfs", OUT_DIR]
     command += ["--chdir", CASE_DIR, "--clearenv"]
     for key, value in child_env().items():
         command += ["--setenv", key, value]

@@ -1,34 +1,57 @@
 """Run several cases of one submission from one interpreter (copied into the sandbox's case folder).
 
-    python -I -S -B _infralab_runner.py OUT_DIR CPU_SECONDS kill|keep
+    python -I -S -B _infralab_runner.py OUT_DIR CPU_SECONDS RUN_CAP TAIL_CAP
 
-This file runs INSIDE the sandbox, so nothing it writes is trusted: the grader reads its files
-back with the same checks as any run file and verifies every run. It only saves interpreter
-starts and imports. The lab's modules are imported once; each case then runs in a process
-forked from this one, so what a case does to module state (monkeypatches included) dies with
-it, and its exit status is a real one (``os._exit``, signals).
+This file runs INSIDE the sandbox, so nothing it sends is trusted: the grader checks every
+frame's size and verifies every run. It only saves interpreter starts and imports. The lab's
+modules are imported once; each case then runs in a process forked from this one, so what a
+case does to module state (monkeypatches included) dies with it, and its exit status is a real
+one (``os._exit``, signals).
 
-Protocol: the grader writes ``case <length>\\n`` and a JSON body (simulate.py flags, trace, and
-optionally ``script``: another given script of the lab folder, run as ``main(argv)`` with
-``--input`` instead of ``--trace``) to stdin, one case at a time, and sends the next case only
-after reading ``done`` on this process's stdout. This process reads only the header; the forked
-case process reads the body, so this process never holds any trace. The case process points fd 0
-at /dev/null and fd 1 and 2 at ``NAME.stdout``/``NAME.stderr``, arms a CPU timer (SIGPROF ends
-it after its share), writes its trace to ``NAME.trace.json``, sets ``sys.argv`` as
-``simulate.py`` would and calls ``main`` (which imports ``policies`` afresh). This process then
-removes the trace, kills what the case left running (where the sandbox makes ``kill(-1)`` safe),
-writes ``NAME.status`` and says ``done``. Standard library only.
+Protocol: the grader writes ``case <length> <name>\\n`` and a JSON body (simulate.py flags,
+trace; optionally ``script``: another given script of the lab folder, called as ``main(argv)``
+with ``--input`` instead of ``--trace``) to stdin, one case at a time. This process reads only
+the header; the forked case process reads the body, so this process never holds any trace. The
+case process points fd 0 at /dev/null and fd 1 and 2 at files in its own folder
+``OUT_DIR/NAME/``, arms a CPU timer (SIGPROF ends it after its share), writes its trace there,
+sets ``sys.argv`` as ``simulate.py`` would and calls ``main``. When it has ended, this process
+kills whatever the case left running (the sandbox makes ``kill(-1)`` safe: a PID namespace or a
+dedicated uid), reads the case's stdout/stderr tails and run file, deletes the case folder and
+answers with ONE frame on stdout::
+
+    done <exit code> <run state> <stdout bytes> <stderr bytes> <run bytes>
+         <stdout size> <stderr size>\\n   (one line)
+    <stdout tail><stderr tail><run file>
+
+(``run state``: ``ok``, ``none`` or a one-word reason it was rejected). So the grader has each
+case's results before it sends the next case, and no later case can touch them.
+
+This process makes itself non-dumpable first: a case process (same uid) can then neither
+ptrace it, nor take its pipes with ``pidfd_getfd``, nor open ``/proc/<pid>/fd``.
+Standard library only.
 """
 
 import contextlib
+import ctypes
 import json
+import math
 import os
+import resource
+import shutil
 import signal
+import stat
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SIMULATE = "simulate.py"  # other given scripts get --input instead of --trace
 sys.path.insert(0, HERE)
+PR_SET_DUMPABLE = 4
+
+
+def _not_dumpable():
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+        raise SystemExit("runner: prctl(PR_SET_DUMPABLE, 0) failed")
 
 
 def _read_header():
@@ -60,7 +83,7 @@ def _read_body(length):
     return json.loads(data)
 
 
-def _case_process(main, length, base, cpu_seconds):
+def _case_process(main, length, folder, cpu_seconds):
     """In the forked process: read and run one case, exit with its status (never returns)."""
     code = 1
     try:
@@ -68,16 +91,16 @@ def _case_process(main, length, base, cpu_seconds):
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
         os.close(null)
-        for fd, suffix in ((1, ".stdout"), (2, ".stderr")):
-            target = os.open(base + suffix, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        for fd, name in ((1, "stdout"), (2, "stderr")):
+            target = os.open(os.path.join(folder, name), os.O_WRONLY | os.O_CREAT, 0o600)
             os.dup2(target, fd)
             os.close(target)
-        trace = base + ".trace.json"
+        trace = os.path.join(folder, "trace.json")
         with open(trace, "w", encoding="utf-8") as handle:
             handle.write(case["trace"])
         script = case.get("script") or SIMULATE
         flag = "--trace" if script == SIMULATE else "--input"
-        argv = [flag, trace, *case["argv"], "--output", base + ".json"]
+        argv = [flag, trace, *case["argv"], "--output", os.path.join(folder, "run.json")]
         case = None  # nothing of the protocol stays reachable from the student's code
         if script != SIMULATE:  # a given script of the lab folder with main(argv)
             stem = script[:-3] if script.endswith(".py") else ""
@@ -86,20 +109,10 @@ def _case_process(main, length, base, cpu_seconds):
             main = __import__(stem).main
         signal.signal(signal.SIGPROF, signal.SIG_DFL)  # default action: terminate
         signal.setitimer(signal.ITIMER_PROF, cpu_seconds)
+        soft = math.ceil(cpu_seconds)  # should the case ignore SIGPROF: SIGXCPU, then SIGKILL
+        resource.setrlimit(resource.RLIMIT_CPU, (soft, soft + 1))
         sys.argv = [script, *argv]
-        try:
-            code = main(argv)
-        except SystemExit as exc:
-            if exc.code is None or isinstance(exc.code, int):
-                code = exc.code or 0
-            else:
-                print(exc.code, file=sys.stderr)
-                code = 1
-        except BaseException:
-            import traceback
-
-            traceback.print_exc()
-            code = 1
+        code = _call(main, argv)
     finally:
         try:
             sys.stdout.flush()
@@ -108,15 +121,82 @@ def _case_process(main, length, base, cpu_seconds):
             os._exit(code if isinstance(code, int) and 0 <= code < 256 else 1)
 
 
-def _write(path, text):
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.replace(tmp, path)
+def _call(main, argv):
+    try:
+        return main(argv)
+    except SystemExit as exc:
+        if exc.code is None or isinstance(exc.code, int):
+            return exc.code or 0
+        print(exc.code, file=sys.stderr)
+        return 1
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+        return 1
+
+
+def _open_plain(path):
+    """(file, size) of a regular one-link file, opened without following links; None else."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+        os.close(fd)
+        return None
+    return os.fdopen(fd, "rb"), info.st_size
+
+
+def _tail(path, cap):
+    opened = _open_plain(path)
+    if opened is None:
+        return b"", 0
+    handle, size = opened
+    with handle:
+        handle.seek(max(0, size - cap))
+        return handle.read(cap), size
+
+
+def _run_file(path, cap):
+    """(state, bytes): ``ok`` with the file, ``none``, or a one-word reason it is rejected."""
+    if not os.path.lexists(path):
+        return "none", b""
+    opened = _open_plain(path)
+    if opened is None:
+        return "not-a-plain-file", b""
+    handle, size = opened
+    with handle:
+        if size > cap:
+            return "too-large", b""
+        data = handle.read(cap + 1)
+    return ("ok", data) if len(data) <= cap else ("too-large", b"")
+
+
+def _kill_leftovers():
+    with contextlib.suppress(OSError):
+        os.kill(-1, signal.SIGKILL)
+    with contextlib.suppress(ChildProcessError):
+        while os.waitpid(-1, os.WNOHANG)[0]:
+            pass
+
+
+def _answer(folder, code, run_cap, tail_cap):
+    out, out_size = _tail(os.path.join(folder, "stdout"), tail_cap)
+    err, err_size = _tail(os.path.join(folder, "stderr"), tail_cap)
+    state, run = _run_file(os.path.join(folder, "run.json"), run_cap)
+    shutil.rmtree(folder, ignore_errors=True)
+    head = f"done {code} {state} {len(out)} {len(err)} {len(run)} {out_size} {err_size}\n"
+    data = head.encode() + out + err + run
+    while data:
+        data = data[os.write(1, data) :]
 
 
 def main():
-    out_dir, cpu_seconds, leftovers = sys.argv[1], float(sys.argv[2]), sys.argv[3]
+    _not_dumpable()
+    out_dir, cpu_seconds = sys.argv[1], float(sys.argv[2])
+    run_cap, tail_cap = int(sys.argv[3]), int(sys.argv[4])
     from servesim.cli import main as simulate_main
 
     while True:
@@ -124,25 +204,17 @@ def main():
         if header is None:
             return
         length, name = header
-        base = os.path.join(out_dir, name)
+        folder = os.path.join(out_dir, name)
+        os.mkdir(folder, 0o700)
         try:
             pid = os.fork()
-        except OSError:  # the process limit: give up, the grader runs the rest afresh
+        except OSError:  # the process limit: give up, the grader decides about the rest
             return
         if pid == 0:
-            _case_process(simulate_main, length, base, cpu_seconds)
+            _case_process(simulate_main, length, folder, cpu_seconds)
         _, status = os.waitpid(pid, 0)
-        code = os.waitstatus_to_exitcode(status)
-        if leftovers == "kill":  # alone in a PID namespace or under a dedicated uid
-            with contextlib.suppress(OSError):
-                os.kill(-1, signal.SIGKILL)
-            with contextlib.suppress(ChildProcessError):
-                while os.waitpid(-1, os.WNOHANG)[0]:
-                    pass
-        with contextlib.suppress(OSError):
-            os.unlink(base + ".trace.json")
-        _write(base + ".status", json.dumps({"code": code}))
-        os.write(1, b"done\n")
+        _kill_leftovers()
+        _answer(folder, os.waitstatus_to_exitcode(status), run_cap, tail_cap)
 
 
 if __name__ == "__main__":

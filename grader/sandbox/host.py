@@ -8,6 +8,7 @@ base interpreter, then ``/usr/bin/python3``, ...) that the child's uid can execu
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import shutil
@@ -21,7 +22,7 @@ from pathlib import Path
 from .bwrap import bwrap_command
 from .results import Limits, SandboxError
 from .rlimits import launcher
-from .uids import become_subreaper, fresh_uid, hand_over, kill_uid, own_tasks
+from .uids import become_subreaper, hand_over, kill_uid, own_tasks, reserved_uid
 
 MODE_ENV = "INFRALAB_SANDBOX"  # "auto" (default), "bwrap" (required) or "rlimits" (fallback)
 
@@ -44,8 +45,8 @@ class Plan:
         """The mode as reports name it: "bwrap+uid", "bwrap", "rlimits+uid" or "rlimits"."""
         return self.mode + ("+uid" if self.drop_uid else "")
 
-    def bwrap_command(self, case: Path, out: Path, inner: list[str], tmp_mb: int) -> list[str]:
-        return bwrap_command(self.bwrap, self.python.prefix, case, out, inner, tmp_mb)
+    def bwrap_command(self, case: Path, inner: list[str], limits: Limits) -> list[str]:
+        return bwrap_command(self.bwrap, self.python.prefix, case, inner, limits)
 
 
 def world_usable(path: str) -> bool:
@@ -114,15 +115,16 @@ def plan(requested: str) -> Plan:
 
 def _works(candidate: Plan) -> bool:
     """Whether bubblewrap can start the interpreter here with this plan (a 1-second probe)."""
-    with tempfile.TemporaryDirectory(prefix="infralab-probe-") as tmp:
-        uid = fresh_uid() if candidate.drop_uid else None
+    with contextlib.ExitStack() as stack:
+        tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="infralab-probe-"))
+        uid = stack.enter_context(reserved_uid()) if candidate.drop_uid else None
         case, out = Path(tmp) / "case", Path(tmp) / "out"
         case.mkdir()
         out.mkdir()
         if uid is not None:
             hand_over([Path(tmp), case, out], uid)
         inner = [candidate.python.path, "-I", "-S", "-c", "pass"]
-        command = candidate.bwrap_command(case, out, inner, Limits.tmp_mb)
+        command = candidate.bwrap_command(case, inner, Limits())
         prefix, preexec = launcher(Limits(), uid, own_tasks() if uid is None else 0)
         try:
             done = subprocess.run(
@@ -153,3 +155,48 @@ def current_plan() -> Plan:
 def isolation_mode() -> str:
     """The mode ``run_simulation`` uses on this host ("bwrap+uid", "rlimits", ...)."""
     return current_plan().isolation
+
+
+def reachable_by_others(path: Path) -> bool:
+    """Whether a user that is neither the owner nor in the group can reach ``path``: every
+    folder from ``/`` down to it, itself included, is o+x (a child has only "other" rights)."""
+    path = Path(os.path.realpath(path))
+    try:
+        return all(os.stat(p).st_mode & stat.S_IXOTH for p in (path, *path.parents))
+    except OSError:
+        return False
+
+
+def require_safe_isolation(hidden: list[Path], *, batch: bool = False) -> str:
+    """The isolation mode, if it keeps ``hidden`` (golden files, hidden traces, solutions,
+    reports) out of the child's reach; else ``SandboxError`` saying what to do.
+
+    bubblewrap modes: the paths do not exist in the child's file system. ``rlimits+uid``: only
+    where each path sits below a folder other users cannot enter, and only for one submission
+    at a time (``batch``: no disk quota without bubblewrap). ``rlimits`` (not root, no
+    bubblewrap): always refused, the child would run as the grader's own user.
+    """
+    current = current_plan()
+    if current.mode == "bwrap":
+        return current.isolation
+    if not current.drop_uid:
+        raise SandboxError(
+            "refusing to grade: without bubblewrap and without root the submission would run as "
+            "the grader's own user and could read or rewrite golden files and reports; install "
+            "bubblewrap (apt-get install bubblewrap) or run the grader as root"
+        )
+    exposed = [str(path) for path in hidden if reachable_by_others(path)]
+    if exposed:
+        raise SandboxError(
+            f"refusing to grade in mode {current.isolation}: {exposed[0]} is reachable by other "
+            "users, so a submission could read it; install bubblewrap, or make a folder above it "
+            "private (chmod 700)"
+        )
+    if batch:
+        raise SandboxError(
+            f"refusing to grade a batch in mode {current.isolation}: without bubblewrap the disk "
+            "a submission writes cannot be capped, so one submission could fill the disk under "
+            "the others; install bubblewrap (apt-get install bubblewrap), or grade one "
+            "submission per machine"
+        )
+    return current.isolation

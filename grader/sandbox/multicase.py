@@ -1,23 +1,25 @@
 """Several cases of one submission from ONE sandboxed child (``case_runner.py`` inside it).
 
-The parent's side of the runner's protocol: each case (flags and trace) goes to the runner's
-stdin only after the runner said ``done`` for the case before it; the results are read back
-from the per-case files the runner leaves in the output folder, trusting none of them.
+The parent sends a case, gets that case's whole result back in one bounded frame (the runner
+has already deleted its files by then), and only then sends the next case: a later case can
+neither read nor rewrite an earlier one's results, and never sees a later case's trace. The
+deadlines are the parent's (``session``); results are built here, trusting nothing.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import secrets
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .host import current_plan
 from .launch import launch
-from .output import read_status, read_tail
+from .output import OUTPUT_LIMIT, cut_note
+from .protocol import Frame, FrameReader, case_message
 from .results import DEFAULT_LIMITS, ChildResult, Limits, Raw, child_result
+from .session import Session
 
 RUNNER = Path(__file__).with_name("case_runner.py")
 RUNNER_NAME = "_infralab_runner.py"  # its name in the case folder
@@ -25,44 +27,18 @@ RUNNER_NAME = "_infralab_runner.py"  # its name in the case folder
 
 @dataclass(frozen=True)
 class CaseRun:
-    """One case of a batch: the trace file and the simulate.py flags (no --trace/--output)."""
+    """One case: the trace file and the simulate.py flags (no --trace/--output).
+
+    ``group`` (grading: the policy) names cases that share a fate: once one of them runs out
+    of time, the others are not run (``Limits.all_cases`` runs them anyway). ``output_cap``:
+    the largest run file accepted for this case (default ``Limits.output_mb``).
+    """
 
     trace_path: Path
     argv: list[str]
+    group: str | None = None
+    output_cap: int | None = None
     script: str = "simulate.py"  # or another given script of the lab folder (``--input``)
-
-
-class Feed:
-    """Batch runs: the parent hands the runner one case at a time over its stdin, and learns
-    that a case is done from the runner's stdout (one line per case). A case's trace is sent
-    only once the case before it has finished, so no case process ever holds a later case's
-    trace; the wait loop in ``launch`` counts the finished cases (the wall limit then applies
-    per case)."""
-
-    def __init__(self, messages: list[bytes]):
-        self.messages = messages
-        self.sent = 0
-        self.done = 0
-        self.pending = b""
-        self.closed = False
-        self._lines = b""
-
-    def advance(self) -> None:
-        if self.sent == self.done and self.sent < len(self.messages):
-            self.pending += self.messages[self.sent]
-            self.sent += 1
-
-    def heard(self, data: bytes) -> bool:
-        """Progress lines from the runner; True when another case finished."""
-        self._lines += data
-        *lines, self._lines = self._lines.split(b"\n")
-        before = self.done
-        self.done = min(self.sent, self.done + sum(1 for line in lines if line == b"done"))
-        return self.done > before
-
-    @property
-    def finished(self) -> bool:
-        return self.done >= len(self.messages)
 
 
 def run_cases(
@@ -71,82 +47,124 @@ def run_cases(
     runs: list[CaseRun],
     limits: Limits = DEFAULT_LIMITS,
 ) -> list[ChildResult]:
-    """Run several cases of one submission, in order, from ONE sandboxed child.
+    """Run several cases of one submission, in order, from one sandboxed child.
 
-    Same isolation and limits as ``run_simulation``. The runner (``case_runner.py``) imports
-    the lab once and forks one process per case; that process reads its case (flags and
-    trace) from the parent over stdin, runs it with ``policies`` imported afresh and a CPU
-    share of ``limits.cpu_s``, and exits with its real status. The case folder holds no
-    trace, and a case's trace is sent only after the case before it finished, so a case never
-    sees a later case's trace: give visible cases first and hidden ones after them. The parent
-    trusts nothing the child writes beyond reading it safely; each run file is verified like
-    any other. Should the child die, hang or be killed midway (``limits.wall_s`` without a
-    finished case), the case it was on gets that fate and the cases after it run again in a
-    fresh child, so each case's result does not depend on the others'.
+    Each case gets a CPU share of ``limits.cpu_s`` and ``limits.wall_s`` of wall time from the
+    moment it is sent; the whole submission ``limits.submission_s``. Should the child die or
+    be stopped midway, the case it was on gets that fate and the cases after it run in a fresh
+    child while the submission's time lasts; cases not run get a result saying why
+    (``ChildResult.skipped``). Raises ``SandboxError`` only when no child can start.
     """
     results: list[ChildResult | None] = [None] * len(runs)
+    deadline = time.monotonic() + limits.submission_s
+    timed_out: dict[str, ChildResult] = {}
     pending = list(range(len(runs)))
     while pending:
-        batch = _run_batch(lab_dir, submission_files, [runs[i] for i in pending], limits)
-        for index, result in zip(pending, batch, strict=True):
-            results[index] = result
+        if time.monotonic() >= deadline:
+            for index in pending:
+                results[index] = _skipped("the submission's time limit was used up", limits)
+            break
+        _run_batch(lab_dir, submission_files, runs, pending, limits, deadline, results, timed_out)
         pending = [i for i in pending if results[i] is None]
     return results  # type: ignore[return-value]
 
 
-def _run_batch(lab_dir, submission_files, runs: list[CaseRun], limits: Limits):
-    """Results of the cases the child finished, the fate of the one it was on, None after."""
-    plan = current_plan()
-    names = [f"{secrets.token_hex(8)}-{n}" for n in range(len(runs))]
+def _run_batch(lab_dir, files, runs, pending, limits, deadline, results, timed_out) -> None:
+    """One child over the ``pending`` cases; fills ``results`` for those it settled."""
+    names = {i: f"{secrets.token_hex(8)}-{i}" for i in pending}
     cpu = max(0.05, float(limits.cpu_s))
-    batch_limits = dataclasses.replace(limits, cpu_s=math.ceil(cpu * len(runs)) + 1)
-    # kill(-1) is safe only alone in a PID namespace or under a dedicated uid
-    leftovers = "kill" if plan.mode == "bwrap" or plan.drop_uid else "keep"
+    run_cap = max(_cap(runs[i], limits) for i in pending)
+    session = Session(
+        messages={
+            i: case_message(names[i], runs[i].trace_path, runs[i].argv, runs[i].script)
+            for i in pending
+        },
+        groups={i: None if limits.all_cases else runs[i].group for i in pending},
+        reader=FrameReader(run_cap, OUTPUT_LIMIT),
+        wall_s=limits.wall_s,
+        deadline=deadline,
+        timed_out_groups=set(timed_out),
+    )
+    batch_limits = dataclasses.replace(limits, cpu_s=math.ceil(cpu * len(pending)) + 1)
 
     def build(case: str, out: str) -> list[str]:
-        return [RUNNER_NAME, out, repr(cpu), leftovers]
+        return [RUNNER_NAME, out, repr(cpu), str(run_cap), str(OUTPUT_LIMIT)]
 
-    messages = []
-    for name, run in zip(names, runs, strict=True):
-        body = {"argv": list(run.argv), "trace": Path(run.trace_path).read_text()}
-        if run.script != "simulate.py":
-            body["script"] = run.script
-        body = json.dumps(body)
-        body = body.encode()
-        messages.append(b"case %d %s\n" % (len(body), name.encode()) + body)
-    feed = Feed(messages)
-
-    def collect(out: Path, raw: Raw, isolation: str) -> list[ChildResult | None]:
-        results: list[ChildResult | None] = []
-        cap = batch_limits.file_mb << 20
-        for name in names:
-            found, code = read_status(out / f"{name}.status")
-            if not found:
-                break
-            stdout, out_size = read_tail(out / f"{name}.stdout")
-            stderr, err_size = read_tail(out / f"{name}.stderr")
-            full = max(out_size, err_size) >= cap
-            case_raw = Raw(code, False, stdout, stderr, full, raw.wall_s)
-            results.append(child_result(case_raw, isolation, out / f"{name}.json", limits))
-        if len(results) < len(names):  # the case the child was on when it ended
-            name = names[len(results)]
-            stdout, _ = read_tail(out / f"{name}.stdout")
-            stderr, _ = read_tail(out / f"{name}.stderr")
-            case_raw = dataclasses.replace(raw, stdout=stdout, stderr=_join(stderr, raw.stderr))
-            results.append(child_result(case_raw, isolation, out / f"{name}.json", limits))
-        return results + [None] * (len(names) - len(results))
-
-    extra = {RUNNER_NAME: RUNNER.read_bytes()}
-    return launch(
+    raw = launch(
         lab_dir,
-        submission_files,
-        extra=extra,
+        files,
+        extra={RUNNER_NAME: RUNNER.read_bytes()},
         build=build,
-        collect=collect,
         limits=batch_limits,
-        feed=feed,
+        session=session,
     )
+    isolation = _isolation()
+    for index, answer in session.answers.items():
+        cap = _cap(runs[index], limits)
+        result = _from_frame(answer.frame, answer.wall_s, isolation, limits, cap)
+        results[index] = result
+        if result.out_of_time and session.groups.get(index):
+            timed_out.setdefault(session.groups[index], result)
+    if session.current is not None:
+        results[session.current] = _fate(raw, session, isolation)
+        group = session.groups.get(session.current)
+        if group and results[session.current].out_of_time:
+            timed_out.setdefault(group, results[session.current])
+    for index in pending:
+        group = session.groups.get(index)
+        if results[index] is None and group in timed_out:
+            results[index] = _skipped(
+                f"this policy ran out of time on an earlier case ({timed_out[group].summary})",
+                limits,
+                like=timed_out[group],
+            )
 
 
-def _join(first: str, second: str) -> str:
-    return "\n".join(part for part in (first, second) if part)
+def _cap(run: CaseRun, limits: Limits) -> int:
+    return min(run.output_cap or (limits.output_mb << 20), limits.output_mb << 20)
+
+
+def _isolation() -> str:
+    from .host import current_plan
+
+    return current_plan().isolation
+
+
+def _from_frame(frame: Frame, wall_s: float, isolation: str, limits: Limits, cap: int):
+    """A case the runner answered for."""
+    stdout = cut_note(frame.stdout, frame.stdout_size)
+    stderr = cut_note(frame.stderr, frame.stderr_size)
+    full = max(frame.stdout_size, frame.stderr_size) >= limits.file_mb << 20
+    raw = Raw(frame.code, False, stdout, stderr, full, wall_s)
+    output, error = frame.output, frame.output_error
+    if output is not None and len(output) > cap:
+        output, error = None, "larger than the cap for this trace"
+    return child_result(raw, isolation, output, error)
+
+
+def _fate(raw: Raw, session: Session, isolation: str) -> ChildResult:
+    """The case in flight when the child ended: stopped for time, or the runner broke."""
+    wall = max(0.0, time.monotonic() - session.sent_at)
+    stderr = raw.stderr
+    if session.broken:
+        stderr = f"the sandboxed runner broke its protocol ({session.broken})\n{stderr}"
+    elif not raw.timed_out:
+        stderr = f"the sandboxed runner ended during this case\n{stderr}"
+    case_raw = dataclasses.replace(raw, stderr=stderr, wall_s=wall)
+    if not raw.timed_out and case_raw.returncode == 0:
+        case_raw = dataclasses.replace(case_raw, returncode=1)
+    return child_result(case_raw, isolation, None, None)
+
+
+def _skipped(why: str, limits: Limits, like: ChildResult | None = None) -> ChildResult:
+    """A case that was not run: it shares the fate of ``like`` (a timeout), if given."""
+    return ChildResult(
+        returncode=None,
+        stdout="",
+        stderr="",
+        timed_out=True,
+        output=None,
+        isolation=like.isolation if like else _isolation(),
+        limit=like.limit if like and like.limit else "wall time",
+        skipped=why,
+    )

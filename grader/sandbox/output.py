@@ -1,49 +1,16 @@
-"""Reading back what the child wrote, trusting nothing about it.
+"""Text of what a child wrote to stdout/stderr, cut to its last ``OUTPUT_LIMIT`` bytes.
 
-Every file comes from an untrusted process: it is opened without following links and without
-blocking (a FIFO must not hang the grader), and only a regular file is read, within a size cap.
+Run files and case outputs come back over the runner's protocol (``protocol``), never from
+files the child could still change; the runner opens them without following links and
+without blocking, and sends only regular one-link files within the case's cap.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import stat
-from pathlib import Path
 from typing import BinaryIO
 
 OUTPUT_LIMIT = 64 * 1024  # characters of stdout/stderr kept for feedback
-
-
-def open_untrusted(path: Path) -> BinaryIO:
-    """``path`` opened read-only with ``O_NOFOLLOW | O_NONBLOCK`` (``OSError`` where it
-    cannot be: absent, a symbolic link, ...); the caller checks what it is before reading."""
-    return os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK), "rb")
-
-
-def read_output(path: Path, cap: int) -> tuple[bytes | None, str | None]:
-    """The run file if it is a regular file (not a link, FIFO, device) of at most ``cap`` bytes.
-
-    Returns (data, None), (None, None) when there is no file, or (None, why it was rejected).
-    """
-    try:
-        handle = open_untrusted(path)
-    except FileNotFoundError:
-        return None, None
-    except OSError as exc:
-        return None, f"cannot open it safely ({exc.strerror})"
-    with handle:
-        info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            return None, "not a regular file"
-        if info.st_nlink != 1:
-            return None, "has other hard links"
-        if info.st_size > cap:
-            return None, f"larger than {cap >> 20} MB"
-        data = handle.read(cap + 1)
-    if len(data) > cap:
-        return None, f"larger than {cap >> 20} MB"
-    return data, None
 
 
 def tail_text(handle: BinaryIO) -> str:
@@ -57,28 +24,9 @@ def tail_text(handle: BinaryIO) -> str:
     return text
 
 
-def read_tail(path: Path) -> tuple[str, int]:
-    """(last ``OUTPUT_LIMIT`` bytes as text, size) of a file the child wrote (regular only)."""
-    try:
-        handle = open_untrusted(path)
-    except OSError:
-        return "", 0
-    with handle:
-        info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            return "", 0
-        return tail_text(handle), info.st_size
-
-
-def read_status(path: Path) -> tuple[bool, int | None]:
-    """(found, exit code) from a case's status file; a junk file counts as not found."""
-    data, error = read_output(path, 4096)
-    if data is None or error:
-        return False, None
-    try:
-        code = json.loads(data)["code"]
-    except (ValueError, KeyError, TypeError):
-        return False, None
-    if not isinstance(code, int) or isinstance(code, bool) or not -64 < code < 256:
-        return False, None
-    return True, code
+def cut_note(tail: bytes, size: int) -> str:
+    """A tail the runner sent, as text, with a note of how much came before it."""
+    text = tail.decode("utf-8", "replace")
+    if size > len(tail):
+        text = f"[... {size - len(tail)} earlier bytes cut ...]\n" + text
+    return text

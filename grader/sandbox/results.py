@@ -1,16 +1,13 @@
 """What the sandbox is asked for (``Limits``) and what it hands back (``ChildResult``).
 
-``ChildResult`` is built here from how the child process ended (``Raw``) and the run file it
-left behind, read with the checks of ``output.read_output``.
+``ChildResult`` is built here from how a case ended (``Raw``) and the run file it left behind,
+as the runner sent it (size-checked by ``protocol``).
 """
 
 from __future__ import annotations
 
 import signal
 from dataclasses import dataclass
-from pathlib import Path
-
-from .output import read_output
 
 TIME_LIMITS = ("wall time", "CPU time")  # ``ChildResult.limit`` values that mean "too slow"
 
@@ -21,7 +18,12 @@ class SandboxError(RuntimeError):
 
 @dataclass(frozen=True)
 class Limits:
+    """What one submission's child may use. ``wall_s`` bounds each case (from the moment the
+    parent sends it), ``submission_s`` the whole submission (reruns in fresh children
+    included): neither can be extended by anything the child does."""
+
     wall_s: float = 20.0
+    submission_s: float = 300.0
     cpu_s: float = 10  # CPU seconds per case (the rlimit rounds up to whole seconds)
     memory_mb: int = 1024  # address space
     file_mb: int = 64  # largest file the child may write (stdout/stderr included)
@@ -29,7 +31,14 @@ class Limits:
     processes: int = 64  # tasks of the child's uid (only enforceable with a dedicated uid)
     output_mb: int = 16  # largest run file the parent reads back
     tmp_mb: int = 64  # size of the child's private /tmp (bubblewrap only)
+    out_mb: int = 160  # size of the child's private /out tmpfs (bubblewrap only)
     one_child_per_case: bool = False  # grading: a fresh sandbox per case (slower)
+    all_cases: bool = False  # run every case even after a policy timed out
+
+    @property
+    def disk_mb(self) -> int:
+        """Most the child can write in all (bubblewrap: its two tmpfs)."""
+        return self.tmp_mb + self.out_mb
 
 
 DEFAULT_LIMITS = Limits()
@@ -47,6 +56,7 @@ class ChildResult:
     limit: str | None = None  # which limit stopped it: "wall time", "CPU time", "file size", ...
     output_error: str | None = None  # why an output that exists was rejected
     wall_s: float = 0.0
+    skipped: str | None = None  # why the case was not run at all (then wall_s is 0)
 
     @property
     def out_of_time(self) -> bool:
@@ -56,6 +66,8 @@ class ChildResult:
     @property
     def summary(self) -> str:
         """One line on how the child ended, for feedback."""
+        if self.skipped:
+            return f"not run: {self.skipped}"
         if self.limit:
             return f"stopped by the sandbox: {self.limit} limit exceeded"
         if self.signal:
@@ -97,10 +109,11 @@ def which_limit(
     return sig, limit
 
 
-def child_result(raw: Raw, isolation: str, output: Path, limits: Limits) -> ChildResult:
-    """The result of one case: how it ended (``raw``) and its run file at ``output``."""
+def child_result(
+    raw: Raw, isolation: str, data: bytes | None, output_error: str | None
+) -> ChildResult:
+    """The result of one case: how it ended (``raw``) and its run file (already bounded)."""
     sig, limit = which_limit(raw.returncode, raw.timed_out, raw.stderr, raw.full)
-    data, output_error = read_output(output, limits.output_mb << 20)
     return ChildResult(
         returncode=raw.returncode,
         stdout=raw.stdout,

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import secrets
 from pathlib import Path
 
-from .launch import launch
-from .results import DEFAULT_LIMITS, ChildResult, Limits, Raw, child_result
-
-CASE_TRACE = "case-trace.json"  # the case's trace, in the case folder
+from .multicase import CaseRun, run_cases
+from .results import DEFAULT_LIMITS, ChildResult, Limits
 
 
 def run_simulation(
@@ -19,25 +16,12 @@ def run_simulation(
     limits: Limits = DEFAULT_LIMITS,
     script: str = "simulate.py",
 ) -> ChildResult:
-    """Run ``simulate.py --trace <trace> <argv> --output <secret>`` on a private lab copy.
+    """Run ``simulate.py --trace <trace> <argv> --output <run file>`` on a private lab copy.
 
-    ``script``: another given script of the lab folder, run as ``SCRIPT --input <file> <argv>
-    --output <secret>`` (the file is then the script's input, e.g. a reference run).
-
-    Raises ``SandboxError`` only when the sandbox itself cannot run; whatever the submission
-    does (crash, loop, exit early, write junk) comes back as a ``ChildResult``.
+    The same runner and checks as ``run_cases``, with one case. Raises ``SandboxError`` only
+    when the sandbox itself cannot run; whatever the submission does (crash, loop, exit
+    early, write junk) comes back as a ``ChildResult``. ``script``: another given script of
+    the lab folder, run as ``SCRIPT --input <file> <argv> --output <file>``.
     """
-    name = f"run-{secrets.token_hex(8)}.json"
-
-    def build(case: str, out: str) -> list[str]:
-        trace = f"{case}/{CASE_TRACE}"
-        flag = "--trace" if script == "simulate.py" else "--input"
-        return [script, flag, trace, *argv, "--output", f"{out}/{name}"]
-
-    def collect(out: Path, raw: Raw, isolation: str) -> list[ChildResult]:
-        return [child_result(raw, isolation, out / name, limits)]
-
-    extra = {CASE_TRACE: Path(trace_path).read_bytes()}
-    return launch(
-        lab_dir, submission_files, extra=extra, build=build, collect=collect, limits=limits
-    )[0]
+    run = CaseRun(Path(trace_path), list(argv), script=script)
+    return run_cases(lab_dir, submission_files, [run], limits)[0]

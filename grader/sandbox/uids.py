@@ -1,15 +1,19 @@
 """The dedicated unprivileged uid a child runs under when the grader is root.
 
-A fresh uid per call (no passwd entry needed) means concurrent cases cannot read each other's
-folders or signal each other, and RLIMIT_NPROC (counted per uid) is the child's alone. After
-the child ends, every process of that uid is killed and those re-parented to the grader are
-reaped; without bubblewrap, what the uid left in the host's shared folders is deleted.
+A fresh uid per child (no passwd entry needed) means concurrent children cannot read each
+other's folders or signal each other, and RLIMIT_NPROC (counted per uid) is the child's alone.
+``reserved_uid`` holds an exclusive ``flock`` on a per-uid lock file in a root-only folder for
+as long as the child may run, so grader processes side by side on one host never share a uid
+(a lock dies with its process, so a crashed grader leaks nothing). After the child ends, every
+process of that uid is killed and those re-parented to the grader are reaped; without
+bubblewrap, what the uid left in the host's shared folders is deleted.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import fcntl
 import os
 import secrets
 import shutil
@@ -18,12 +22,47 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 UID_RANGE = (200_000, 260_000)  # dedicated child uids (no passwd entry needed)
-SHARED_WRITABLE = ("/tmp", "/var/tmp", "/dev/shm")
+SHARED_WRITABLE = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")
+LOCK_PARENTS = ("/run/lock", "/run", "/var/lock", "/tmp")  # the first that exists is used
 PR_SET_CHILD_SUBREAPER = 36
 
 
 def fresh_uid() -> int:
+    """A random uid of the range (not reserved: use ``reserved_uid`` for a child)."""
     return UID_RANGE[0] + secrets.randbelow(UID_RANGE[1] - UID_RANGE[0])
+
+
+def lock_dir() -> Path:
+    """The root-only folder of the uid locks (the same for every grader on the host)."""
+    parent = next(p for p in LOCK_PARENTS if os.path.isdir(p))
+    folder = Path(parent) / "infralab-uids"
+    with contextlib.suppress(FileExistsError):
+        folder.mkdir(mode=0o700)
+    info = folder.lstat()
+    if not folder.is_dir() or folder.is_symlink() or info.st_uid != 0 or info.st_mode & 0o077:
+        raise PermissionError(f"{folder} must be a folder owned by root with mode 0700")
+    return folder
+
+
+@contextlib.contextmanager
+def reserved_uid() -> Iterator[int]:
+    """A fresh uid that no other grader process holds, for the duration of the block."""
+    folder = lock_dir()
+    while True:
+        uid = fresh_uid()
+        fd = os.open(folder / f"{uid}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            continue
+        break
+    try:
+        if any(True for _ in _processes_of(uid)):  # left by a grader that crashed
+            kill_uid(uid)
+        yield uid
+    finally:
+        os.close(fd)
 
 
 def hand_over(paths: Iterable[Path], uid: int) -> None:

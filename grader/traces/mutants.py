@@ -12,9 +12,9 @@ import ast
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..grading import GradeReport, Status, grade_submission
-from ..inprocess import run_in_process
-from ..submission import Submission
+from ..grading.grade import GradeReport, Status, grade_submission
+from ..grading.inprocess import run_in_process
+from ..grading.submission import Submission
 from ..units import Unit
 
 

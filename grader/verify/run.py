@@ -16,22 +16,22 @@ Problems come in two kinds:
 ``timing="virtual"`` (the simulator) checks each duration exactly; ``timing="measured"``
 (a real GPU run) takes durations from the log and keeps every other check.
 
-The work is split by job: ``grader.problems`` (findings and tolerances), ``grader.replay``
-(the event-log replay) and ``grader.verify.statcheck`` (statistics consistency); this module runs
-them in order and stops at the first stage that finds the schedule invalid.
+The work is split by job: ``problems`` (findings and tolerances), ``replay`` (the event-log
+replay) and ``statcheck`` (statistics consistency), all in this package; this module runs them in
+order and stops at the first stage that finds the schedule invalid.
 """
 
 from __future__ import annotations
 
-from ..problems import EPS_MS, Collector, Problem, ProblemKind, same_value
-from ..replay import (
+from ..units import Unit, load_unit
+from .problems import EPS_MS, Collector, Problem, ProblemKind, same_value
+from .replay import (
     Replay,
     check_token_times,
     describe_batch,
     replay_events,
     requests_match_trace,
 )
-from ..units import Unit, load_unit
 from .statcheck import REQUEST_STATS, check_statistics
 
 # the names other modules and tests import from here

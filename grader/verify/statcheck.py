@@ -6,8 +6,8 @@ every per-request statistic and summary field the run reports must match them.
 
 from __future__ import annotations
 
-from ..problems import Collector, ProblemKind, same_value, show_value
-from ..replay import Replay
+from .problems import Collector, ProblemKind, same_value, show_value
+from .replay import Replay
 
 REQUEST_STATS = ("firstTokenMs", "finishMs", "ttftMs", "itlMs", "maxItlMs", "tpotMs", "e2eMs")
 EXTENDED_STATS = ("statusMs", "recomputes", "recomputedTokens")

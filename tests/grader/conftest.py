@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.grading import grade_submission
+from grader.grading.grade import grade_submission
 from grader.traces import mutants
 from grader.units import Unit, load_unit
 

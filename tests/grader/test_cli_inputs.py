@@ -9,7 +9,7 @@ import pytest
 
 from grader.cases import load_grading
 from grader.cli import main
-from grader.submission import SubmissionError, load_submission
+from grader.grading.submission import SubmissionError, load_submission
 from grader.units import Unit, UnitError
 
 SOLUTION_CASES = ["--case", "fcfs-mixed", "--case", "chunked-ties-chunk2"]
@@ -199,8 +199,8 @@ def test_child_that_cannot_start_is_a_grading_error(tmp_path, capsys, monkeypatc
     def broken(*args, **kwargs):
         raise OSError("bwrap: not found")
 
-    monkeypatch.setattr("grader.grading.run_simulation", broken)
+    monkeypatch.setattr("grader.grading.grade.run_cases", broken)
     code, out = _grade(tmp_path, unit.solutions_dir, "--case", "fcfs-mixed")
-    assert code == 2
-    _one_error(capsys, "case 'fcfs-mixed': could not start the child run (bwrap: not found)")
+    assert code == 3  # the environment's failure, not the submission's: no score at all
+    _one_error(capsys, "the sandbox could not run (bwrap: not found)")
     assert not out.exists()

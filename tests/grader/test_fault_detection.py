@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from grader import reference
-from grader.grading import Status, grade_submission
-from grader.inprocess import run_in_process
+from grader.grading.grade import Status, grade_submission
+from grader.grading.inprocess import run_in_process
 from grader.verify import ProblemKind, verify_run
 
 # fault -> the statistic the grader must name first

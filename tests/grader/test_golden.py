@@ -8,7 +8,7 @@ import pytest
 
 from grader.cli import main
 from grader.course import golden
-from grader.grading import GradingError, grade_submission
+from grader.grading.grade import GradingError, grade_submission
 
 
 def test_repo_golden_files_are_up_to_date(capsys):

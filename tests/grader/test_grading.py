@@ -9,7 +9,7 @@ import textwrap
 import jsonschema
 
 from grader.cases import load_grading
-from grader.grading import Status, grade_submission
+from grader.grading.grade import Status, grade_submission
 from grader.sandbox import Limits
 
 GRADESCOPE_SCHEMA = {
@@ -170,11 +170,13 @@ def test_gradescope_results_validate(reference_report, starter_report, unit):
         jsonschema.validate(results, GRADESCOPE_SCHEMA)
         assert results["score"] == report.score
         assert len(results["tests"]) == len(report.cases)
-        hidden = [t for t in results["tests"] if "(hidden)" in t["name"]]
+        hidden = [t for t in results["tests"] if ": hidden-" in t["name"]]
         assert hidden and {t["visibility"] for t in hidden} == {"after_published"}
-        visible = [t for t in results["tests"] if "(hidden)" not in t["name"]]
+        visible = [t for t in results["tests"] if ": hidden-" not in t["name"]]
         assert {t["visibility"] for t in visible} == {"visible"}
-        json.dumps(results, allow_nan=False)
+        text = json.dumps(results, allow_nan=False)
+        assert not [c.id for c in report.cases if c.hidden and c.id in text]
+        assert "hidden cases: results when grades are published" in results["output"]
 
 
 def test_json_report_round_trips(reference_report):

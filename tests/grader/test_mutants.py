@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from grader.cli import main
-from grader.grading import KEYED_NOTE, Status, grade_submission
+from grader.grading.grade import KEYED_NOTE, Status, grade_submission
 from grader.traces.mutants import list_mutants
 
 # mutant -> the kind of failure it gets on every case that catches it
@@ -58,7 +58,7 @@ def test_ties_mutant_is_caught_only_by_the_ties_trace(mutant_results):
     assert set(mutant_results["ties_by_id"].killed_by) == {"fcfs-ties", "chunked-ties-chunk2"}
 
 
-def test_sandboxed_grade_of_a_mutant_names_the_hidden_cases(unit, tmp_path):
+def test_sandboxed_grade_of_a_mutant_names_hidden_cases_for_staff_only(unit, tmp_path):
     mutant = next(m for m in list_mutants(unit) if m.name == "ties_by_id")
     folder = tmp_path / "sub"
     folder.mkdir()
@@ -67,9 +67,12 @@ def test_sandboxed_grade_of_a_mutant_names_the_hidden_cases(unit, tmp_path):
         unit, folder, cases=["fcfs-mixed", "fcfs-ties", "chunked-ties-chunk2"]
     )
     assert report.killed_by() == ["fcfs-ties", "chunked-ties-chunk2"]
-    text = report.text()
-    assert "[FAIL] fcfs-ties (hidden, part fcfs)" in text
-    assert "[PASS] fcfs-mixed" in text
+    staff = report.text(staff=True)
+    assert "[FAIL] fcfs-ties (hidden, part fcfs)" in staff
+    student = report.text()
+    assert "[FAIL] hidden-1 (hidden, part fcfs)" in student
+    assert "[PASS] fcfs-mixed" in student
+    assert "ties" not in student
 
 
 def test_mutants_command_reports_matrix(capsys):

@@ -9,7 +9,7 @@ import yaml
 
 from grader.cli import main
 from grader.schema import SCHEMA_DIR, SchemaError, validate
-from grader.units import UnitError, load_unit
+from grader.units import CODE_ROOT, UnitError, load_unit
 
 
 def write_unit(tmp_path, unit, change) -> str:
@@ -72,8 +72,9 @@ def test_root_without_labs_is_one_error(tmp_path, capsys):
 def test_units_lists_the_repository_units(capsys):
     assert main(["units"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert [line.split()[0] for line in lines] == ["unit07"]
-    assert "cases 24 (16 hidden)" in lines[0]
+    on_disk = sorted(p.parent.name for p in (CODE_ROOT / "labs").glob("*/unit.yaml"))
+    assert [line.split()[0] for line in lines] == on_disk
+    assert "cases 24 (16 hidden)" in lines[on_disk.index("unit07")]
 
 
 @pytest.mark.parametrize(

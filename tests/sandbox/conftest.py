@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from pathlib import Path
@@ -37,12 +38,34 @@ def available_modes() -> list[str]:
 
 
 @pytest.fixture(params=["bwrap", "rlimits"])
-def mode(request, monkeypatch):
-    """Run the test once per isolation mode (bwrap skipped where it cannot run)."""
+def mode(request, monkeypatch, unit):
+    """Run the test once per isolation mode the host supports: bwrap where it works; rlimits
+    only as root (a dedicated uid), with the unit's hidden material made private for the test
+    as the grader requires (without root, that mode is refused: see test_weak_modes)."""
     if request.param not in available_modes():
         pytest.skip("bubblewrap is not installed or cannot create namespaces on this host")
+    if request.param == "rlimits" and not as_root():
+        pytest.skip("the rlimits mode needs root (a dedicated uid); it is refused otherwise")
     monkeypatch.setenv(sandbox.MODE_ENV, request.param)
-    return request.param
+    if request.param == "rlimits":
+        with private_material(unit):
+            yield request.param
+    else:
+        yield request.param
+
+
+@contextlib.contextmanager
+def private_material(unit):
+    """The unit's hidden traces, golden files and solutions unreachable by other users."""
+    folders = [p for p in (unit.traces_dir, unit.solutions_dir) if p.exists()]
+    modes = {p: p.stat().st_mode & 0o7777 for p in folders}
+    try:
+        for folder in folders:
+            folder.chmod(modes[folder] & ~0o007)
+        yield
+    finally:
+        for folder, old in modes.items():
+            folder.chmod(old)
 
 
 def as_root() -> bool:

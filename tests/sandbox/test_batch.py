@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import ADVERSARIAL
 
-from grader import batch
+from grader.grading import cohort
 
 CASES = ["fcfs-mixed", "chunked-mixed", "fcfs-mixed-relabelled", "chunked-mixed-relabelled"]
 KINDS = ["solution", "raise_in_chunked", "exit_early", "invalid_batches", "empty"]
@@ -48,7 +48,7 @@ def test_batch_scores_rerun_and_broken_submissions(unit, tmp_path):
     subs = make_submissions(tmp_path / "subs", unit, 5)
     out = tmp_path / "out"
     done = []
-    result = batch.grade_batch(
+    result = cohort.grade_batch(
         unit, subs, out, jobs=2, cases=CASES, progress=False, on_done=done.append
     )
     assert sorted(result.graded) == sorted(p.name for p in subs) == sorted(done)
@@ -63,9 +63,9 @@ def test_batch_scores_rerun_and_broken_submissions(unit, tmp_path):
     assert sorted(p.name for p in (out / "reports").iterdir()) == sorted(
         f"{p.name}.json" for p in subs
     )
-    again = batch.grade_batch(unit, subs, out, jobs=2, cases=CASES, progress=False)
+    again = cohort.grade_batch(unit, subs, out, jobs=2, cases=CASES, progress=False)
     assert again.graded == [] and sorted(again.skipped) == sorted(p.name for p in subs)
-    forced = batch.grade_batch(unit, subs[:1], out, force=True, cases=CASES, progress=False)
+    forced = cohort.grade_batch(unit, subs[:1], out, force=True, cases=CASES, progress=False)
     assert forced.graded == ["s00-solution"]
 
 
@@ -73,8 +73,8 @@ def test_duplicate_names_are_one_clear_error(unit, tmp_path):
     a, b = tmp_path / "a" / "x", tmp_path / "b" / "x"
     a.mkdir(parents=True)
     b.mkdir(parents=True)
-    with pytest.raises(batch.BatchError, match="both named 'x'"):
-        batch.grade_batch(unit, [a, b], tmp_path / "out", progress=False)
+    with pytest.raises(cohort.BatchError, match="both named 'x'"):
+        cohort.grade_batch(unit, [a, b], tmp_path / "out", progress=False)
     assert not (tmp_path / "out").exists()
 
 

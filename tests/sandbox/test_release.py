@@ -181,7 +181,7 @@ def test_autograder_bundle_grades_from_its_own_files(autograder_root, unit):
     assert len(correct["tests"]) == len(grading.cases)
     assert all(t["status"] == "passed" for t in correct["tests"])
     assert "isolation: " in correct["output"]
-    hidden = [t for t in correct["tests"] if "(hidden)" in t["name"]]
+    hidden = [t for t in correct["tests"] if ": hidden-" in t["name"]]
     assert hidden and all(t["visibility"] == "after_published" for t in hidden)
 
     wrong = run_autograder(

@@ -23,7 +23,7 @@ for _ in range(400):
         finally:
             os._exit(0)
     _children += 1
-print(f"forked {_children} children")
+print(f"forked {_children} children as uid {os.getuid()}")
 
 
 def fcfs(view: SchedulerView) -> Batch:

@@ -2,8 +2,9 @@
 
 Each editable file is found by its name at the shallowest level it occurs (students often zip
 a folder, so ``infra-lab/policies.py`` counts as ``policies.py``). Everything else is ignored
-and listed. A zip whose entries escape its folder, a link, an oversized file or an unreadable
-archive is refused with one ``SubmissionError`` naming the problem.
+and listed. A zip whose entries escape its folder, a link, an oversized file, an encrypted entry, an
+unsupported compression method or an unreadable archive is refused with one
+``SubmissionError`` naming the problem (never another exception: a zip is untrusted data).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import os
 import stat
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -18,6 +20,7 @@ MAX_FILE_BYTES = 1024 * 1024  # one editable file
 MAX_TOTAL_BYTES = 64 * 1024 * 1024  # uncompressed size of the whole zip
 MAX_ENTRIES = 10_000
 IGNORED_DIRS = {"__pycache__", ".git", ".ipynb_checkpoints", "__MACOSX"}
+SUPPORTED_COMPRESSION = {zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED}
 
 
 class SubmissionError(Exception):
@@ -89,11 +92,17 @@ def _reader_file(path: Path, rel, root):
     return read
 
 
+def _read_capped(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
+    """The entry's bytes, reading at most one byte past the cap whatever its header claims."""
+    with archive.open(info) as handle:
+        return handle.read(MAX_FILE_BYTES + 1)
+
+
 def _zip_entries(path: Path) -> dict:
     try:
         archive = zipfile.ZipFile(path)
         infos = archive.infolist()
-    except (zipfile.BadZipFile, OSError, ValueError) as exc:
+    except (zipfile.BadZipFile, OSError, ValueError, RuntimeError, NotImplementedError) as exc:
         raise SubmissionError(f"submission {path}: not a readable zip file ({exc})") from None
     if len(infos) > MAX_ENTRIES:
         raise SubmissionError(f"submission {path}: more than {MAX_ENTRIES} entries")
@@ -118,14 +127,35 @@ def _reader_zip(archive: zipfile.ZipFile, info: zipfile.ZipInfo, path: Path):
     def read() -> bytes:
         if info.file_size > MAX_FILE_BYTES:
             raise SubmissionError(f"submission {path}: '{info.filename}' is larger than 1 MiB")
-        try:
-            data = archive.read(info)
-        except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
+        if info.flag_bits & 0x1:
+            raise SubmissionError(f"submission {path}: '{info.filename}' is encrypted")
+        if info.compress_type not in SUPPORTED_COMPRESSION:
             raise SubmissionError(
-                f"submission {path}: cannot read '{info.filename}' ({exc})"
+                f"submission {path}: '{info.filename}' uses an unsupported compression method"
+            )
+        try:
+            data = _read_capped(archive, info)
+        except (
+            zipfile.BadZipFile,
+            OSError,
+            ValueError,
+            EOFError,
+            RuntimeError,
+            NotImplementedError,
+            zlib.error,
+            LookupError,
+        ) as exc:
+            raise SubmissionError(
+                f"submission {path}: cannot read '{info.filename}' ({type(exc).__name__})"
             ) from None
         if len(data) > MAX_FILE_BYTES:
             raise SubmissionError(f"submission {path}: '{info.filename}' is larger than 1 MiB")
         return data
 
     return read
+
+
+def _read_capped(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
+    """The entry's bytes, reading at most one byte past the cap whatever its header claims."""
+    with archive.open(info) as handle:
+        return handle.read(MAX_FILE_BYTES + 1)

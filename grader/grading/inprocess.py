@@ -15,7 +15,7 @@ import traceback
 import types
 from pathlib import Path
 
-from .sandbox import ChildResult, Limits
+from ..sandbox import ChildResult, Limits
 
 ISOLATION = "in-process (trusted staff code, no isolation)"
 

@@ -2,6 +2,11 @@
 
 ``GradeReport`` renders as text (``text()``), as the project's JSON (``to_json()``) and as
 Gradescope's ``results.json`` (``to_gradescope()``).
+
+Student views (``text()``, ``to_json()`` and ``to_gradescope()`` without ``staff``) never name
+a hidden case: it shows as ``hidden-<n>`` (its rank among the hidden cases), with its part,
+coarse points and coarse feedback only. Real ids and staff detail appear only with ``staff``.
+Gradescope's top-level ``output`` covers the public cases alone (see ``docs/grading.md``).
 """
 
 from __future__ import annotations
@@ -9,7 +14,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-from .cases import Visibility
+from ..cases import Visibility
+
+WHEN_SHOWN = {  # Gradescope visibility of hidden tests -> when a student sees them
+    "after_published": "when grades are published",
+    "after_due_date": "after the due date",
+    "hidden": "are not shown",
+    "visible": "below",
+}
 
 
 LEADERBOARD_GOODPUT = "goodput (req/s)"
@@ -59,9 +71,10 @@ class CaseResult:
     def hidden(self) -> bool:
         return self.visibility is Visibility.HIDDEN
 
-    def to_json(self, staff: bool = False) -> dict:
+    def to_json(self, staff: bool = False, name: str | None = None) -> dict:
+        """The case as JSON; ``name`` replaces the id in student views of hidden cases."""
         doc = {
-            "id": self.id,
+            "id": self.id if staff or name is None else name,
             "part": self.part,
             "points": self.points,
             "maxPoints": self.max_points,
@@ -111,6 +124,26 @@ class GradeReport:
             return "all cases pass"
         return ""
 
+    def names(self, staff: bool = False) -> list[str]:
+        """The name each case goes by: its id, or ``hidden-<n>`` for a hidden case in a
+        student view."""
+        out, hidden = [], 0
+        for c in self.cases:
+            if c.hidden and not staff:
+                hidden += 1
+                out.append(f"hidden-{hidden}")
+            else:
+                out.append(c.id)
+        return out
+
+    def public_score(self) -> tuple[float, float]:
+        """(points, most points) of the public cases alone."""
+        public = [c for c in self.cases if not c.hidden]
+        return (
+            round(sum(c.points for c in public), 4),
+            round(sum(c.max_points for c in public), 4),
+        )
+
     def killed_by(self) -> list[str]:
         """Ids of the hidden cases that lost points (used by the mutant report)."""
         return [c.id for c in self.cases if c.hidden and c.points < c.max_points]
@@ -118,9 +151,9 @@ class GradeReport:
     def leaderboard(self) -> list[dict] | None:
         """Gradescope's ``leaderboard`` entries from the goodput cases (None without any).
 
-        goodput: mean over the goodput cases of each run's goodput (req/s; an invalid run counts
-        0), higher ranks higher; p99 TTFT: the worst p99 TTFT over the valid runs (ms), lower
-        ranks higher, "invalid" when no run was valid.
+        goodput: the mean over the goodput cases of each run's goodput in req/s (a run that is
+        not valid counts 0), higher ranks higher; p99 TTFT: the worst p99 TTFT in ms over the
+        valid runs, lower ranks higher ("invalid" when no run was valid).
         """
         scored = [c for c in self.cases if c.metrics]
         if not scored:
@@ -156,16 +189,25 @@ class GradeReport:
             "ignoredFiles": list(self.ignored),
             "missingFiles": list(self.missing),
             "seconds": round(self.seconds, 3),
-            "cases": [c.to_json(staff) for c in self.cases],
+            "cases": [
+                c.to_json(staff, name)
+                for c, name in zip(self.cases, self.names(staff), strict=True)
+            ],
         }
 
     def to_gradescope(self) -> dict:
-        """Gradescope's results.json: top-level score, one test per case."""
+        """Gradescope's results.json: the total ``score``, one test per case.
+
+        Public cases are ``visible`` tests; hidden cases are tests with the unit's
+        ``hidden_visibility`` (default ``after_published``), an opaque name, coarse points and
+        coarse feedback. The top-level ``output`` (always shown) sums up public cases only,
+        and the grader's own stdout stays hidden (``stdout_visibility``).
+        """
         tests = []
-        for c in self.cases:
+        for c, name in zip(self.cases, self.names(), strict=True):
             tests.append(
                 {
-                    "name": f"{c.part}: {c.id}" + (" (hidden)" if c.hidden else ""),
+                    "name": f"{c.part}: {name}",
                     "score": c.points,
                     "max_score": c.max_points,
                     "status": "passed" if c.status is Status.PASSED else "failed",
@@ -173,10 +215,17 @@ class GradeReport:
                     "visibility": self.hidden_visibility if c.hidden else "visible",
                 }
             )
+        got, most = self.public_score()
+        hidden = sum(1 for c in self.cases if c.hidden)
+        lines = [f"{self.unit}: public cases {_pts(got)} / {_pts(most)} points"]
+        if hidden:
+            when = WHEN_SHOWN.get(self.hidden_visibility, "later")
+            lines.append(f"{hidden} hidden cases: results {when}")
+        lines += [*self._file_lines(), f"isolation: {self.isolation}"]
         doc = {
             "score": self.score,
             "execution_time": round(self.seconds, 3),
-            "output": self._summary_lines() + f"\nisolation: {self.isolation}",
+            "output": "\n".join(lines),
             "stdout_visibility": "hidden",
             "tests": tests,
         }
@@ -192,20 +241,24 @@ class GradeReport:
             lines.append(
                 f"  part {part}: {_pts(got)} / {_pts(most)}" + (f" ({note})" if note else "")
             )
+        return "\n".join(lines + self._file_lines())
+
+    def _file_lines(self) -> list[str]:
+        lines = []
         if self.ignored:
             shown = ", ".join(self.ignored[:8]) + (" ..." if len(self.ignored) > 8 else "")
             lines.append(f"ignored files (only the editable files are graded): {shown}")
         if self.missing:
             lines.append(f"not in the submission (starter version used): {', '.join(self.missing)}")
-        return "\n".join(lines)
+        return lines
 
     def text(self, staff: bool = False) -> str:
         lines = [self._summary_lines(), f"isolation: {self.isolation}", ""]
-        for c in self.cases:
+        for c, name in zip(self.cases, self.names(staff), strict=True):
             mark = "PASS" if c.status is Status.PASSED else "FAIL"
             vis = "hidden" if c.hidden else "public"
             lines.append(
-                f"[{mark}] {c.id} ({vis}, part {c.part}): {_pts(c.points)} / {_pts(c.max_points)}"
+                f"[{mark}] {name} ({vis}, part {c.part}): {_pts(c.points)} / {_pts(c.max_points)}"
             )
             if c.status is not Status.PASSED:
                 lines.extend("    " + line for line in c.feedback.splitlines())

@@ -1,0 +1,298 @@
+"""Grade a whole class: many submissions in parallel, one JSON report each, one CSV of scores.
+
+    grade_batch(unit, submissions, out, jobs=None, force=False, limits=None) -> BatchResult
+
+Layout of ``out`` (0700; every file in it 0600): ``reports/<name>.json`` (the student view: no
+hidden case ids, no staff detail), ``staff/<name>.json`` (the staff view) and ``scores.csv``
+(rewritten atomically after every finished submission, rows sorted by name). Reports are
+written atomically by the worker that graded them, the moment they are done.
+
+A report records the fingerprint of its inputs (``fingerprint``: unit config, golden files,
+hidden traces, lab folder, grader version, cases, limits) and the submission's hash; a rerun
+skips a submission only when its report has both unchanged, so adding a case or fixing a
+golden file regrades everything. Killing the run (SIGINT) loses only the submissions being
+graded at that moment, and a rerun produces the same CSV as an uninterrupted run.
+
+A submission that cannot be graded (no policies.py, a broken zip) gets a report with its
+one-line error and score 0. A failure of the grader's environment (sandbox refused or broken,
+an unexpected error) is an error row with no score, retried on the next run; it never stops
+the batch. The summary counts the error rows.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..cases import load_grading
+from ..jsonio import write_json, write_text_atomic
+from ..sandbox import Limits, SandboxError, require_safe_isolation
+from ..units import Unit, UnitError, load_unit
+from .cohort_csv import csv_text
+from .fingerprint import grader_version, inputs_fingerprint, submission_hash
+from .limits import hidden_material
+
+REPORTS = "reports"
+STAFF = "staff"
+CSV_NAME = "scores.csv"
+REPORT_FORMAT = 2
+PRIVATE_FILE = 0o600
+PRIVATE_DIR = 0o700
+
+
+class BatchError(Exception):
+    """The batch cannot start (bad arguments, duplicate names, unsafe sandbox); nothing was
+    graded."""
+
+
+@dataclass
+class BatchResult:
+    graded: list[str] = field(default_factory=list)  # graded in this run
+    skipped: list[str] = field(default_factory=list)  # finished in an earlier run, same inputs
+    failed: list[str] = field(default_factory=list)  # the grader's environment failed (retried)
+    errors: list[str] = field(default_factory=list)  # rows of the CSV with an error
+    max_scores: list[float] = field(default_factory=list)  # distinct maxScore values in the CSV
+    interrupted: bool = False
+    csv_path: Path | None = None
+
+
+def submission_name(path: Path) -> str:
+    """The name a submission goes by in the CSV and the report file (folder name, zip stem)."""
+    path = Path(path)
+    name = path.stem if path.suffix.lower() == ".zip" else path.name
+    return "".join(ch if ch.isalnum() or ch in "._-@+" else "_" for ch in name) or "_"
+
+
+def report_path(out: Path, name: str) -> Path:
+    return Path(out) / REPORTS / f"{name}.json"
+
+
+def read_report(path: Path) -> dict | None:
+    """A report of ours, or None when it is missing or not one of ours (then: grade again)."""
+    import json
+
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(doc, dict) or doc.get("batchFormat") != REPORT_FORMAT:
+        return None
+    return doc
+
+
+def is_finished(doc: dict | None, fingerprint: dict) -> bool:
+    """Whether a report stands: graded (not an environment error) from the same inputs."""
+    return bool(doc) and not doc.get("environmentError") and doc.get("fingerprint") == fingerprint
+
+
+def _grade_one(task: tuple) -> tuple[str, str | None]:
+    """Worker: grade one submission and write its reports; (name, None) or (name, failure)."""
+    unit_id, name, source, out, limits, cases, fingerprint = task
+    from .grade import EnvironmentFailure, GradingError, grade_submission
+
+    failure, staff = None, None
+    try:
+        report = grade_submission(unit_id, Path(source), cases=cases, limits=limits, jobs=1)
+        doc, staff = report.to_json(staff=False), report.to_json(staff=True)
+        doc["error"] = None
+    except EnvironmentFailure as exc:  # the grader's environment: an error row, retried
+        failure = str(exc)
+    except GradingError as exc:  # the submission's fault: recorded, scored 0
+        doc = {"unit": unit_id, "score": 0.0, "maxScore": None, "parts": {}, "error": str(exc)}
+    except Exception as exc:  # a grader bug: an error row, retried on the next run
+        failure = f"grading failed: {type(exc).__name__}: {exc}"
+    if failure:
+        doc = {"unit": unit_id, "score": None, "error": failure, "environmentError": True}
+    extra = {"batchFormat": REPORT_FORMAT, "submission": name, "fingerprint": fingerprint}
+    doc.update(extra)
+    # A SIGTERM from an interrupted batch waits until the report is whole (or never started),
+    # so no temp file is left behind between the write and the rename.
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    try:
+        if staff is not None:
+            write_json(Path(out) / STAFF / f"{name}.json", staff | extra, mode=PRIVATE_FILE)
+        write_json(report_path(Path(out), name), doc, mode=PRIVATE_FILE)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+    return name, failure
+
+
+def _worker_init() -> None:
+    # Ctrl-C goes to the whole process group: the parent decides, workers carry on until
+    # terminated; SIGTERM unwinds (temp folders and sandbox children are cleaned up).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _exit_on_term)
+
+
+def _exit_on_term(signum, frame):
+    raise SystemExit(128 + signum)
+
+
+def grade_batch(
+    unit: Unit | str,
+    submissions: list[Path],
+    out: Path,
+    *,
+    jobs: int | None = None,
+    force: bool = False,
+    limits: Limits | None = None,
+    cases: list[str] | None = None,
+    progress: bool = True,
+    on_done: Callable[[str], None] | None = None,
+) -> BatchResult:
+    """Grade ``submissions`` into ``out`` (see the module docstring)."""
+    unit = load_unit(unit) if isinstance(unit, str) else unit
+    grading = load_grading(unit)  # a broken unit stops here, before anything is written
+    for case_id in cases or []:
+        grading.by_id(case_id)
+    names = _names(submissions)
+    out = _private_out(Path(out), unit)
+    inputs = inputs_fingerprint(unit, cases, limits)
+    version = grader_version()
+    result = BatchResult(csv_path=out / CSV_NAME)
+    todo = []
+    for name, path in names.items():
+        fingerprint = {"inputs": inputs, "grader": version, "submission": submission_hash(path)}
+        if not force and is_finished(read_report(report_path(out, name)), fingerprint):
+            result.skipped.append(name)
+        else:
+            todo.append((unit.id, name, str(path.resolve()), str(out), limits, cases, fingerprint))
+    parts = list(grading.parts)
+
+    def write_csv() -> None:
+        text = csv_text(parts, list(names), lambda n: read_report(report_path(out, n)))
+        write_text_atomic(out / CSV_NAME, text, mode=PRIVATE_FILE)
+
+    _run_pool(todo, jobs, len(names), progress, result, write_csv, on_done)
+    _count_rows(result, out, list(names))
+    return result
+
+
+def _names(submissions: list[Path]) -> dict[str, Path]:
+    names: dict[str, Path] = {}
+    for given in submissions:
+        path = Path(given)
+        if not path.exists():
+            raise BatchError(f"submission {path}: no such file or folder")
+        name = submission_name(path)
+        if name in names:
+            raise BatchError(f"two submissions are both named '{name}': {names[name]} and {path}")
+        names[name] = path
+    return names
+
+
+def _private_out(out: Path, unit: Unit) -> Path:
+    """``out`` with its report folders, all 0700, once the sandbox is known to keep the
+    hidden material and the reports out of every child's reach."""
+    if out.exists() and not out.is_dir():
+        raise BatchError(f"--out {out}: exists and is not a folder")
+    hidden = hidden_material(unit)
+    out.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIR)
+    os.chmod(out, PRIVATE_DIR)
+    try:
+        require_safe_isolation([*hidden, out], batch=True)
+    except SandboxError as exc:
+        raise BatchError(str(exc)) from None
+    for sub in (REPORTS, STAFF):
+        (out / sub).mkdir(exist_ok=True, mode=PRIVATE_DIR)
+        os.chmod(out / sub, PRIVATE_DIR)
+    return out
+
+
+def _run_pool(todo, jobs, total, progress, result: BatchResult, write_csv, on_done) -> None:
+    """Grade ``todo`` in worker processes; SIGINT keeps every finished report."""
+    workers = max(1, min(jobs or os.cpu_count() or 1, len(todo) or 1))
+    pool = multiprocessing.get_context("fork").Pool(workers, initializer=_worker_init)
+    bar = _progress(total, total - len(todo), progress)  # after the fork: it has a thread
+    try:
+        for name, failure in pool.imap_unordered(_grade_one, todo):
+            if failure:
+                result.failed.append(name)
+                print(
+                    f"infralab grade: {name}: {failure} (retried on the next run)", file=sys.stderr
+                )
+            else:
+                result.graded.append(name)
+                if on_done:
+                    on_done(name)
+            write_csv()
+            bar.update(1)
+        pool.close()
+    except KeyboardInterrupt:
+        result.interrupted = True
+        pool.terminate()
+    finally:
+        pool.join()
+        bar.close()
+        write_csv()
+
+
+def _count_rows(result: BatchResult, out: Path, names: list[str]) -> None:
+    """Error rows and the distinct maximum scores over every report of the batch."""
+    most = set()
+    for name in names:
+        doc = read_report(report_path(out, name))
+        if doc is None:
+            continue
+        if doc.get("error"):
+            result.errors.append(name)
+        elif doc.get("maxScore") is not None:
+            most.add(float(doc["maxScore"]))
+    result.max_scores = sorted(most)
+
+
+def _progress(total: int, initial: int, enabled: bool):
+    from tqdm import tqdm
+
+    return tqdm(
+        total=total,
+        initial=initial,
+        unit="sub",
+        desc="grading",
+        disable=not enabled,
+        file=sys.stderr,
+    )
+
+
+def run_cli(args) -> int:
+    """``infralab grade --unit U SUB... --out DIR [--jobs N] [--force]``."""
+    if args.json or args.gradescope:
+        raise UnitError("--json and --gradescope grade one submission; with many, use --out")
+    if not args.out:
+        raise UnitError("grading several submissions needs --out DIR (reports and scores.csv)")
+    from .grade import limits_for
+
+    limits = None
+    if args.timeout or args.all_cases:
+        limits = limits_for(args.unit, args.timeout, args.all_cases)
+    try:
+        result = grade_batch(
+            args.unit,
+            [Path(p) for p in args.submission],
+            Path(args.out),
+            jobs=args.jobs,
+            force=args.force,
+            limits=limits,
+            cases=args.case or None,
+        )
+    except BatchError as exc:
+        raise UnitError(str(exc)) from None
+    print(
+        f"graded {len(result.graded)}, skipped {len(result.skipped)} (already done, same "
+        f"inputs), errors {len(result.errors)} (of which {len(result.failed)} the grader's, "
+        f"retried on the next run); scores in {result.csv_path}"
+    )
+    if len(result.max_scores) > 1:
+        shown = ", ".join(f"{m:g}" for m in result.max_scores)
+        print(
+            f"warning: the CSV mixes maximum scores ({shown}); rerun with --force", file=sys.stderr
+        )
+    if result.interrupted:
+        print("interrupted: finished reports are kept; rerun to grade the rest", file=sys.stderr)
+        return 130
+    return 1 if result.failed else 0

@@ -1,0 +1,313 @@
+"""Grade one submission: run every graded case in the sandbox, verify, compare, score.
+
+    grade_submission(unit, submission, cases=None, limits=None) -> GradeReport
+
+The cases run in a fresh copy of the lab folder (``sandbox.run_cases``: one child, each case's
+results back before the next case is sent, visible cases first, a policy that runs out of time
+not run again), after ``sandbox.require_safe_isolation`` has refused any mode in which a child
+could reach the unit's hidden material. Everything after that happens in the trusted parent
+(``verdict.judge``): the run file is parsed with bounded numbers and validated against the
+lab's published JSON Schemas; the run must be the one asked for; ``verify.replay_run`` replays
+the event log against the device rules, rebuilds every token time and recomputes the metrics;
+the result is compared with the golden run (1e-6 ms).
+
+Scoring per case: ``passed`` full points; ``wrong_schedule`` on a public case half the points
+scaled by the share of requests whose token times match golden, on a hidden case half the
+points when at least half of them match, else none; every other status 0. Feedback on a
+hidden case names only the kind of failure (never ids, arrival times or token counts). A
+failure of the grader's environment raises ``EnvironmentFailure``, never a score.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from pathlib import Path
+
+from ..cases import Case, Kind, case_trace_doc, load_grading, trace_path
+from ..course.golden import load_golden
+from ..sandbox import (
+    CaseRun,
+    ChildResult,
+    Limits,
+    SandboxError,
+    require_safe_isolation,
+    run_cases,
+    run_simulation,
+)
+from ..units import Unit, UnitError, load_unit
+from .limits import hidden_material, limits_for, run_file_cap
+from .report import CaseResult, GradeReport, Status
+from .submission import Submission, load_submission
+from .verdict import Verdict, judge
+
+__all__ = [
+    "CaseResult",
+    "EnvironmentFailure",
+    "GradeReport",
+    "GradingError",
+    "Limits",
+    "Status",
+    "grade_case",
+    "grade_submission",
+    "judge",
+]
+
+WRONG_SCHEDULE_SHARE = 0.5  # most a wrong schedule can earn, times the share of right requests
+HIDDEN_HALF_SHARE = 0.5  # a hidden case earns half its points from this share of right requests
+SKIPPED_AFTER_TIMEOUT = "this policy ran out of time on an earlier case"
+
+
+class GradingError(Exception):
+    """Grading itself could not run (bad unit, missing golden files, bad submission)."""
+
+
+class EnvironmentFailure(GradingError):
+    """The grader's environment failed (sandbox refused or broken, disk, permissions): not the
+    submission's fault, so no score may be recorded for it."""
+
+
+Runner = Callable[[Path, dict, Path, list, Limits], ChildResult]
+
+
+def grade_submission(
+    unit: Unit | str,
+    submission: Path | Submission,
+    *,
+    cases: list[str] | None = None,
+    limits: Limits | None = None,
+    runner: Runner | None = None,
+    jobs: int | None = None,
+) -> GradeReport:
+    """Grade a submission folder or zip on the unit's cases (all, or the ids in ``cases``).
+
+    Raises ``GradingError`` only when grading cannot run; a bad submission scores 0 instead.
+    ``runner`` replaces the sandboxed child (trusted staff code such as the mutant corpus may
+    run in-process); ``jobs`` is how many cases run at once (default: up to 2).
+    """
+    started = time.monotonic()
+    unit, selected, goldens, submission = _inputs(unit, cases, submission)
+    run = runner or run_simulation
+    limits = limits or limits_for(unit)
+    workers = max(1, jobs) if jobs else min(2, os.cpu_count() or 1)
+    if getattr(run, "in_process", False):
+        workers = 1
+
+    children: dict[str, ChildResult] = {}
+    if runner is None:
+        with _environment_errors():
+            require_safe_isolation(hidden_material(unit))
+        children = _run_all_cases(unit, selected, submission.files, limits, goldens)
+
+    def one(case: Case) -> tuple[CaseResult, str]:
+        return grade_case(
+            unit,
+            case,
+            files=submission.files,
+            golden=goldens[case.id],
+            runner=run,
+            limits=limits,
+            child=children.get(case.id),
+        )
+
+    if workers > 1 and len(selected) > 1:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            outcomes = list(pool.map(one, selected))
+    else:
+        outcomes = [one(case) for case in selected]
+    _note_keyed_answers(selected, [result for result, _ in outcomes])
+    isolation = sorted({iso for _, iso in outcomes if iso}) or ["none"]
+    return GradeReport(
+        unit=unit.id,
+        cases=[result for result, _ in outcomes],
+        isolation=", ".join(isolation),
+        ignored=list(submission.ignored),
+        missing=list(submission.missing),
+        hidden_visibility=str(unit.doc["grading"].get("hidden_visibility", "after_published")),
+        seconds=time.monotonic() - started,
+    )
+
+
+def _inputs(unit: Unit | str, cases: list[str] | None, submission: Path | Submission):
+    """(unit, selected cases, golden per case id, submission), or ``GradingError``."""
+    try:
+        if isinstance(unit, str):
+            unit = load_unit(unit)
+        grading = load_grading(unit)
+        selected = [grading.by_id(c) for c in cases] if cases else list(grading.cases)
+        goldens = {case.id: load_golden(unit, case) for case in selected}
+    except UnitError as exc:
+        raise GradingError(str(exc)) from None
+    if not isinstance(submission, Submission):
+        from .submission import SubmissionError
+
+        try:
+            submission = load_submission(Path(submission), unit.editable)
+        except SubmissionError as exc:
+            raise GradingError(str(exc)) from None
+    return unit, selected, goldens, submission
+
+
+KEYED_NOTE = (
+    "the same policy passes on the trace this case was derived from (only request ids and "
+    "arrival times differ), so the policy seems to depend on ids or absolute times"
+)
+
+
+def _note_keyed_answers(selected: list[Case], results: list[CaseResult]) -> None:
+    """Metamorphic check: flag a transformed case that fails while its source case passes."""
+    by_id = {r.id: r for r in results}
+
+    def key(case: Case) -> tuple:
+        return (case.kind, case.script, repr(case.args), case.setup_key)
+
+    plain = {key(c): by_id[c.id] for c in selected if c.transform is None}
+    for case in selected:
+        source = plain.get(key(case)) if case.transform is not None else None
+        result = by_id[case.id]
+        if source and source.status is Status.PASSED and result.status is not Status.PASSED:
+            result.feedback += f"\n{KEYED_NOTE}"
+            result.staff_detail += f"\n{KEYED_NOTE}"
+
+
+def grade_case(
+    unit: Unit,
+    case: Case,
+    *,
+    files: dict[str, bytes],
+    golden: dict,
+    runner: Runner,
+    limits: Limits,
+    child: ChildResult | None = None,
+) -> tuple[CaseResult, str]:
+    """Run and judge one case; returns its result and the isolation mode of the child.
+
+    ``child``: the case already ran (all cases of a submission in one sandboxed child).
+    """
+    started = time.monotonic()
+    trace_doc = case_trace_doc(unit, case)
+    ran_s = child.wall_s if child is not None else 0.0
+    if child is None:
+        with tempfile.TemporaryDirectory(prefix="infralab-trace-") as tmp:
+            path = _write_case_input(unit, case, golden, Path(tmp) / "trace.json")
+            extra = {"script": case.script} if case.kind is Kind.SCRIPT else {}
+            with _environment_errors(f"case '{case.id}': "):
+                child = runner(unit.lab_dir, files, path, _case_argv(case), limits, **extra)
+    verdict = judge(unit, case, trace_doc, golden, child)
+    if case.kind is Kind.GOODPUT and not verdict.metrics:  # no valid run: no goodput
+        verdict.metrics = {"goodput": 0.0, "p99TtftMs": None}
+    points = _points(case, verdict)
+    result = CaseResult(
+        id=case.id,
+        part=case.part,
+        points=points,
+        max_points=case.points,
+        visibility=case.visibility,
+        status=verdict.status,
+        feedback=verdict.hidden_text() if case.hidden else verdict.visible_text(),
+        staff_detail=verdict.visible_text(),
+        seconds=ran_s + time.monotonic() - started,
+        metrics=verdict.metrics,
+    )
+    return result, child.isolation
+
+
+def _case_argv(case: Case) -> list[str]:
+    return [] if case.kind is Kind.SCRIPT else case.argv()
+
+
+def _write_case_input(unit: Unit, case: Case, golden: dict, path: Path) -> Path:
+    """The file the child gets: the case's trace, or a script case's check file (the
+    reference's run of the case and the case's ``args``)."""
+    if case.kind is Kind.SCRIPT:
+        path.write_text(json.dumps({"run": golden["run"], "args": case.args}), encoding="utf-8")
+        return path
+    return _write_case_trace(unit, case, case_trace_doc(unit, case), path)
+
+
+def _write_case_trace(unit: Unit, case: Case, trace_doc: dict, path: Path) -> Path:
+    """The trace file the child gets: the source bytes, or the transformed document."""
+    if case.transform is None:
+        path.write_bytes(trace_path(unit, case).read_bytes())
+    else:
+        path.write_text(json.dumps(trace_doc), encoding="utf-8")
+    return path
+
+
+def _run_all_cases(
+    unit: Unit, selected: list[Case], files: dict[str, bytes], limits: Limits, goldens: dict
+) -> dict[str, ChildResult]:
+    """Every selected case in the sandbox (``sandbox.run_cases``), by case id.
+
+    Visible cases go first, so each visible case's results are back before any hidden trace
+    is sent. The cases of a policy share a group: once one runs out of time, the policy's
+    other cases get the same verdict without running (unless ``limits.all_cases``). With
+    ``limits.one_child_per_case`` each case gets a fresh child, within the same submission
+    deadline.
+    """
+    selected = sorted(selected, key=lambda case: case.hidden)
+    with tempfile.TemporaryDirectory(prefix="infralab-traces-") as tmp:
+        runs = []
+        for number, case in enumerate(selected):
+            path = Path(tmp) / f"trace-{number}.json"
+            doc = case_trace_doc(unit, case)
+            _write_case_input(unit, case, goldens[case.id], path)
+            script = case.script if case.kind is Kind.SCRIPT else "simulate.py"
+            group = case.script if case.kind is Kind.SCRIPT else case.policy
+            cap = run_file_cap(doc)
+            runs.append(CaseRun(path, _case_argv(case), group, cap, script=script))
+        with _environment_errors():
+            if limits.one_child_per_case:
+                results = _one_child_each(unit.lab_dir, files, runs, limits)
+            else:
+                results = run_cases(unit.lab_dir, files, runs, limits)
+    return {case.id: result for case, result in zip(selected, results, strict=True)}
+
+
+def _one_child_each(lab_dir: Path, files, runs: list[CaseRun], limits: Limits) -> list:
+    """Each case in a fresh child, all within one submission deadline and policy timeouts."""
+    deadline = time.monotonic() + limits.submission_s
+    results, timed_out = [], {}
+    for run in runs:
+        left = deadline - time.monotonic()
+        if run.group in timed_out and not limits.all_cases:
+            results.append(replace(timed_out[run.group], skipped=SKIPPED_AFTER_TIMEOUT, wall_s=0))
+            continue
+        result = run_cases(lab_dir, files, [run], replace(limits, submission_s=max(0, left)))[0]
+        results.append(result)
+        if result.out_of_time and run.group:
+            timed_out.setdefault(run.group, result)
+    return results
+
+
+@contextlib.contextmanager
+def _environment_errors(where: str = "") -> Iterator[None]:
+    """A sandbox that cannot run is an ``EnvironmentFailure``: the grader's, not the
+    submission's, so a batch records no score and retries it on the next run."""
+    try:
+        yield
+    except (OSError, subprocess.SubprocessError, SandboxError) as exc:
+        raise EnvironmentFailure(f"{where}the sandbox could not run ({exc})") from exc
+
+
+def _points(case: Case, verdict: Verdict) -> float:
+    """Full points for a pass; for a wrong schedule, on a visible case half the points times
+    the share of matching requests, on a hidden case coarse credit only (half the points
+    when at least half of the requests match, else none), so a hidden case's score never
+    tells how many of its requests matched."""
+    if verdict.status is Status.PASSED:
+        return case.points
+    if verdict.status is Status.BELOW_REFERENCE:  # goodput cases: the share is the score
+        return round(case.points * verdict.share, 2)
+    if verdict.status not in (Status.WRONG_SCHEDULE, Status.WRONG_ANSWER):
+        return 0.0
+    if case.hidden:
+        return case.points * WRONG_SCHEDULE_SHARE if verdict.share >= HIDDEN_HALF_SHARE else 0.0
+    return round(case.points * WRONG_SCHEDULE_SHARE * verdict.share, 2)

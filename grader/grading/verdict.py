@@ -1,0 +1,263 @@
+"""What the trusted parent decides about one case's child run: a ``Verdict``.
+
+    judge(unit, case, trace_doc, golden, child) -> Verdict
+
+Everything the child produced is untrusted data. Numbers are bounded while the run file is
+parsed (``bounded_json``), before the schema sees it, and any exception raised while checking
+the run (huge or odd values the checks were not written for, deep nesting) becomes an
+``INVALID_SCHEDULE`` verdict with one line, never an exception out of the grader.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+
+from .. import casekinds, verify
+from ..cases import Case, Kind
+from ..course.golden import case_device
+from ..sandbox import ChildResult
+from ..units import Unit
+from ..verify import compare
+from ..verify.runschema import validate_run_file
+from .report import Status
+
+NOT_IMPLEMENTED = re.compile(r"is not implemented yet|NotImplementedError")
+MISSING_POLICY = re.compile(r"AttributeError: module 'policies' has no attribute '(\w{1,64})'")
+MAX_INT_DIGITS = 15  # every integer in a run file is below 10**15
+MAX_ABS_FLOAT = 1e15  # and every float is finite and at most this in magnitude
+
+
+@dataclass
+class Verdict:
+    """The outcome of one case; ``summary`` is safe for hidden cases (no ids, times, counts)."""
+
+    status: Status
+    summary: str
+    detail: str = ""  # visible cases only
+    share: float = 0.0  # WRONG_SCHEDULE / WRONG_ANSWER / BELOW_REFERENCE: what matched
+    metrics: dict = field(default_factory=dict)  # goodput cases: for the leaderboard
+
+    def visible_text(self) -> str:
+        return self.hidden_text() + (f"\n{self.detail}" if self.detail else "")
+
+    def hidden_text(self) -> str:
+        return f"{self.status.words}: {self.summary}" if self.summary else self.status.words
+
+
+def judge(unit: Unit, case: Case, trace_doc: dict, golden: dict, child: ChildResult) -> Verdict:
+    """Everything the trusted parent decides about one child run (never raises on bad data)."""
+    verdict = _how_it_ended(case, child)
+    if verdict is not None:
+        return verdict
+    try:
+        return _judge_run(unit, case, trace_doc, golden, child.output)
+    except (
+        ValueError,
+        TypeError,
+        KeyError,
+        IndexError,
+        AttributeError,
+        ArithmeticError,
+        RecursionError,
+        MemoryError,
+    ) as exc:
+        return Verdict(
+            Status.INVALID_SCHEDULE,
+            "the run file holds values the grader cannot check",
+            detail=f"({type(exc).__name__} while checking it)",
+        )
+
+
+def _how_it_ended(case: Case, child: ChildResult) -> Verdict | None:
+    """The verdict when the child did not leave a run file to check (None when it did)."""
+    if child.skipped:
+        return Verdict(Status.TIMEOUT, child.summary)
+    if child.out_of_time:
+        limit = child.limit or "wall time"
+        return Verdict(Status.TIMEOUT, f"the run did not finish within the {limit} limit")
+    if child.limit:  # memory, file size: stopped by the sandbox
+        return Verdict(Status.CRASH, f"the run was {child.summary}")
+    if child.output_error:
+        return Verdict(Status.INVALID_SCHEDULE, child.summary)
+    if child.returncode != 0:
+        stderr = child.stderr or ""
+        missing = MISSING_POLICY.search(stderr)
+        if missing:
+            return Verdict(
+                Status.NOT_IMPLEMENTED,
+                f"policies.py defines no function {missing.group(1)}() "
+                "(is the file empty or incomplete?)",
+            )
+        if NOT_IMPLEMENTED.search(stderr):
+            what = f"{case.policy}() in policies.py"
+            if case.kind is Kind.SCRIPT:
+                what = f"a function {case.script} calls"
+            return Verdict(Status.NOT_IMPLEMENTED, f"{what} is not implemented yet")
+        return Verdict(
+            Status.CRASH,
+            _crash_summary(child),
+            detail=f"exit code {child.returncode}\n{student_traceback(stderr)}",
+        )
+    if child.output is None:
+        if case.kind is Kind.SCRIPT:
+            return Verdict(Status.CRASH, f"{case.script} exited without writing its answers")
+        return Verdict(Status.CRASH, "simulate.py exited without writing its run file")
+    return None
+
+
+def bounded_json(data: bytes):
+    """The run file parsed with every number bounded (``ValueError`` otherwise)."""
+    return json.loads(
+        data.decode("utf-8"),
+        parse_int=_bounded_int,
+        parse_float=_bounded_float,
+        parse_constant=_reject_constant,
+    )
+
+
+def _bounded_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise ValueError("an integer in the run file is too large")
+    return int(text)
+
+
+def _bounded_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value) or abs(value) > MAX_ABS_FLOAT:
+        raise ValueError("a number in the run file is too large")
+    return value
+
+
+def _reject_constant(token: str):
+    raise ValueError(f"{token} is not valid JSON")
+
+
+def _judge_run(unit: Unit, case: Case, trace_doc: dict, golden: dict, output: bytes) -> Verdict:
+    try:
+        document = bounded_json(output)
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        why = str(exc) if "too large" in str(exc) else "it is not valid JSON"
+        return Verdict(Status.INVALID_SCHEDULE, f"the run file was rejected: {why}")
+    if case.kind is Kind.SCRIPT:
+        return _answers(golden, document)
+    schema_error = validate_run_file(unit, document)
+    if schema_error:
+        return Verdict(
+            Status.INVALID_SCHEDULE, f"the run file does not match the schema ({schema_error})"
+        )
+    mismatch = _run_identity(unit, case, document, trace_doc)
+    if mismatch:
+        return Verdict(Status.INVALID_SCHEDULE, mismatch)
+    run = document["runs"][0]
+    problems, replay = verify.replay_run(run, trace_doc, golden["device"], unit=unit)
+    invalid = [p for p in problems if p.kind is verify.ProblemKind.INVALID_SCHEDULE]
+    if invalid:
+        return Verdict(
+            Status.INVALID_SCHEDULE,
+            invalid[0].safe_text(),
+            detail="\n".join(p.message for p in invalid[:3]),
+        )
+    if problems:
+        names = ", ".join(dict.fromkeys(p.statistic for p in problems))
+        detail = "\n".join(p.message for p in problems[:3])
+        if run["fault"]:
+            detail += f"\n(the run file says fault switch {run['fault']} was on)"
+        return Verdict(
+            Status.INCONSISTENT_STATS, f"reported {names} disagree(s) with the timeline", detail
+        )
+    if run["fault"]:
+        return Verdict(Status.INVALID_SCHEDULE, "the run file was made with a fault switch on")
+    if case.kind is Kind.GOODPUT:
+        return _goodput(case, run, golden)
+    return _compared(run, replay, golden)
+
+
+def _answers(golden: dict, document) -> Verdict:
+    """A script case: the child's answers against the reference's (``golden["answer"]``)."""
+    want = golden["answer"]["answers"]
+    got = document.get("answers") if isinstance(document, dict) else None
+    if casekinds.same_value(got, want):
+        return Verdict(Status.PASSED, "")
+    share = casekinds.answer_share(got, want)
+    detail = f"{round(share * 100)} % of the answers equal the reference's"
+    return Verdict(Status.WRONG_ANSWER, "", detail=detail, share=share)
+
+
+def _goodput(case: Case, run: dict, golden: dict) -> Verdict:
+    """A goodput case: a valid run scored by its goodput relative to the reference's."""
+    mine = casekinds.goodput_score(run, case.slo)
+    ref = casekinds.goodput_score(golden["run"], case.slo)
+    share = casekinds.goodput_share(mine, ref)
+    detail = (
+        f"goodput {mine.goodput_per_s:.4g} req/s vs reference {ref.goodput_per_s:.4g} req/s "
+        f"({mine.qualifying} vs {ref.qualifying} qualifying requests)"
+    )
+    status = Status.PASSED if share >= casekinds.CAP else Status.BELOW_REFERENCE
+    metrics = {"goodput": mine.goodput_per_s, "p99TtftMs": mine.p99_ttft_ms}
+    return Verdict(status, "", detail=detail, share=share, metrics=metrics)
+
+
+def _compared(run: dict, replay, golden: dict) -> Verdict:
+    comparison = compare.compare_with_golden(run, replay, golden["run"])
+    if comparison.same:
+        return Verdict(Status.PASSED, "")  # feedback: "passed"
+    share = comparison.matching_requests / comparison.total_requests
+    detail = ""
+    if comparison.divergence is not None:
+        order = {r["id"]: n for n, r in enumerate(golden["run"]["requests"])}
+        div = comparison.divergence
+        detail = (
+            f"first divergence: {div.text()}\n"
+            f"{compare.side_by_side(golden['run']['events'], run['events'], order, div.index)}"
+        )
+    elif comparison.metric_mismatch:
+        detail = f"recomputed {comparison.metric_mismatch} differs from the reference"
+    return Verdict(Status.WRONG_SCHEDULE, "", detail=detail, share=share)
+
+
+_LAB_PATH = re.compile(r'File "[^"]*?/([^/"]+\.py)"')
+
+
+def student_traceback(stderr: str, limit: int = 20) -> str:
+    """The part of a child's stderr a student needs: their own frames and the error line.
+
+    Temp-folder paths are shortened to the file name; frames inside the engine before the
+    first frame of an editable file are dropped.
+    """
+    lines = _LAB_PATH.sub(r'File "\1"', stderr.strip()).splitlines()
+    starts = [n for n, line in enumerate(lines) if line.startswith("Traceback")]
+    if not starts:
+        return "\n".join(lines[-limit:])
+    block = lines[starts[-1] :]
+    own = next((n for n, line in enumerate(block) if 'File "policies.py"' in line), 1)
+    kept = [block[0], *block[max(own, 1) :]]
+    return "\n".join(kept[-limit:])
+
+
+def _crash_summary(child: ChildResult) -> str:
+    """What stopped the child, in words safe for hidden cases.
+
+    Deliberately coarse: the exception's type or message would be a channel through which a
+    submission could smuggle details of a hidden trace out. Visible cases add the traceback.
+    """
+    if "simulate.py: error:" in (child.stderr or ""):
+        return "the engine rejected a batch the policy returned"
+    return "an exception was raised in the run"
+
+
+def _run_identity(unit: Unit, case: Case, document: dict, trace_doc: dict) -> str | None:
+    """Why the run file is not the run this case asked for (None when it is)."""
+    runs = document["runs"]
+    if len(runs) != 1:
+        return f"the run file holds {len(runs)} runs, expected exactly one"
+    run = runs[0]
+    if run["policy"] != case.policy or run["params"] != case.params:
+        return "the run file is for another policy or other parameters"
+    if run["device"] != case_device(unit, case).to_json():
+        return "the run file's device profile is not the case's"
+    if document["trace"] != trace_doc:
+        return "the run file's trace is not the case's trace"
+    return None
