@@ -307,3 +307,23 @@ def test_gradescope_results_carry_a_leaderboard_in_the_documented_format(referen
     worst = max(c.metrics["p99TtftMs"] for c in scored)
     assert entries[LEADERBOARD_P99_TTFT]["value"] == round(worst, 3)
     assert json.loads(json.dumps(results)) == results
+
+
+@pytest.mark.parametrize("shift", ["later", "earlier"])
+def test_cancelling_at_the_wrong_step_boundary_is_an_invalid_schedule(shift):
+    """The engine cancels, not the policy, so "cancelling at the wrong boundary" is a forged
+    run file (a patched engine): the replay must reject it."""
+    from grader import verify
+
+    doc = golden("budgeted-deadlines-b128")
+    run = json.loads(json.dumps(doc["run"]))
+    trace = json.loads((UNIT.traces_dir / "hidden" / "deadlines.json").read_text("utf-8"))
+    ends = sorted({e["endMs"] for e in run["events"]})
+    victim = next(r for r in run["requests"] if r["status"] == "cancelled")
+    at = ends.index(victim["statusMs"])
+    victim["statusMs"] = ends[at + 1] if shift == "later" else ends[at - 1]
+    problems, _ = verify.replay_run(run, trace, doc["device"], unit=UNIT)
+    invalid = [p for p in problems if p.kind is verify.ProblemKind.INVALID_SCHEDULE]
+    assert invalid and "cancel" in invalid[0].message
+    untouched, _ = verify.replay_run(doc["run"], trace, doc["device"], unit=UNIT)
+    assert untouched == []
