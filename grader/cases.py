@@ -9,7 +9,7 @@ that turns a known trace into one no answer can be keyed to.
 A case's ``kind`` says how its run is judged (``grader.casekinds``): ``exact`` (default) compares
 the run with the reference's golden run; ``script`` runs a given script of the lab folder on the
 reference's run and compares its JSON answer with the reference's (a student-editable module
-such as unit 08's measure.py); ``goodput`` scores a valid run by its goodput under the case's
+such as a measurement module); ``goodput`` scores a valid run by its goodput under the case's
 SLO relative to the reference's.
 """
 

@@ -74,6 +74,8 @@ class EnvironmentFailure(GradingError):
     submission's fault, so no score may be recorded for it."""
 
 
+# (lab_dir, files, input path, argv, limits[, script=...]) -> ChildResult; ``script`` is passed
+# only for script cases, so a runner for exact cases alone may leave it out.
 Runner = Callable[[Path, dict, Path, list, Limits], ChildResult]
 
 

@@ -31,7 +31,7 @@ def run_in_process(
     """Run the lab's CLI on ``submission_files['policies.py']`` loaded as a fresh module.
 
     ``script``: another given script of the lab folder (``main(argv)``, ``--input``), run with
-    every submitted ``.py`` file importable under its own name (e.g. ``measure``).
+    every submitted ``.py`` file importable under its own name.
     """
     if script != "simulate.py":
         return _run_script(Path(lab_dir), submission_files, trace_path, argv, script)
