@@ -71,17 +71,27 @@ def _rows(xs: list[float], spacing: float) -> list[int]:
 def _arrivals(run: PolicyRun, y: float, x) -> list[str]:
     out = []
     requests = sorted(run.run["requests"], key=lambda r: r["arrivalMs"])
-    xs = [x(r["arrivalMs"]) for r in requests]
-    for request, pos, row in zip(requests, xs, _rows(xs, ARRIVAL_SPACING)):
+    # requests arriving at the same instant share one label ("A、B、C")
+    groups: list[list[dict]] = []
+    for request in requests:
+        if groups and groups[-1][0]["arrivalMs"] == request["arrivalMs"]:
+            groups[-1].append(request)
+        else:
+            groups.append([request])
+    xs = [x(g[0]["arrivalMs"]) for g in groups]
+    for group, pos, row in zip(groups, xs, _rows(xs, ARRIVAL_SPACING)):
         top = y - 6 - 14 * row
-        out.append(
-            f'<g class="arrival" data-request="{escape(request["id"])}" '
-            f'data-ms="{_fmt(request["arrivalMs"])}"><title>{escape(request["id"])} {ARRIVAL} '
-            f"{_fmt(request['arrivalMs'])} ms</title>"
-            f'<line x1="{pos:.2f}" y1="{top}" x2="{pos:.2f}" y2="{y}"/>'
-            f'<path d="M{pos - 4:.2f} {y - 7} L{pos + 4:.2f} {y - 7} L{pos:.2f} {y - 1} Z"/>'
-            f'<text x="{pos + 6:.2f}" y="{top + 4}">{escape(request["id"])}</text></g>'
-        )
+        label = "、".join(r["id"] for r in group)
+        for i, request in enumerate(group):
+            text = f'<text x="{pos + 6:.2f}" y="{top + 4}">{escape(label)}</text>' if not i else ""
+            out.append(
+                f'<g class="arrival" data-request="{escape(request["id"])}" '
+                f'data-ms="{_fmt(request["arrivalMs"])}"><title>{escape(request["id"])} '
+                f"{ARRIVAL} {_fmt(request['arrivalMs'])} ms</title>"
+                f'<line x1="{pos:.2f}" y1="{top}" x2="{pos:.2f}" y2="{y}"/>'
+                f'<path d="M{pos - 4:.2f} {y - 7} L{pos + 4:.2f} {y - 7} L{pos:.2f} {y - 1} Z"/>'
+                f"{text}</g>"
+            )
     return out
 
 

@@ -4,26 +4,5 @@
 itself and the problem kinds live in ``grader.verify.replay`` and ``grader.verify.problems``.
 """
 
-from .run import (
-    EPS_MS,
-    REQUEST_STATS,
-    Problem,
-    ProblemKind,
-    Replay,
-    describe_batch,
-    replay_run,
-    same_value,
-    verify_run,
-)
-
-__all__ = [
-    "EPS_MS",
-    "REQUEST_STATS",
-    "Problem",
-    "ProblemKind",
-    "Replay",
-    "describe_batch",
-    "replay_run",
-    "same_value",
-    "verify_run",
-]
+from .run import *  # noqa: F403
+from .run import __all__  # noqa: F401

@@ -10,6 +10,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
+from pathlib import Path
+
+from grader.sitebuild.plugins import load_module
+
+_HERE = Path(__file__).resolve().parent
+rounds = load_module(_HERE / "chapter31_rounds.py")
+queues = load_module(_HERE / "chapter31_queues.py")
+fair = load_module(_HERE / "chapter31_fair.py")
 
 KIB = 1024
 MIB = 1024 * KIB
@@ -74,6 +82,7 @@ class KvExample:
 
 
 def mm1_mean_s(lam: float, mu: float) -> float:
+    """Mean sojourn time 1 / (mu - lambda) of M/M/1, formula 31.10."""
     if lam >= mu:
         raise ValueError("M/M/1 needs lambda < mu")
     return 1 / (mu - lam)
@@ -84,11 +93,13 @@ def mm1_quantile_s(lam: float, mu: float, q: float) -> float:
     return -math.log(1 - q) / (mu - lam)
 
 
-def _finish_times(remaining: list[int], slots: int, round_ms: int, refill: bool) -> list[int]:
+def _finish_times(remaining: list[int], slots: int, round_ms, refill: bool) -> list[int]:
     """Completion time of each request in a decode-only batch with ``slots`` places.
 
     Static batching (``refill=False``) starts a new batch only when every member has finished;
-    continuous batching refills an empty place at the next round.
+    continuous batching refills an empty place at the next round. ``round_ms`` is one round's
+    time, or a tuple of times indexed by the number of sequences in the round minus one
+    (finished members take no part in later rounds).
     """
     left = list(remaining)
     done: list[int | None] = [None] * len(left)
@@ -99,7 +110,7 @@ def _finish_times(remaining: list[int], slots: int, round_ms: int, refill: bool)
         if refill or not active:
             while queue and len(active) < slots:
                 active.append(queue.pop(0))
-        clock += round_ms
+        clock += round_ms if isinstance(round_ms, int) else round_ms[len(active) - 1]
         for i in active:
             left[i] -= 1
             if left[i] == 0:
@@ -109,6 +120,7 @@ def _finish_times(remaining: list[int], slots: int, round_ms: int, refill: bool)
 
 
 def batching_example(remaining=(4, 1, 1), slots=2, round_ms=10) -> dict:
+    """Figure 31.1's construction; exercise 31.2 passes ``round_ms=(6, 10)``."""
     static = _finish_times(list(remaining), slots, round_ms, refill=False)
     continuous = _finish_times(list(remaining), slots, round_ms, refill=True)
     return {
@@ -145,14 +157,7 @@ def chapter_numbers() -> dict:
     pairs_q, pairs_s = 256, 257
     split = 100
     mm1 = [
-        {
-            "lam": lam,
-            "mu": 100.0,
-            "rho": lam / 100.0,
-            "mean_ms": 1000 * mm1_mean_s(lam, 100.0),
-            "p99_ms": 1000 * mm1_quantile_s(lam, 100.0, 0.99),
-            "in_system": (lam / 100.0) / (1 - lam / 100.0),
-        }
+        queues.mm1_row(lam, 100.0) | {"direct_p99_ms": 1000 * mm1_quantile_s(lam, 100.0, 0.99)}
         for lam in (80.0, 95.0)
     ]
     first_token_s, last_token_s, tokens = 0.3, 0.9, 31
@@ -171,6 +176,7 @@ def chapter_numbers() -> dict:
         "mm1": mm1,
         "little": {"throughput": 20, "sojourn_s": 0.4, "in_system": 20 * 0.4},
         "batching": batching_example(),
+        "exercise_31_2": batching_example(round_ms=(6, 10)),
         "goodput": goodput_example(),
         "exercise_31_1": {
             "ttft_s": first_token_s,
@@ -180,6 +186,38 @@ def chapter_numbers() -> dict:
     }
 
 
+def later_sections() -> dict:
+    """The numbers of 31.3 (priority, estimator) to 31.7 and the exercises that build on them."""
+    return {
+        "estimator": rounds.estimator_example(),
+        "priority": rounds.priority_example(),
+        "area": queues.area_example(),
+        "transform": {
+            "terms": 2000,
+            "points": [
+                {"z": z, "pair": queues.mm1_transform(80.0, 100.0, z, terms=2000)}
+                for z in (5.0, 30.0)
+            ],
+        },
+        "admission": queues.admission_example(),
+        "union": queues.union_bound(),
+        "buffer": {
+            "produce": 12,
+            "consume": 4,
+            "capacity": 64,
+            "fill_s": queues.buffer_fill_s(64, 12, 4),
+            "never": queues.buffer_fill_s(64, 4, 4),
+        },
+        "burst": queues.burst_example(),
+        "units": fair.fairness_units(),
+        "deficit": fair.deficit_example(),
+        "preempt": fair.preempt_example(),
+        "weighted": fair.weighted_stats(),
+        "stall": fair.stall_example(),
+        "loop": fair.loop_example(),
+    }
+
+
 def chapter_context(unit) -> dict:
     """Template variables of chapter31.html.j2: ``ch``, every worked example."""
-    return {"ch": chapter_numbers()}
+    return {"ch": chapter_numbers() | later_sections()}

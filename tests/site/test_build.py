@@ -52,7 +52,8 @@ def test_expected_pages_exist(built_site):
         "unit07/index.html",
         "unit07/handout.html",
         "unit07/chapter31.html",
-        "unit08/handout.html",  # unit 08 has a handout, no lesson page yet
+        "unit08/index.html",
+        "unit08/handout.html",
     }
     assert sorted(report.pages) == sorted(p.relative_to(site).as_posix() for p in _pages(site))
 
@@ -205,6 +206,35 @@ def test_chapter_page_shows_the_computed_numbers(built_site):
     assert html.count("<math") > 20
 
 
+def _solutions(html: str) -> dict[str, str | None]:
+    """Exercise id -> text of its collapsible worked solution, tags stripped."""
+    found = {}
+    parts = re.split(r'<div class="exercise" id="(ex-[0-9-]+)">', html)
+    for ex_id, body in zip(parts[1::2], parts[2::2], strict=True):
+        solution = re.search(r'<details class="solution">(.*?)</details>', body, re.S)
+        found[ex_id] = unescape(re.sub(r"<[^>]+>", "", solution.group(1))) if solution else None
+    return found
+
+
+def test_chapter_exercises_have_worked_solutions_with_computed_numbers(built_site):
+    site, report = built_site
+    html = (site / "unit07" / "chapter31.html").read_text(encoding="utf-8")
+    solutions = _solutions(html)
+    assert sorted(solutions) == sorted(f"ex-31-{n}" for n in range(1, 14))
+    assert None not in solutions.values()
+    assert '<details class="solution" open' not in html  # closed until the reader opens one
+    assert "24" in solutions["ex-31-2"] and "20.67" in solutions["ex-31-2"]
+    assert "共 34 页" in solutions["ex-31-5"]
+    assert "面积 4" in solutions["ex-31-6"] and "平均驻留 2" in solutions["ex-31-6"]
+    assert "= 8 s" in solutions["ex-31-10"]
+    assert "98%" in solutions["ex-31-8"] and "99.5%" in solutions["ex-31-8"]
+    for section in ("estimator", "little", "mm1", "admission", "fairness", "algorithm", "goodput"):
+        assert f'<section id="{section}">' in html
+    assert "永远轮不到" in html  # decode-first starves the waiting prompt
+    chapter_claims = [m for page, m in report.claims if page.endswith("chapter31.html")]
+    assert len(chapter_claims) >= 30
+
+
 def _quizzes(html: str) -> dict[str, list[tuple[bool, str]]]:
     found = {}
     for quiz_id, body in re.findall(
@@ -215,8 +245,10 @@ def _quizzes(html: str) -> dict[str, list[tuple[bool, str]]]:
     return found
 
 
-def test_quiz_questions_have_one_right_answer_among_similar_options(built_site):
-    quizzes = _quizzes(lesson_html(built_site[0]))
+@pytest.mark.parametrize("unit_id", ["unit07", "unit08"])
+def test_quiz_questions_have_one_right_answer_among_similar_options(built_site, unit_id):
+    html = (built_site[0] / unit_id / "index.html").read_text(encoding="utf-8")
+    quizzes = _quizzes(html)
     assert len(quizzes) >= 3
     positions = set()
     for quiz_id, options in quizzes.items():

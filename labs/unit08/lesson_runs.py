@@ -1,0 +1,207 @@
+"""Unit 08's lesson runs: every case the page talks about, run now by the reference solution.
+
+Loaded by path from ``site_context.py`` (see docs/units.md, "Site"). The device is the one in
+unit.yaml; a construction changes only the capacity it names (K, M), so a change to a timing
+constant in unit.yaml moves every figure except the tier sweep, whose tiers carry their own
+device (the lab's ``tiers/*.json``, exactly what a student's ``sweep.py`` runs). Each run is
+made once per build (``Runs`` keeps them by key).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+
+from servesim.arrivals import ClosedLoop
+from servesim.load import open_loop
+from servesim.metrics import percentile
+from servesim.tiers import TierError, load_tier
+
+from grader import reference
+from grader.sitebuild.claims import BuildError
+from grader.sitebuild.plugins import load_module
+from grader.sitebuild.runs import PolicyRun, device
+from grader.units import Unit
+
+BATCH_K = 2  # the chapter's two slots for static vs continuous
+POOL = {"max_active": 16, "kv_pages": 256}  # a small pool the burst overflows
+LOOP_DEVICE = {"max_active": 32, "kv_pages": 2048}  # the small tiers' capacity
+LOOP = {"users": 32, "think_ms": 5000.0, "requests": 200, "seed": 1}
+SWEEP = {"loads": (1, 2, 3, 4, 5, 6), "requests": 150, "seed": 1}
+SLO = {"ttft_ms": 2000.0, "tpot_ms": 80.0}
+TARGET = 0.9
+SIZES = "azure-conv-slice"
+
+
+def default_budget(unit: Unit, policy: str) -> int:
+    spec = next((p for p in unit.policies if p["name"] == policy), None)
+    if spec is None or "budget" not in spec["params"]:
+        raise BuildError(f"unit {unit.id}: no policy {policy!r} with a budget in unit.yaml")
+    return int(spec["params"]["budget"]["default"])
+
+
+@dataclass
+class Runs:
+    """The unit, its reference measure.py, and every run made so far (by key)."""
+
+    unit: Unit
+    cache: dict = field(default_factory=dict)
+
+    @property
+    def measure(self):
+        return load_module(self.unit.solutions_dir / "measure.py")
+
+    def run(self, key: tuple, make) -> PolicyRun:
+        if key not in self.cache:
+            self.cache[key] = make()
+        return self.cache[key]
+
+    def policy(self, trace, policy: str, params: dict, dev, label: str, **extra) -> PolicyRun:
+        key = (label, policy, json.dumps(params, sort_keys=True), repr(dev))
+        return self.run(
+            key,
+            lambda: PolicyRun(
+                label, reference.run_reference(self.unit, trace, policy, params, dev, **extra)
+            ),
+        )
+
+
+def batching(runs: Runs) -> dict[str, PolicyRun]:
+    """static and continuous on the chapter's three requests, K = 2, the unit's timing."""
+    trace = reference.load_trace(runs.unit, "static-vs-continuous")
+    dev = device(runs.unit, max_active=BATCH_K)
+    return {p: runs.policy(trace, p, {}, dev, p) for p in ("static", "continuous")}
+
+
+def pages_over_time(run: dict, page_tokens: int) -> list[tuple[float, int]]:
+    """(step end, KV pages held after the step) rebuilt from the run's events alone.
+
+    A holder's cache is its prefilled tokens plus one per decode; a preempted one drops it at
+    the start of the step; a request that left (completed, cancelled) at a step's end frees it.
+    """
+    left = {r["id"]: r["statusMs"] for r in run["requests"] if r["status"] != "rejected"}
+    cache: dict[str, int] = {}
+    points = [(0.0, 0)]
+    for event in run["events"]:
+        for rid in event["preempt"]:
+            cache.pop(rid, None)
+        for chunk in event["prefill"]:
+            cache[chunk["id"]] = cache.get(chunk["id"], 0) + chunk["tokens"]
+        for rid in event["decode"]:
+            cache[rid] += 1
+        for rid in [r for r in cache if left[r] == event["endMs"]]:
+            del cache[rid]
+        points.append((event["endMs"], sum(math.ceil(c / page_tokens) for c in cache.values())))
+    return points
+
+
+def kv_pool(runs: Runs) -> dict:
+    """budgeted vs paged on the burst, on a pool the burst overflows."""
+    trace = reference.load_trace(runs.unit, "burst")
+    dev = device(runs.unit, **POOL)
+    out = {"device": dev.to_json(), "runs": {}, "pages": {}, "preempts": {}}
+    for policy in ("budgeted", "paged"):
+        budget = default_budget(runs.unit, policy)
+        run = runs.policy(trace, policy, {"budget": budget}, dev, policy)
+        out["runs"][policy] = run
+        out["pages"][policy] = pages_over_time(run.run, dev.page_tokens)
+        out["preempts"][policy] = [(e["startMs"], rid) for e in run.events for rid in e["preempt"]]
+    return out
+
+
+def _p99(requests: list[dict]) -> float:
+    return percentile([r["ttftMs"] if r["ttftMs"] is not None else math.inf for r in requests], 99)
+
+
+@dataclass(frozen=True)
+class Point:
+    tier: str
+    load: float
+    goodput: object  # measure.Goodput
+    rejected: int
+    p99_ttft_ms: float
+
+
+def tiers(runs: Runs) -> list:
+    names = tuple(p["name"] for p in runs.unit.policies)
+    try:
+        return [load_tier(p, names) for p in sorted((runs.unit.lab_dir / "tiers").glob("*.json"))]
+    except TierError as exc:
+        raise BuildError(f"unit {runs.unit.id}: {exc}") from None
+
+
+def sweep(runs: Runs) -> dict:
+    """Every tier at every offered load (open loop), measured as the lab's sweep.py does."""
+    measure = runs.measure
+    slo = measure.Slo(**SLO)
+    base = reference.load_trace(runs.unit, SIZES)
+    points = []
+    for tier in tiers(runs):
+        for load in SWEEP["loads"]:
+            trace = open_loop(base, load, SWEEP["requests"], SWEEP["seed"])
+            run = runs.policy(
+                trace,
+                tier.policy,
+                {"budget": tier.budget},
+                tier.device,
+                f"{tier.name}@{load:g}",
+                queue_cap=tier.queue_cap,
+            ).run
+            requests = run["requests"]
+            end = math.nextafter(max(r["statusMs"] for r in requests), math.inf)
+
+            def passes(r, tier=tier):
+                return measure.quality_passes(r["id"], tier.name, tier.quality_pass_rate)
+
+            report = measure.goodput(requests, slo, 0.0, end, passes=passes)
+            rejected = sum(r["status"] == "rejected" for r in requests)
+            points.append(Point(tier.name, load, report, rejected, _p99(requests)))
+    return {"tiers": tiers(runs), "points": points}
+
+
+def operating_points(sweep_result: dict) -> list[dict]:
+    """Per tier: the highest load meeting the target, its goodput and cost per 1,000."""
+    out = []
+    for tier in sweep_result["tiers"]:
+        mine = [p for p in sweep_result["points"] if p.tier == tier.name]
+        ok = [p for p in mine if p.goodput.attainment_over_submitted >= TARGET]
+        best = max(ok, key=lambda p: p.load, default=None)
+        cost = None
+        if best is not None and best.goodput.goodput_per_s > 0:
+            cost = tier.price_per_hour / (best.goodput.goodput_per_s * 3600) * 1000
+        out.append({"tier": tier, "point": best, "cost": cost})
+    return out
+
+
+def loops(runs: Runs) -> dict:
+    """A closed loop, and an open loop at the closed loop's realised mean rate."""
+    base = reference.load_trace(runs.unit, SIZES)
+    dev = device(runs.unit, **LOOP_DEVICE)
+    params = {"budget": default_budget(runs.unit, "paged")}
+    closed_src = ClosedLoop(
+        LOOP["users"],
+        LOOP["think_ms"],
+        LOOP["requests"],
+        base,
+        seed=LOOP["seed"],
+        think="exponential",
+    )
+    closed = runs.policy(None, "paged", params, dev, "closed", closed=closed_src)
+    rate = _rate(closed.run["requests"])
+    # one seed, its time axis scaled so the sample's own rate equals the closed loop's
+    sample = _rate(open_loop(base, rate, LOOP["requests"], LOOP["seed"]).raw["requests"])
+    trace = open_loop(base, rate * rate / sample, LOOP["requests"], LOOP["seed"])
+    opened = runs.policy(trace, "paged", params, dev, "open")
+    out = {"device": dev.to_json(), "rate": rate, "open_rate": _rate(opened.run["requests"])}
+    for name, run in (("closed", closed), ("open", opened)):
+        ttfts = [r["ttftMs"] for r in run.run["requests"] if r["ttftMs"] is not None]
+        if len(ttfts) != len(run.run["requests"]):
+            raise BuildError(f"unit {runs.unit.id}: the {name} loop lost requests")
+        out[name] = {"run": run, **{f"p{p}": percentile(ttfts, p) for p in (50, 90, 99)}}
+    return out
+
+
+def _rate(requests: list[dict]) -> float:
+    """Requests per second: how many arrived over the time of the last arrival."""
+    return len(requests) / (max(r["arrivalMs"] for r in requests) / 1000)

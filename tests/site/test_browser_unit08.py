@@ -1,0 +1,75 @@
+"""Unit 08's lesson page in headless chromium: plots, quiz, self-check and notes.
+
+Uses the fixtures of test_browser.py (same skips: Debian's chromium and playwright).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from test_browser import browser, page, server  # noqa: F401  (fixtures)
+
+FIGURES = ("timeline-batching", "kv-pages", "sweep-goodput", "sweep-p99", "loops-ttft")
+
+
+def test_plots_are_drawn_with_text_alternatives(page, server):  # noqa: F811
+    page.goto(f"{server}/unit08/index.html")
+    for figure in FIGURES:
+        svg = page.locator(f"svg#{figure}")
+        assert svg.get_attribute("role") == "img"
+        assert svg.locator("desc").text_content().strip()
+        box = svg.bounding_box()
+        assert box and box["width"] > 300 and box["height"] > 150, figure
+    lines = page.locator("svg#sweep-goodput g.series")
+    assert lines.count() == page.locator("#operating-points tbody tr").count() >= 2
+    assert page.locator("svg#kv-pages path.mark").count() == int(
+        page.locator('[data-value="preempts-paged"]').inner_text()
+    )
+
+
+def test_quiz_checklist_and_notes(page, server):  # noqa: F811
+    url = f"{server}/unit08/index.html"
+    page.goto(url)
+    quizzes = page.locator("[data-quiz]")
+    assert quizzes.count() >= 4
+    for i in range(quizzes.count()):
+        quiz = quizzes.nth(i)
+        assert quiz.locator('button[data-correct="true"]').count() == 1
+        quiz.locator('button[data-correct="false"]').first.click()
+        assert quiz.locator(".quiz-feedback").get_attribute("data-verdict") == "wrong"
+        quiz.locator('button[data-correct="true"]').click()
+        assert quiz.locator(".quiz-feedback").get_attribute("data-verdict") == "right"
+    page.locator('[data-checklist="unit08-selfcheck"] input[data-item="denominator"]').check()
+    text = "协议：azure-conv-slice，开环\n结果：工作点"
+    page.locator('textarea[data-notes="unit08-notes"]').fill(text)
+    page.reload()
+    box = page.locator('[data-checklist="unit08-selfcheck"] input[data-item="denominator"]')
+    assert box.is_checked()
+    assert page.locator('textarea[data-notes="unit08-notes"]').input_value() == text
+    assert page.locator('a[href="infra-lab-unit08.zip"]').count() >= 1
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_unit08_screenshots(browser, server, tmp_path, width):  # noqa: F811
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    shot_page = context.new_page()
+    shot_page.goto(f"{server}/unit08/index.html")
+    scroll = shot_page.evaluate("document.documentElement.scrollWidth")
+    assert scroll <= width, f"page is {scroll}px wide at a {width}px viewport"
+    fonts = shot_page.evaluate(
+        """() => [...document.querySelectorAll('svg.chart')].map(svg => {
+            const t = svg.querySelector('.tick');
+            return t.getBoundingClientRect().height; })"""
+    )
+    assert min(fonts) >= 8, f"chart tick labels too small on screen: {fonts}"
+    shot = tmp_path / f"unit08-{width}.png"
+    shot_page.screenshot(path=str(shot), full_page=True)
+    context.close()
+    assert shot.stat().st_size > 10_000
+    keep = os.environ.get("INFRALAB_SHOTS_DIR")
+    if keep:
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        shutil.copy(shot, Path(keep) / shot.name)
