@@ -6,7 +6,7 @@ they do not import this module there: they start ``python -I -m grader.course.nb
 stand in for this package) and read one JSON document from its stdout.
 
     python -I -m grader.course.nbcheck expected --unit UNIT CASE  -> the answer key for CASE
-    python -I -m grader.course.nbcheck policies --unit UNIT --submission policies.py
+    python -I -m grader.course.nbcheck policies --unit UNIT --submission policies.py [...]
                                                                   -> {"score", "maxScore", "text"}
 
 The answer keys are the unit's: a plug-in file named by ``notebook.answer_keys`` in unit.yaml
@@ -77,23 +77,35 @@ def answer_key(unit: Unit, case: str) -> dict:
 
 
 def hidden_cases(unit: Unit) -> list[str]:
-    """Ids of the unit's hidden graded cases (the public ones are the lab's own tests)."""
-    return [case.id for case in load_grading(unit).cases if case.hidden]
+    """Ids of the cases the notebook grades: the unit's hidden graded cases (the public ones
+    are the lab's own tests), or every graded case while a unit has no hidden one."""
+    cases = load_grading(unit).cases
+    return [case.id for case in cases if case.hidden] or [case.id for case in cases]
 
 
-def grade_policies(unit: Unit, policies_file: Path) -> dict:
-    """Grade a student's policies file with the sandboxed grader on the unit's hidden cases.
+def grade_policies(unit: Unit, files: Path | list[Path]) -> dict:
+    """Grade a student's editable files with the sandboxed grader on the unit's hidden cases.
 
-    The file is copied into a fresh folder holding only that file, which is what
+    ``files`` are the student's copies of the unit's editable files (``policies.py``, and
+    whatever else unit.yaml lists); each must be a regular file named like one of them. They
+    are copied into a fresh folder holding only those files, which is what
     ``grader.grading.grade`` takes as a submission; the feedback text names no hidden trace data.
     """
-
-    policies_file = Path(policies_file)
-    if policies_file.is_symlink() or not policies_file.is_file():
-        raise UnitError(f"{policies_file}: not a regular file")
+    files = [Path(f) for f in (files if isinstance(files, list) else [files])]
+    names = [f.name for f in files]
+    for path in files:
+        if path.is_symlink() or not path.is_file():
+            raise UnitError(f"{path}: not a regular file")
+        if path.name not in unit.editable:
+            raise UnitError(
+                f"{path}: not an editable file of {unit.id} ({', '.join(unit.editable)})"
+            )
+    if len(set(names)) != len(names):
+        raise UnitError(f"the same file is given twice: {', '.join(names)}")
     with tempfile.TemporaryDirectory(prefix="infralab-nb-") as tmp:
         submission = Path(tmp)
-        shutil.copyfile(policies_file, submission / "policies.py")
+        for path in files:
+            shutil.copyfile(path, submission / path.name)
         report = grade_submission(unit, submission, cases=hidden_cases(unit))
     return {"score": report.score, "maxScore": report.max_score, "text": report.text()}
 
@@ -104,16 +116,23 @@ def main(argv=None) -> int:
     expected = commands.add_parser("expected", help="print the answer key of a notebook case")
     expected.add_argument("--unit", required=True)
     expected.add_argument("case", help="a notebook case, e.g. mixed")
-    policies = commands.add_parser("policies", help="grade a policies file on the graded cases")
+    policies = commands.add_parser(
+        "policies", help="grade the student's editable files on the hidden cases"
+    )
     policies.add_argument("--unit", required=True)
-    policies.add_argument("--submission", required=True, help="the student's policies.py")
+    policies.add_argument(
+        "--submission",
+        required=True,
+        nargs="+",
+        help="the student's editable files (policies.py, ...)",
+    )
     args = parser.parse_args(argv)
     try:
         unit = load_unit(args.unit)
         if args.command == "expected":
             result = answer_key(unit, args.case)
         else:
-            result = grade_policies(unit, Path(args.submission))
+            result = grade_policies(unit, [Path(f) for f in args.submission])
     except (UnitError, GradingError) as exc:
         print(f"nbcheck: error: {exc}", file=sys.stderr)
         return 2

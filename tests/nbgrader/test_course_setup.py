@@ -1,4 +1,4 @@
-"""``infralab release nbgrader`` (without running nbgrader) and the unit 07 source notebook."""
+"""``infralab release nbgrader`` (without running nbgrader) and every unit's source notebook."""
 
 from __future__ import annotations
 
@@ -19,33 +19,43 @@ from grader.course import nbgrader_course  # noqa: E402
 from grader.course.release import student_files  # noqa: E402
 from grader.units import load_unit  # noqa: E402
 
-UNIT = "unit07"
+UNIT = "unit07"  # the course-directory tests need one unit; the notebook tests take each
+NOTEBOOK_UNITS = [unit.id for unit in nbgrader_course.notebook_units()]
 
 
-def setup_course(course, *extra) -> int:
-    return main(["release", "nbgrader", "--unit", UNIT, "--course", str(course), *extra])
+def test_every_unit_with_a_notebook_is_covered():
+    assert {"unit07", "unit08"} <= set(NOTEBOOK_UNITS)
+
+
+def setup_course(course, *extra, unit=UNIT) -> int:
+    return main(["release", "nbgrader", "--unit", unit, "--course", str(course), *extra])
 
 
 def load_config(course):
     return PyFileConfigLoader(nbgrader_course.CONFIG, path=str(course)).load_config()
 
 
-def test_setup_writes_config_kernel_and_source(tmp_path, capsys):
+@pytest.mark.parametrize("unit_id", NOTEBOOK_UNITS)
+def test_setup_writes_config_kernel_and_source(tmp_path, capsys, unit_id):
     course = tmp_path / "course"
-    assert setup_course(course, "--no-generate") == 0
+    assert setup_course(course, "--no-generate", unit=unit_id) == 0
     assert "staged" in capsys.readouterr().out
-    unit = load_unit(UNIT)
+    unit = load_unit(unit_id)
     staged = sorted(
-        p.relative_to(course / "source" / UNIT).as_posix()
-        for p in (course / "source" / UNIT).rglob("*")
+        p.relative_to(course / "source" / unit_id).as_posix()
+        for p in (course / "source" / unit_id).rglob("*")
         if p.is_file()
     )
     expected = sorted(
-        [p.relative_to(unit.lab_dir).as_posix() for p in student_files(unit)] + [f"{UNIT}.ipynb"]
+        [p.relative_to(unit.lab_dir).as_posix() for p in student_files(unit)] + [f"{unit_id}.ipynb"]
     )
     assert staged == expected
     config = load_config(course)
-    assert config.Autograde.exclude_overwriting == {UNIT: ["policies.py"]}
+    # every notebook unit's editable files, whichever unit was set up
+    assert config.Autograde.exclude_overwriting == {
+        u: list(load_unit(u).editable) for u in NOTEBOOK_UNITS
+    }
+    assert config.Autograde.exclude_overwriting[unit_id] == list(unit.editable)
     assert config.ExecutePreprocessor.kernel_name == nbgrader_course.KERNEL_NAME
     assert config.CourseDirectory.root == str(course.resolve())
     kernel = course / ".infralab/jupyter/kernels" / nbgrader_course.KERNEL_NAME / "kernel.json"
@@ -87,37 +97,41 @@ def test_unknown_unit_is_one_error_line(tmp_path, capsys):
 # --- the source notebook ---------------------------------------------------------------
 
 
-def _builder():
-    path = nbgrader_course.notebook_dir(load_unit(UNIT)) / "build_notebook.py"
-    spec = importlib.util.spec_from_file_location("_unit07_notebook_builder", path)
+def _builder(unit_id):
+    path = nbgrader_course.notebook_dir(load_unit(unit_id)) / "build_notebook.py"
+    spec = importlib.util.spec_from_file_location(f"_{unit_id}_notebook_builder", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-def test_committed_notebook_is_what_the_builder_writes():
-    builder = _builder()
+@pytest.mark.parametrize("unit_id", NOTEBOOK_UNITS)
+def test_committed_notebook_is_what_the_builder_writes(unit_id):
+    builder = _builder(unit_id)
     assert builder.NOTEBOOK.read_text(encoding="utf-8") == builder.render()
 
 
-def _cells():
-    notebook = nbformat.read(_builder().NOTEBOOK, as_version=4)
+def _cells(unit_id):
+    notebook = nbformat.read(_builder(unit_id).NOTEBOOK, as_version=4)
     return [(c, c.metadata["nbgrader"]) for c in notebook.cells]
 
 
-def test_every_cell_is_an_nbgrader_cell_with_a_unique_id():
-    ids = [meta["grade_id"] for _, meta in _cells()]
+@pytest.mark.parametrize("unit_id", NOTEBOOK_UNITS)
+def test_every_cell_is_an_nbgrader_cell_with_a_unique_id(unit_id):
+    cells = _cells(unit_id)
+    ids = [meta["grade_id"] for _, meta in cells]
     assert len(ids) == len(set(ids))
-    for cell, meta in _cells():
+    for cell, meta in cells:
         if meta["grade"]:
             assert meta["points"] > 0
         if meta["solution"]:
             assert "### BEGIN SOLUTION" in cell.source and "### END SOLUTION" in cell.source
 
 
-def test_autograder_tests_hold_no_expected_numbers():
+@pytest.mark.parametrize("unit_id", NOTEBOOK_UNITS)
+def test_autograder_tests_hold_no_expected_numbers(unit_id):
     """Test cells compare with answer keys the trusted grader computes at grading time."""
-    tests = [(c, m) for c, m in _cells() if m["grade"] and c.cell_type == "code"]
+    tests = [(c, m) for c, m in _cells(unit_id) if m["grade"] and c.cell_type == "code"]
     assert tests
     for cell, meta in tests:
         tree = ast.parse(cell.source)
@@ -129,8 +143,20 @@ def test_autograder_tests_hold_no_expected_numbers():
             assert '_trusted("expected"' in hidden and "check_close(" in hidden
 
 
-def test_each_deliverable_has_autograded_and_written_parts():
-    autograded = {m["grade_id"][:2] for c, m in _cells() if m["grade"] and c.cell_type == "code"}
-    manual = {m["grade_id"] for c, m in _cells() if m["grade"] and c.cell_type == "markdown"}
+@pytest.mark.parametrize("unit_id", NOTEBOOK_UNITS)
+def test_each_deliverable_has_autograded_and_written_parts(unit_id):
+    cells = _cells(unit_id)
+    autograded = {m["grade_id"][:2] for c, m in cells if m["grade"] and c.cell_type == "code"}
+    manual = {m["grade_id"] for c, m in cells if m["grade"] and c.cell_type == "markdown"}
     assert {"d1", "d2", "d3"} <= autograded
     assert manual == {"d1_explain", "d2_explain", "d3_explain"}
+
+
+@pytest.mark.parametrize("unit_id", NOTEBOOK_UNITS)
+def test_policy_cell_grades_every_editable_file(unit_id):
+    """The hidden policy test hands the trusted grader each file the student edits."""
+    (cell,) = [c for c, m in _cells(unit_id) if m["grade_id"] == "policies_hidden"]
+    hidden = cell.source.split("### BEGIN HIDDEN TESTS", 1)[1]
+    assert '_trusted("policies", "--submission"' in hidden
+    for name in load_unit(unit_id).editable:
+        assert f'"{name}"' in hidden, name

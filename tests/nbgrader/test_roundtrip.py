@@ -1,9 +1,10 @@
-"""Unit 07's nbgrader assignment end to end, in a real nbgrader course with a gradebook.
+"""Each unit's nbgrader assignment end to end, in a real nbgrader course with a gradebook.
 
-``infralab release nbgrader`` sets the course up in a temp directory and generates the student
-version; two fabricated submissions go under ``submitted/`` (one correct; one with a buggy
-policy and two wrong numbers); ``nbgrader autograde`` grades them into the gradebook database,
-which the tests read.
+Per unit with a notebook (the ``course`` fixture is parametrised by unit): ``infralab release
+nbgrader`` sets the course up in a temp directory and generates the student version; two
+fabricated submissions go under ``submitted/`` (one correct; one with a buggy editable file and
+wrong numbers, see ``nbgrader_plans.py``); ``nbgrader autograde`` grades them into the gradebook
+database, which the tests read.
 """
 
 from __future__ import annotations
@@ -21,34 +22,14 @@ nbformat = pytest.importorskip("nbformat")
 pytest.importorskip("nbgrader")
 
 from nbgrader.api import Gradebook  # noqa: E402
+from nbgrader_plans import PLANS  # noqa: E402
 
 from grader.course import nbcheck, nbgrader_course  # noqa: E402
 from grader.course.release import student_files  # noqa: E402
 from grader.units import load_unit  # noqa: E402
 
-UNIT = "unit07"
-NOTEBOOK = f"{UNIT}.ipynb"
 MARKER = re.compile(r"^\s*#+\s*(BEGIN|END) SOLUTION\s*$")
-
-# A buggy chunked policy: prefill chunks go first whenever a prompt waits, so a running request
-# gets no decode batch in between (the lesson's head-of-line stall, chunked).
-WRONG_POLICIES = """\
-from servesim import Batch
-
-
-def fcfs(view):
-    if view.waiting:
-        head = view.waiting[0]
-        return Batch.prefill_of(head, head.remaining_prefill)
-    return Batch.decode_of(view.running)
-
-
-def chunked(view, chunk):
-    if view.waiting:
-        head = view.waiting[0]
-        return Batch.prefill_of(head, min(chunk, head.remaining_prefill))
-    return Batch.decode_of(view.running)
-"""
+UNITS = sorted(PLANS)
 
 
 @dataclass(frozen=True)
@@ -62,6 +43,14 @@ class Course:
     @property
     def db_url(self) -> str:
         return f"sqlite:///{self.root / 'gradebook.db'}"
+
+    @property
+    def id(self) -> str:
+        return self.unit.id
+
+    @property
+    def notebook(self) -> str:
+        return f"{self.unit.id}.ipynb"
 
 
 def without_markers(source: str) -> str:
@@ -84,55 +73,47 @@ def answered(release_nb, source_nb, overrides: dict[str, str]):
     return notebook
 
 
-def literal_answers(unit) -> dict[str, str]:
-    """Answer cells typed as numbers, from the trusted key, with two numbers wrong."""
-    mixed = nbcheck.answer_key(unit, "mixed")
-    mixed["times"]["chunked"]["S"]["first"] += 1.0
-    prefill = nbcheck.answer_key(unit, "prefill-only")
-    prefill["submissions"]["chunked"] -= 1
-    unseen = nbcheck.answer_key(unit, "unseen")
-    return {
-        "d1_answer": f"d1_times = {mixed['times']!r}\nd1_a_max_itl = {mixed['aMaxItl']!r}",
-        "d2_answer": f"d2_outputs = {prefill!r}",
-        "d3_answer": f"d3_verified = {unseen!r}",
-    }
-
-
-def submit(course_root: Path, unit, student: str, notebook, policies: str) -> Path:
-    """Lay out ``submitted/<student>/<unit>/`` like a collected student folder."""
+def submit(course_root: Path, unit, student: str, notebook, files: dict[str, str]) -> Path:
+    """Lay out ``submitted/<student>/<unit>/`` like a collected student folder; ``files`` are
+    the student's editable files (name -> text) over the released ones."""
     folder = course_root / "submitted" / student / unit.id
     for path in student_files(unit):
         dest = folder / path.relative_to(unit.lab_dir)
         dest.parent.mkdir(parents=True, exist_ok=True)
         dest.write_bytes(path.read_bytes())
-    (folder / "policies.py").write_text(policies, encoding="utf-8")
-    nbformat.write(notebook, folder / NOTEBOOK)
+    for name, text in files.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    nbformat.write(notebook, folder / f"{unit.id}.ipynb")
     return folder
 
 
-@pytest.fixture(scope="session")
-def course(tmp_path_factory) -> Course:
-    unit = load_unit(UNIT)
-    root = tmp_path_factory.mktemp("course")
+def reference_files(unit) -> dict[str, str]:
+    """The unit's editable files as the reference solution has them."""
+    return {n: (unit.solutions_dir / n).read_text(encoding="utf-8") for n in unit.editable}
+
+
+def wrong_files(unit) -> dict[str, str]:
+    """Bob's editable files: the reference ones with the plan's buggy file(s) over them."""
+    return reference_files(unit) | PLANS[unit.id].wrong_files(unit)
+
+
+@pytest.fixture(scope="session", params=UNITS)
+def course(request, tmp_path_factory) -> Course:
+    unit = load_unit(request.param)
+    root = tmp_path_factory.mktemp(f"course-{unit.id}")
     result = nbgrader_course.release_nbgrader(unit, root)
-    source_nb = nbformat.read(result.source / NOTEBOOK, as_version=4)
-    release_nb = nbformat.read(result.release / NOTEBOOK, as_version=4)
-    solution_policies = (unit.solutions_dir / "policies.py").read_text(encoding="utf-8")
-    submit(root, unit, "alice", answered(release_nb, source_nb, {}), solution_policies)
-    submit(
-        root,
-        unit,
-        "bob",
-        answered(release_nb, source_nb, literal_answers(unit)),
-        WRONG_POLICIES,
-    )
-    done = nbgrader_course.nbgrader(root, "autograde", UNIT, "--force")
+    notebook = f"{unit.id}.ipynb"
+    source_nb = nbformat.read(result.source / notebook, as_version=4)
+    release_nb = nbformat.read(result.release / notebook, as_version=4)
+    submit(root, unit, "alice", answered(release_nb, source_nb, {}), reference_files(unit))
+    bob = answered(release_nb, source_nb, PLANS[unit.id].literal_answers(unit))
+    submit(root, unit, "bob", bob, wrong_files(unit))
+    done = nbgrader_course.nbgrader(root, "autograde", unit.id, "--force")
     log = done.stdout + done.stderr
     assert done.returncode == 0, log[-4000:]
     return Course(root, unit, source_nb, release_nb, log)
 
 
-WRONG_NUMBER_CELLS = {"d1_chunked", "d2_outputs"}  # the cells checking the two wrong numbers
 POLICY_CELL = "policies_hidden"
 
 
@@ -148,16 +129,18 @@ def grade_cells(nb) -> dict[str, float]:
 def scores(course: Course, student: str) -> dict[str, tuple[float | None, float]]:
     """grade id -> (auto score, max score) for every graded cell, read from the gradebook."""
     with Gradebook(course.db_url, "infralab") as gradebook:
-        notebook = gradebook.find_submission_notebook(UNIT, UNIT, student)
+        notebook = gradebook.find_submission_notebook(course.id, course.id, student)
         return {g.name: (g.auto_score, g.max_score) for g in notebook.grades}
 
 
-def policy_fraction(course: Course, policies: str) -> float:
-    """The share of the policy cell's points the grader gives ``policies`` (computed here)."""
+def policy_fraction(course: Course, files: dict[str, str]) -> float:
+    """The share of the policy cell's points the grader gives ``files`` (computed here)."""
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "policies.py"
-        path.write_text(policies, encoding="utf-8")
-        report = nbcheck.grade_policies(course.unit, path)
+        paths = []
+        for name, text in files.items():
+            paths.append(Path(tmp) / name)
+            paths[-1].write_text(text, encoding="utf-8")
+        report = nbcheck.grade_policies(course.unit, paths)
     return report["score"] / report["maxScore"]
 
 
@@ -175,10 +158,11 @@ def test_correct_submission_gets_every_autograded_point(course):
 def test_wrong_submission_loses_exactly_the_points_of_its_wrong_cells(course):
     autograded = grade_cells(course.source_nb)
     got = scores(course, "bob")
-    fraction = policy_fraction(course, WRONG_POLICIES)
+    wrong_cells = PLANS[course.id].wrong_cells
+    fraction = policy_fraction(course, wrong_files(course.unit))
     assert fraction < 1, "the buggy policy must fail some hidden case"
     for grade_id, points in autograded.items():
-        if grade_id in WRONG_NUMBER_CELLS:
+        if grade_id in wrong_cells:
             expected = 0.0
         elif grade_id == POLICY_CELL:
             expected = round(points * fraction, 2)  # the cell rounds for clean exports
@@ -186,7 +170,7 @@ def test_wrong_submission_loses_exactly_the_points_of_its_wrong_cells(course):
             expected = points
         assert got[grade_id][0] == pytest.approx(expected), grade_id
     lost = sum(points - got[g][0] for g, points in autograded.items())
-    expected_lost = sum(autograded[g] for g in WRONG_NUMBER_CELLS)
+    expected_lost = sum(autograded[g] for g in wrong_cells)
     expected_lost += autograded[POLICY_CELL] - round(autograded[POLICY_CELL] * fraction, 2)
     assert lost == pytest.approx(expected_lost)
     policy_score = got[POLICY_CELL][0]
@@ -201,13 +185,13 @@ def test_written_answers_wait_for_a_ta(course):
     }
     assert manual == {"d1_explain", "d2_explain", "d3_explain"}
     with Gradebook(course.db_url, "infralab") as gradebook:
-        notebook = gradebook.find_submission_notebook(UNIT, UNIT, "alice")
+        notebook = gradebook.find_submission_notebook(course.id, course.id, "alice")
         pending = {g.name for g in notebook.grades if g.needs_manual_grade}
     assert manual <= pending
 
 
 def test_released_notebook_has_no_solution_and_no_hidden_test(course):
-    released = (course.root / "release" / UNIT / f"{UNIT}.ipynb").read_text(encoding="utf-8")
+    released = (course.root / "release" / course.id / course.notebook).read_text(encoding="utf-8")
     for marker in (
         "BEGIN SOLUTION",
         "END SOLUTION",
@@ -231,7 +215,7 @@ def test_released_notebook_has_no_solution_and_no_hidden_test(course):
     leaked = sorted(secret & released_lines)
     assert not leaked
     # the released policies.py is the starter, not the solution
-    policies = (course.root / "release" / UNIT / "policies.py").read_text(encoding="utf-8")
+    policies = (course.root / "release" / course.id / "policies.py").read_text(encoding="utf-8")
     assert "NotImplementedError" in policies and "BEGIN SOLUTION" not in policies
 
 
@@ -248,14 +232,14 @@ def _regions(source: str, name: str) -> list[list[str]]:
     return regions
 
 
-def run_validate(course: Course, notebook, policies: str | None) -> str:
+def run_validate(course: Course, notebook, files: dict[str, str] | None) -> str:
     """``nbgrader validate`` on ``notebook`` in a copy of the released folder; its output."""
     folder = Path(tempfile.mkdtemp(dir=course.root / ".infralab", prefix="validate-"))
     try:
-        shutil.copytree(course.root / "release" / UNIT, folder, dirs_exist_ok=True)
-        if policies is not None:
-            (folder / "policies.py").write_text(policies, encoding="utf-8")
-        path = folder / f"{UNIT}.ipynb"
+        shutil.copytree(course.root / "release" / course.id, folder, dirs_exist_ok=True)
+        for name, text in (files or {}).items():
+            (folder / name).write_text(text, encoding="utf-8")
+        path = folder / course.notebook
         nbformat.write(notebook, path)
         done = nbgrader_course.nbgrader(course.root, "validate", str(path))
         return done.stdout + done.stderr
@@ -265,14 +249,13 @@ def run_validate(course: Course, notebook, policies: str | None) -> str:
 
 def test_validate_passes_on_the_solution_notebook(course):
     """The instructor's notebook, hidden tests included, passes with the reference policies."""
-    solution = (course.unit.solutions_dir / "policies.py").read_text(encoding="utf-8")
-    output = run_validate(course, course.source_nb, solution)
+    output = run_validate(course, course.source_nb, reference_files(course.unit))
     assert "Success! Your notebook passes all the tests." in output, output[-3000:]
 
 
 def test_validate_passes_on_the_answered_release(course):
-    solution = (course.unit.solutions_dir / "policies.py").read_text(encoding="utf-8")
-    output = run_validate(course, answered(course.release_nb, course.source_nb, {}), solution)
+    answers = answered(course.release_nb, course.source_nb, {})
+    output = run_validate(course, answers, reference_files(course.unit))
     assert "Success! Your notebook passes all the tests." in output, output[-3000:]
 
 
@@ -305,14 +288,15 @@ def _triples(trace: dict) -> set[tuple[float, float, float]]:
 def test_student_notebook_holds_no_hidden_trace_data(course):
     """No hidden trace's name, request ids, description or request rows in the student's text."""
     hidden = _hidden_traces(course.unit)
-    assert hidden, "the unit has hidden traces (traces/<unit>/hidden/*.json)"
+    if not hidden:
+        pytest.skip(f"{course.id} has no hidden traces yet (traces/{course.id}/hidden/)")
     public = [
         json.loads(p.read_text(encoding="utf-8"))
         for p in sorted((course.unit.lab_dir / "traces").glob("*.json"))
     ]
     public_ids = {r["id"] for t in public for r in t["requests"]}
     public_rows = set().union(*(_triples(t) for t in public))
-    released = nbformat.read(course.root / "release" / UNIT / f"{UNIT}.ipynb", as_version=4)
+    released = nbformat.read(course.root / "release" / course.id / course.notebook, as_version=4)
     text = "\n".join(
         [cell.source for cell in released.cells]
         + [json.dumps(cell.get("outputs", []), ensure_ascii=False) for cell in released.cells]
