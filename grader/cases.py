@@ -1,8 +1,16 @@
 """Graded cases of a unit: trace x policy x parameters, from the ``grading`` part of unit.yaml.
 
 A case names a trace (a public lab trace or a hidden one under ``traces/<unit>/hidden/``), a
-policy, its parameters, an optional overhead override and an optional metamorphic transform
-(ids relabelled, arrivals shifted) that turns a known trace into one no answer can be keyed to.
+policy, its parameters, optional device overrides (``overheadMs``, ``device``: any other device
+field the lab's simulate.py has a flag for, e.g. ``maxActive`` -> ``--max-active``), an
+optional ``queueCap`` and an optional metamorphic transform (ids relabelled, arrivals shifted)
+that turns a known trace into one no answer can be keyed to.
+
+A case's ``kind`` says how its run is judged (``grader.casekinds``): ``exact`` (default) compares
+the run with the reference's golden run; ``script`` runs a given script of the lab folder on the
+reference's run and compares its JSON answer with the reference's (a student-editable module
+such as a measurement module); ``goodput`` scores a valid run by its goodput under the case's
+SLO relative to the reference's.
 """
 
 from __future__ import annotations
@@ -23,6 +31,12 @@ DEFAULT_TIMEOUT_S = 20.0  # wall-clock seconds per case (unit.yaml grading.timeo
 DEFAULT_SUBMISSION_TIMEOUT_S = 300.0  # per submission (grading.submission_timeout_s)
 
 
+class Kind(Enum):
+    EXACT = "exact"
+    SCRIPT = "script"
+    GOODPUT = "goodput"
+
+
 class Visibility(Enum):
     PUBLIC = "public"
     HIDDEN = "hidden"
@@ -39,6 +53,12 @@ class Case:
     visibility: Visibility
     overhead_ms: float | None = None  # None: the unit's device default
     transform: metamorphic.Transform | None = None
+    device: dict = field(default_factory=dict)  # device JSON fields replacing the unit's
+    queue_cap: int | None = None
+    kind: Kind = Kind.EXACT
+    script: str | None = None  # kind script: the lab folder's given script
+    args: dict = field(default_factory=dict)  # kind script: what the script is asked
+    slo: dict = field(default_factory=dict)  # kind goodput: {ttftMs, tpotMs}
     spec: dict = field(default_factory=dict, compare=False, repr=False)  # as written in unit.yaml
 
     @property
@@ -52,7 +72,22 @@ class Case:
             argv += [f"--{name}", str(value)]
         if self.overhead_ms is not None:
             argv += ["--overhead-ms", repr(float(self.overhead_ms))]
+        for name, value in self.device.items():
+            argv += [f"--{_kebab(name)}", str(value)]
+        if self.queue_cap is not None:
+            argv += ["--queue-cap", str(self.queue_cap)]
         return argv
+
+    @property
+    def setup_key(self) -> tuple:
+        """What makes two cases run the same simulation (the transform aside)."""
+        device = tuple(sorted(self.device.items()))
+        params = tuple(sorted(self.params.items()))
+        return (self.trace, self.policy, params, self.overhead_ms, device, self.queue_cap)
+
+
+def _kebab(name: str) -> str:
+    return re.sub(r"([A-Z])", lambda m: "-" + m.group(1).lower(), name)
 
 
 @dataclass(frozen=True)
@@ -133,6 +168,11 @@ def _parse_case(item, where: str, policies: dict) -> Case:
         except ValueError as exc:
             raise UnitError(f"{where}: transform: {exc}") from None
     overhead = item.get("overheadMs")
+    kind = Kind(item.get("kind", "exact"))
+    if kind is Kind.SCRIPT and not item.get("script"):
+        raise UnitError(f"{where}: a script case needs 'script' (a file of the lab folder)")
+    if kind is Kind.GOODPUT and not item.get("slo"):
+        raise UnitError(f"{where}: a goodput case needs 'slo' ({{ttftMs, tpotMs}})")
     return Case(
         id=item["id"],
         trace=item["trace"],
@@ -143,6 +183,12 @@ def _parse_case(item, where: str, policies: dict) -> Case:
         visibility=Visibility(item["visibility"]),
         overhead_ms=None if overhead is None else float(overhead),
         transform=transform,
+        device=dict(item.get("device") or {}),
+        queue_cap=item.get("queueCap"),
+        kind=kind,
+        script=item.get("script"),
+        args=dict(item.get("args") or {}),
+        slo=dict(item.get("slo") or {}),
         spec=dict(item),
     )
 

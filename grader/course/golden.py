@@ -9,12 +9,13 @@ Golden files are written only by ``infralab golden`` (``write_golden`` here).
 from __future__ import annotations
 
 import json
+import tempfile
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
 from .. import reference
-from ..cases import Case, case_trace_doc, load_grading, sha256_file, trace_path
+from ..cases import Case, Kind, case_trace_doc, load_grading, sha256_file, trace_path
 from ..jsonio import write_text_atomic
 from ..units import Unit, UnitError
 
@@ -42,10 +43,11 @@ def golden_path(unit: Unit, case: Case) -> Path:
 
 
 def case_device(unit: Unit, case: Case):
-    """The device profile a case runs on (the unit's, with the case's overhead if set)."""
-    if case.overhead_ms is None:
-        return reference.device_profile(unit)
-    return reference.device_profile(unit, overhead_ms=case.overhead_ms)
+    """The device profile a case runs on: the unit's, with the case's overrides."""
+    overrides = {"overhead_ms": case.overhead_ms} if case.overhead_ms is not None else {}
+    names = {"maxActive": "max_active", "kvPages": "kv_pages"}
+    overrides.update({names[key]: value for key, value in case.device.items()})
+    return reference.device_profile(unit, **overrides)
 
 
 def _rel(unit: Unit, path: Path) -> str:
@@ -69,8 +71,10 @@ def build_golden(unit: Unit, case: Case) -> dict:
     doc = case_trace_doc(unit, case)
     trace = servesim.parse_trace(doc, source=case.trace)
     device = case_device(unit, case)
-    run = reference.run_reference(unit, trace, case.policy, case.params, device)
-    return {
+    run = reference.run_reference(
+        unit, trace, case.policy, case.params, device, queue_cap=case.queue_cap
+    )
+    doc = {
         "generatedBy": f"infralab golden --unit {unit.id}",
         "engineVersion": servesim.ENGINE_VERSION,
         "case": case.spec,
@@ -82,6 +86,23 @@ def build_golden(unit: Unit, case: Case) -> dict:
         "device": device.to_json(),
         "run": run,
     }
+    if case.kind is Kind.SCRIPT:
+        doc["answer"] = reference_answer(unit, case, run)
+    return doc
+
+
+def reference_answer(unit: Unit, case: Case, run: dict) -> dict:
+    """A script case's answers from the solution's editable files (trusted, in-process)."""
+    from ..grading.inprocess import run_in_process
+
+    files = {name: (unit.solutions_dir / name).read_bytes() for name in unit.editable}
+    with tempfile.TemporaryDirectory(prefix="infralab-golden-") as tmp:
+        path = Path(tmp) / "check.json"
+        path.write_text(json.dumps({"run": run, "args": case.args}), encoding="utf-8")
+        child = run_in_process(unit.lab_dir, files, path, [], script=case.script)
+    if child.returncode != 0 or child.output is None:
+        raise UnitError(f"case '{case.id}': the reference's {case.script} failed: {child.stderr}")
+    return json.loads(child.output)
 
 
 def _text(doc: dict) -> str:

@@ -31,7 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
-from ..cases import Case, case_trace_doc, load_grading, trace_path
+from ..cases import Case, Kind, case_trace_doc, load_grading, trace_path
 from ..course.golden import load_golden
 from ..sandbox import (
     CaseRun,
@@ -74,6 +74,8 @@ class EnvironmentFailure(GradingError):
     submission's fault, so no score may be recorded for it."""
 
 
+# (lab_dir, files, input path, argv, limits[, script=...]) -> ChildResult; ``script`` is passed
+# only for script cases, so a runner for exact cases alone may leave it out.
 Runner = Callable[[Path, dict, Path, list, Limits], ChildResult]
 
 
@@ -104,7 +106,7 @@ def grade_submission(
     if runner is None:
         with _environment_errors():
             require_safe_isolation(hidden_material(unit))
-        children = _run_all_cases(unit, selected, submission.files, limits)
+        children = _run_all_cases(unit, selected, submission.files, limits, goldens)
 
     def one(case: Case) -> tuple[CaseResult, str]:
         return grade_case(
@@ -166,7 +168,7 @@ def _note_keyed_answers(selected: list[Case], results: list[CaseResult]) -> None
     by_id = {r.id: r for r in results}
 
     def key(case: Case) -> tuple:
-        return (case.trace, case.policy, tuple(sorted(case.params.items())), case.overhead_ms)
+        return (case.kind, case.script, repr(case.args), case.setup_key)
 
     plain = {key(c): by_id[c.id] for c in selected if c.transform is None}
     for case in selected:
@@ -196,10 +198,13 @@ def grade_case(
     ran_s = child.wall_s if child is not None else 0.0
     if child is None:
         with tempfile.TemporaryDirectory(prefix="infralab-trace-") as tmp:
-            path = _write_case_trace(unit, case, trace_doc, Path(tmp) / "trace.json")
+            path = _write_case_input(unit, case, golden, Path(tmp) / "trace.json")
+            extra = {"script": case.script} if case.kind is Kind.SCRIPT else {}
             with _environment_errors(f"case '{case.id}': "):
-                child = runner(unit.lab_dir, files, path, case.argv(), limits)
+                child = runner(unit.lab_dir, files, path, _case_argv(case), limits, **extra)
     verdict = judge(unit, case, trace_doc, golden, child)
+    if case.kind is Kind.GOODPUT and not verdict.metrics:  # no valid run: no goodput
+        verdict.metrics = {"goodput": 0.0, "p99TtftMs": None}
     points = _points(case, verdict)
     result = CaseResult(
         id=case.id,
@@ -211,8 +216,22 @@ def grade_case(
         feedback=verdict.hidden_text() if case.hidden else verdict.visible_text(),
         staff_detail=verdict.visible_text(),
         seconds=ran_s + time.monotonic() - started,
+        metrics=verdict.metrics,
     )
     return result, child.isolation
+
+
+def _case_argv(case: Case) -> list[str]:
+    return [] if case.kind is Kind.SCRIPT else case.argv()
+
+
+def _write_case_input(unit: Unit, case: Case, golden: dict, path: Path) -> Path:
+    """The file the child gets: the case's trace, or a script case's check file (the
+    reference's run of the case and the case's ``args``)."""
+    if case.kind is Kind.SCRIPT:
+        path.write_text(json.dumps({"run": golden["run"], "args": case.args}), encoding="utf-8")
+        return path
+    return _write_case_trace(unit, case, case_trace_doc(unit, case), path)
 
 
 def _write_case_trace(unit: Unit, case: Case, trace_doc: dict, path: Path) -> Path:
@@ -225,7 +244,7 @@ def _write_case_trace(unit: Unit, case: Case, trace_doc: dict, path: Path) -> Pa
 
 
 def _run_all_cases(
-    unit: Unit, selected: list[Case], files: dict[str, bytes], limits: Limits
+    unit: Unit, selected: list[Case], files: dict[str, bytes], limits: Limits, goldens: dict
 ) -> dict[str, ChildResult]:
     """Every selected case in the sandbox (``sandbox.run_cases``), by case id.
 
@@ -241,8 +260,11 @@ def _run_all_cases(
         for number, case in enumerate(selected):
             path = Path(tmp) / f"trace-{number}.json"
             doc = case_trace_doc(unit, case)
-            _write_case_trace(unit, case, doc, path)
-            runs.append(CaseRun(path, case.argv(), case.policy, run_file_cap(doc)))
+            _write_case_input(unit, case, goldens[case.id], path)
+            script = case.script if case.kind is Kind.SCRIPT else "simulate.py"
+            group = case.script if case.kind is Kind.SCRIPT else case.policy
+            cap = run_file_cap(doc)
+            runs.append(CaseRun(path, _case_argv(case), group, cap, script=script))
         with _environment_errors():
             if limits.one_child_per_case:
                 results = _one_child_each(unit.lab_dir, files, runs, limits)
@@ -284,7 +306,9 @@ def _points(case: Case, verdict: Verdict) -> float:
     tells how many of its requests matched."""
     if verdict.status is Status.PASSED:
         return case.points
-    if verdict.status is not Status.WRONG_SCHEDULE:
+    if verdict.status is Status.BELOW_REFERENCE:  # goodput cases: the share is the score
+        return round(case.points * verdict.share, 2)
+    if verdict.status not in (Status.WRONG_SCHEDULE, Status.WRONG_ANSWER):
         return 0.0
     if case.hidden:
         return case.points * WRONG_SCHEDULE_SHARE if verdict.share >= HIDDEN_HALF_SHARE else 0.0

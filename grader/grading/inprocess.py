@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import sys
 import tempfile
 import traceback
 import types
@@ -25,8 +26,15 @@ def run_in_process(
     trace_path: Path,
     argv: list[str],
     limits: Limits | None = None,
+    script: str = "simulate.py",
 ) -> ChildResult:
-    """Run the lab's CLI on ``submission_files['policies.py']`` loaded as a fresh module."""
+    """Run the lab's CLI on ``submission_files['policies.py']`` loaded as a fresh module.
+
+    ``script``: another given script of the lab folder (``main(argv)``, ``--input``), run with
+    every submitted ``.py`` file importable under its own name.
+    """
+    if script != "simulate.py":
+        return _run_script(Path(lab_dir), submission_files, trace_path, argv, script)
     from servesim.cli import main as simulate_main
 
     module = types.ModuleType("_infralab_inprocess_policies")
@@ -50,3 +58,43 @@ def run_in_process(
 
 
 run_in_process.in_process = True
+
+
+def _fresh_module(name: str, source: bytes, filename: str, saved: dict) -> types.ModuleType:
+    """A module made from ``source``, registered as ``sys.modules[name]`` (old one in ``saved``)."""
+    module = types.ModuleType(name)
+    module.__file__ = filename
+    saved.setdefault(name, sys.modules.get(name))
+    sys.modules[name] = module  # dataclasses look their module up while it executes
+    exec(compile(source.decode("utf-8"), filename, "exec"), module.__dict__)
+    return module
+
+
+def _run_script(lab_dir: Path, files: dict[str, bytes], input_path, argv, script) -> ChildResult:
+    """A given script of the lab folder, its imports of submitted files served from ``files``."""
+    out, err = io.StringIO(), io.StringIO()
+    saved = {}
+    with tempfile.TemporaryDirectory(prefix="infralab-inproc-") as tmp:
+        output = Path(tmp) / "answers.json"
+        argv = ["--input", str(input_path), *argv, "--output", str(output)]
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                for name, source in files.items():
+                    if name.endswith(".py"):
+                        _fresh_module(name[:-3], source, name, saved)
+                path = lab_dir / script
+                runner = _fresh_module("_infralab_script", path.read_bytes(), script, saved)
+                code = runner.main(argv)
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else 1
+            except BaseException:
+                traceback.print_exc()
+                code = 1
+            finally:
+                for stem, module in saved.items():
+                    if module is None:
+                        sys.modules.pop(stem, None)
+                    else:
+                        sys.modules[stem] = module
+        data = output.read_bytes() if output.is_file() else None
+    return ChildResult(code, out.getvalue(), err.getvalue(), False, data, ISOLATION)

@@ -24,6 +24,10 @@ WHEN_SHOWN = {  # Gradescope visibility of hidden tests -> when a student sees t
 }
 
 
+LEADERBOARD_GOODPUT = "goodput (req/s)"
+LEADERBOARD_P99_TTFT = "p99 TTFT (ms)"
+
+
 class Status(Enum):
     PASSED = "passed"
     WRONG_SCHEDULE = "wrong_schedule"
@@ -32,6 +36,8 @@ class Status(Enum):
     CRASH = "crash"
     TIMEOUT = "timeout"
     NOT_IMPLEMENTED = "not_implemented"
+    WRONG_ANSWER = "wrong_answer"  # script cases: answers differ from the reference's
+    BELOW_REFERENCE = "below_reference"  # goodput cases: valid, less goodput than the reference
 
     @property
     def words(self) -> str:
@@ -43,6 +49,8 @@ class Status(Enum):
             Status.CRASH: "crash",
             Status.TIMEOUT: "timeout",
             Status.NOT_IMPLEMENTED: "not implemented",
+            Status.WRONG_ANSWER: "different answer from the reference",
+            Status.BELOW_REFERENCE: "valid schedule, less goodput than the reference",
         }[self]
 
 
@@ -57,6 +65,7 @@ class CaseResult:
     feedback: str
     staff_detail: str = ""  # full detail for staff reports; never shown for hidden cases
     seconds: float = 0.0
+    metrics: dict = field(default_factory=dict)  # goodput cases: goodput, p99TtftMs
 
     @property
     def hidden(self) -> bool:
@@ -76,6 +85,8 @@ class CaseResult:
         }
         if staff:
             doc["staffDetail"] = self.staff_detail
+            if self.metrics:
+                doc["metrics"] = dict(self.metrics)
         return doc
 
 
@@ -137,7 +148,35 @@ class GradeReport:
         """Ids of the hidden cases that lost points (used by the mutant report)."""
         return [c.id for c in self.cases if c.hidden and c.points < c.max_points]
 
+    def leaderboard(self) -> list[dict] | None:
+        """Gradescope's ``leaderboard`` entries from the goodput cases (None without any).
+
+        goodput: the mean over the goodput cases of each run's goodput in req/s (a run that is
+        not valid counts 0), higher ranks higher; p99 TTFT: the worst p99 TTFT in ms over the
+        valid runs, lower ranks higher ("invalid" when no run was valid).
+        """
+        scored = [c for c in self.cases if c.metrics]
+        if not scored:
+            return None
+        goodput = sum(c.metrics["goodput"] for c in scored) / len(scored)
+        p99s = [c.metrics["p99TtftMs"] for c in scored if c.metrics.get("p99TtftMs") is not None]
+        return [
+            {"name": LEADERBOARD_GOODPUT, "value": round(goodput, 4), "order": "desc"},
+            {
+                "name": LEADERBOARD_P99_TTFT,
+                "value": round(max(p99s), 3) if p99s else "invalid",
+                "order": "asc",
+            },
+        ]
+
     def to_json(self, staff: bool = False) -> dict:
+        doc = self._to_json(staff)
+        board = self.leaderboard()
+        if board is not None:
+            doc["leaderboard"] = board
+        return doc
+
+    def _to_json(self, staff: bool) -> dict:
         return {
             "unit": self.unit,
             "score": self.score,
@@ -183,13 +222,17 @@ class GradeReport:
             when = WHEN_SHOWN.get(self.hidden_visibility, "later")
             lines.append(f"{hidden} hidden cases: results {when}")
         lines += [*self._file_lines(), f"isolation: {self.isolation}"]
-        return {
+        doc = {
             "score": self.score,
             "execution_time": round(self.seconds, 3),
             "output": "\n".join(lines),
             "stdout_visibility": "hidden",
             "tests": tests,
         }
+        board = self.leaderboard()
+        if board is not None:
+            doc["leaderboard"] = board
+        return doc
 
     def _summary_lines(self) -> str:
         lines = [f"{self.unit}: {_pts(self.score)} / {_pts(self.max_score)} points"]

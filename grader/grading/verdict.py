@@ -13,10 +13,10 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from .. import verify
-from ..cases import Case
+from .. import casekinds, verify
+from ..cases import Case, Kind
 from ..course.golden import case_device
 from ..sandbox import ChildResult
 from ..units import Unit
@@ -37,7 +37,8 @@ class Verdict:
     status: Status
     summary: str
     detail: str = ""  # visible cases only
-    share: float = 0.0  # for WRONG_SCHEDULE: share of requests whose token times match
+    share: float = 0.0  # WRONG_SCHEDULE / WRONG_ANSWER / BELOW_REFERENCE: what matched
+    metrics: dict = field(default_factory=dict)  # goodput cases: for the leaderboard
 
     def visible_text(self) -> str:
         return self.hidden_text() + (f"\n{self.detail}" if self.detail else "")
@@ -91,15 +92,18 @@ def _how_it_ended(case: Case, child: ChildResult) -> Verdict | None:
                 "(is the file empty or incomplete?)",
             )
         if NOT_IMPLEMENTED.search(stderr):
-            return Verdict(
-                Status.NOT_IMPLEMENTED, f"{case.policy}() in policies.py is not implemented yet"
-            )
+            what = f"{case.policy}() in policies.py"
+            if case.kind is Kind.SCRIPT:
+                what = f"a function {case.script} calls"
+            return Verdict(Status.NOT_IMPLEMENTED, f"{what} is not implemented yet")
         return Verdict(
             Status.CRASH,
             _crash_summary(child),
             detail=f"exit code {child.returncode}\n{student_traceback(stderr)}",
         )
     if child.output is None:
+        if case.kind is Kind.SCRIPT:
+            return Verdict(Status.CRASH, f"{case.script} exited without writing its answers")
         return Verdict(Status.CRASH, "simulate.py exited without writing its run file")
     return None
 
@@ -137,6 +141,8 @@ def _judge_run(unit: Unit, case: Case, trace_doc: dict, golden: dict, output: by
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         why = str(exc) if "too large" in str(exc) else "it is not valid JSON"
         return Verdict(Status.INVALID_SCHEDULE, f"the run file was rejected: {why}")
+    if case.kind is Kind.SCRIPT:
+        return _answers(golden, document)
     schema_error = validate_run_file(unit, document)
     if schema_error:
         return Verdict(
@@ -164,7 +170,34 @@ def _judge_run(unit: Unit, case: Case, trace_doc: dict, golden: dict, output: by
         )
     if run["fault"]:
         return Verdict(Status.INVALID_SCHEDULE, "the run file was made with a fault switch on")
+    if case.kind is Kind.GOODPUT:
+        return _goodput(case, run, golden)
     return _compared(run, replay, golden)
+
+
+def _answers(golden: dict, document) -> Verdict:
+    """A script case: the child's answers against the reference's (``golden["answer"]``)."""
+    want = golden["answer"]["answers"]
+    got = document.get("answers") if isinstance(document, dict) else None
+    if casekinds.same_value(got, want):
+        return Verdict(Status.PASSED, "")
+    share = casekinds.answer_share(got, want)
+    detail = f"{round(share * 100)} % of the answers equal the reference's"
+    return Verdict(Status.WRONG_ANSWER, "", detail=detail, share=share)
+
+
+def _goodput(case: Case, run: dict, golden: dict) -> Verdict:
+    """A goodput case: a valid run scored by its goodput relative to the reference's."""
+    mine = casekinds.goodput_score(run, case.slo)
+    ref = casekinds.goodput_score(golden["run"], case.slo)
+    share = casekinds.goodput_share(mine, ref)
+    detail = (
+        f"goodput {mine.goodput_per_s:.4g} req/s vs reference {ref.goodput_per_s:.4g} req/s "
+        f"({mine.qualifying} vs {ref.qualifying} qualifying requests)"
+    )
+    status = Status.PASSED if share >= casekinds.CAP else Status.BELOW_REFERENCE
+    metrics = {"goodput": mine.goodput_per_s, "p99TtftMs": mine.p99_ttft_ms}
+    return Verdict(status, "", detail=detail, share=share, metrics=metrics)
 
 
 def _compared(run: dict, replay, golden: dict) -> Verdict:

@@ -9,14 +9,15 @@ case does to module state (monkeypatches included) dies with it, and its exit st
 one (``os._exit``, signals).
 
 Protocol: the grader writes ``case <length> <name>\\n`` and a JSON body (simulate.py flags,
-trace) to stdin, one case at a time. This process reads only the header; the forked case
-process reads the body, so this process never holds any trace. The case process points fd 0 at
-/dev/null and fd 1 and 2 at files in its own folder ``OUT_DIR/NAME/``, arms a CPU timer
-(SIGPROF ends it after its share), writes its trace there, sets ``sys.argv`` as
-``simulate.py`` would and calls ``main``. When it has ended, this process kills whatever the
-case left running (the sandbox makes ``kill(-1)`` safe: a PID namespace or a dedicated uid),
-reads the case's stdout/stderr tails and run file, deletes the case folder and answers with
-ONE frame on stdout::
+trace; optionally ``script``: another given script of the lab folder, called as ``main(argv)``
+with ``--input`` instead of ``--trace``) to stdin, one case at a time. This process reads only
+the header; the forked case process reads the body, so this process never holds any trace. The
+case process points fd 0 at /dev/null and fd 1 and 2 at files in its own folder
+``OUT_DIR/NAME/``, arms a CPU timer (SIGPROF ends it after its share), writes its trace there,
+sets ``sys.argv`` as ``simulate.py`` would and calls ``main``. When it has ended, this process
+kills whatever the case left running (the sandbox makes ``kill(-1)`` safe: a PID namespace or a
+dedicated uid), reads the case's stdout/stderr tails and run file, deletes the case folder and
+answers with ONE frame on stdout::
 
     done <exit code> <run state> <stdout bytes> <stderr bytes> <run bytes>
          <stdout size> <stderr size>\\n   (one line)
@@ -42,6 +43,7 @@ import stat
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+SIMULATE = "simulate.py"  # other given scripts get --input instead of --trace
 sys.path.insert(0, HERE)
 PR_SET_DUMPABLE = 4
 
@@ -96,13 +98,20 @@ def _case_process(main, length, folder, cpu_seconds):
         trace = os.path.join(folder, "trace.json")
         with open(trace, "w", encoding="utf-8") as handle:
             handle.write(case["trace"])
-        argv = ["--trace", trace, *case["argv"], "--output", os.path.join(folder, "run.json")]
+        script = case.get("script") or SIMULATE
+        flag = "--trace" if script == SIMULATE else "--input"
+        argv = [flag, trace, *case["argv"], "--output", os.path.join(folder, "run.json")]
         case = None  # nothing of the protocol stays reachable from the student's code
+        if script != SIMULATE:  # a given script of the lab folder with main(argv)
+            stem = script[:-3] if script.endswith(".py") else ""
+            if not stem.replace("_", "").isalnum():
+                raise ValueError("bad script name")
+            main = __import__(stem).main
         signal.signal(signal.SIGPROF, signal.SIG_DFL)  # default action: terminate
         signal.setitimer(signal.ITIMER_PROF, cpu_seconds)
         soft = math.ceil(cpu_seconds)  # should the case ignore SIGPROF: SIGXCPU, then SIGKILL
         resource.setrlimit(resource.RLIMIT_CPU, (soft, soft + 1))
-        sys.argv = ["simulate.py", *argv]
+        sys.argv = [script, *argv]
         code = _call(main, argv)
     finally:
         try:

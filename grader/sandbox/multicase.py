@@ -38,6 +38,7 @@ class CaseRun:
     argv: list[str]
     group: str | None = None
     output_cap: int | None = None
+    script: str = "simulate.py"  # or another given script of the lab folder (``--input``)
 
 
 def run_cases(
@@ -74,7 +75,10 @@ def _run_batch(lab_dir, files, runs, pending, limits, deadline, results, timed_o
     cpu = max(0.05, float(limits.cpu_s))
     run_cap = max(_cap(runs[i], limits) for i in pending)
     session = Session(
-        messages={i: case_message(names[i], runs[i].trace_path, runs[i].argv) for i in pending},
+        messages={
+            i: case_message(names[i], runs[i].trace_path, runs[i].argv, runs[i].script)
+            for i in pending
+        },
         groups={i: None if limits.all_cases else runs[i].group for i in pending},
         reader=FrameReader(run_cap, OUTPUT_LIMIT),
         wall_s=limits.wall_s,

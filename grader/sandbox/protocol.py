@@ -51,9 +51,15 @@ class Frame:
         return RUN_STATES[self.run_state]
 
 
-def case_message(name: str, trace_path: Path, argv: list[str]) -> bytes:
-    """``case <length> <name>\\n`` and the JSON body (flags and trace) for one case."""
-    body = json.dumps({"argv": list(argv), "trace": Path(trace_path).read_text()}).encode()
+SIMULATE = "simulate.py"
+
+
+def case_message(name: str, trace_path: Path, argv: list[str], script: str = SIMULATE) -> bytes:
+    """``case <length> <name>\\n`` and the JSON body (flags, trace, script) for one case."""
+    body = {"argv": list(argv), "trace": Path(trace_path).read_text()}
+    if script != SIMULATE:  # a given script of the lab folder, run with --input
+        body["script"] = script
+    body = json.dumps(body).encode()
     return b"case %d %s\n" % (len(body), name.encode()) + body
 
 

@@ -14,11 +14,14 @@ def run_simulation(
     trace_path: Path,
     argv: list[str],
     limits: Limits = DEFAULT_LIMITS,
+    script: str = "simulate.py",
 ) -> ChildResult:
     """Run ``simulate.py --trace <trace> <argv> --output <run file>`` on a private lab copy.
 
     The same runner and checks as ``run_cases``, with one case. Raises ``SandboxError`` only
     when the sandbox itself cannot run; whatever the submission does (crash, loop, exit
-    early, write junk) comes back as a ``ChildResult``.
+    early, write junk) comes back as a ``ChildResult``. ``script``: another given script of
+    the lab folder, run as ``SCRIPT --input <file> <argv> --output <file>``.
     """
-    return run_cases(lab_dir, submission_files, [CaseRun(Path(trace_path), list(argv))], limits)[0]
+    run = CaseRun(Path(trace_path), list(argv), script=script)
+    return run_cases(lab_dir, submission_files, [run], limits)[0]

@@ -22,19 +22,45 @@ from ..units import Unit
 class Mutant:
     name: str
     path: Path
+    target: str = "policies.py"  # the editable file it replaces
 
     @property
     def summary(self) -> str:
         doc = ast.get_docstring(ast.parse(self.path.read_text(encoding="utf-8"))) or ""
         return " ".join(doc.split()).removeprefix("Mutant: ")
 
-    def submission(self) -> Submission:
-        return Submission({"policies.py": self.path.read_bytes()}, source=str(self.path))
+    def submission(self, unit: Unit | None = None) -> Submission:
+        """The mutant as a submission.
+
+        With ``mutants_base: reference`` in unit.yaml the mutant file holds only what it changes:
+        it is appended to the solution's version of its target (its definitions replace the
+        reference's), and the solution's other editable files complete the submission, so a
+        mutant of one file is judged on that file alone.
+        """
+        source = self.path.read_bytes()
+        if unit is None or unit.doc.get("mutants_base", "none") != "reference":
+            return Submission({self.target: source}, source=str(self.path))
+        files = {name: (unit.solutions_dir / name).read_bytes() for name in unit.editable}
+        files[self.target] = files[self.target] + b"\n\n# --- mutant ---\n" + source
+        return Submission(files, source=str(self.path))
 
 
 def list_mutants(unit: Unit) -> list[Mutant]:
+    """``mutants/*.py`` mutate the first editable file, ``mutants/<stem>/*.py`` ``<stem>.py``."""
     folder = unit.mutants_dir
-    return [Mutant(p.stem, p) for p in sorted(folder.glob("*.py")) if not p.name.startswith("_")]
+    found = [
+        Mutant(p.stem, p, unit.editable[0])
+        for p in sorted(folder.glob("*.py"))
+        if not p.name.startswith("_")
+    ]
+    for name in unit.editable[1:]:
+        stem = Path(name).stem
+        found += [
+            Mutant(f"{stem}/{p.stem}", p, name)
+            for p in sorted((folder / stem).glob("*.py"))
+            if not p.name.startswith("_")
+        ]
+    return found
 
 
 @dataclass(frozen=True)
@@ -57,7 +83,7 @@ class MutantResult:
 def kill_matrix(unit: Unit, mutants: list[Mutant] | None = None) -> list[MutantResult]:
     mutants = list_mutants(unit) if mutants is None else mutants
     return [
-        MutantResult(m, grade_submission(unit, m.submission(), runner=run_in_process))
+        MutantResult(m, grade_submission(unit, m.submission(unit), runner=run_in_process))
         for m in mutants
     ]
 
@@ -70,6 +96,8 @@ CODES = {
     Status.CRASH: "C",
     Status.TIMEOUT: "T",
     Status.NOT_IMPLEMENTED: "N",
+    Status.WRONG_ANSWER: "A",
+    Status.BELOW_REFERENCE: "B",
 }
 
 

@@ -21,6 +21,11 @@ A spec is a mapping with ``name``, ``description`` and exactly one of:
                       | {dist: choice, values: [1, 12], weights: [3, 1]}
                       | {dist: lognormal, median: 6, sigma: 0.8, min: 1, max: 40}
           outputTokens: (same forms)
+          # optional request fields (drawn after the above, so older specs keep their traces):
+          maxOutputTokens: (same forms)   # declared maximum, at least outputTokens
+          deadlineMs: (same forms)        # deadline on the first token, relative to arrival
+          deadlineShare: 0.5              # share of requests that get a deadline (default 1)
+          tenants: {values: [chat, batch], weights: [3, 1]}
 
 ``import``
     a window of the Azure LLM inference trace (see ``import_azure``)::
@@ -127,7 +132,7 @@ def generate_requests(gen: dict, where: str) -> list[dict]:
         arrivals = np.round(arrivals / grid) * grid
     inputs = _lengths(gen["inputTokens"], count, rng, f"{where}.inputTokens")
     outputs = _lengths(gen["outputTokens"], count, rng, f"{where}.outputTokens")
-    return [
+    requests = [
         {
             "id": f"{prefix}{n + 1}",
             "arrivalMs": float(arrivals[n]),
@@ -136,6 +141,33 @@ def generate_requests(gen: dict, where: str) -> list[dict]:
         }
         for n in range(count)
     ]
+    _optional_fields(gen, requests, rng, where)
+    return requests
+
+
+def _optional_fields(gen: dict, requests: list[dict], rng, where: str) -> None:
+    """The optional request fields of a ``generate`` block, drawn in a fixed order."""
+    count = len(requests)
+    if "maxOutputTokens" in gen:
+        declared = _lengths(gen["maxOutputTokens"], count, rng, f"{where}.maxOutputTokens")
+        for request, value in zip(requests, declared, strict=True):
+            if int(value) > request["outputTokens"]:
+                request["maxOutputTokens"] = int(value)
+    if "deadlineMs" in gen:
+        deadlines = _lengths(gen["deadlineMs"], count, rng, f"{where}.deadlineMs")
+        chosen = rng.random(count) < float(gen.get("deadlineShare", 1.0))
+        for request, value, keep in zip(requests, deadlines, chosen, strict=True):
+            if keep:
+                request["deadlineMs"] = float(value)
+    if "tenants" in gen:
+        names, weights = gen["tenants"]["values"], gen["tenants"].get("weights")
+        if weights is not None and (len(weights) != len(names) or sum(weights) <= 0):
+            raise SpecError(f"{where}.tenants: 'weights' must be as many numbers >= 0 as 'values'")
+        p = None if weights is None else np.asarray(weights, dtype=float) / sum(weights)
+        for request, name in zip(
+            requests, rng.choice(np.asarray(names), size=count, p=p), strict=True
+        ):
+            request["tenant"] = str(name)
 
 
 def _gaps(doc: dict, count: int, rng) -> np.ndarray:

@@ -67,6 +67,23 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--tier", help="tier file: its device, policy, budget and queue cap replace the defaults"
     )
+    parser.add_argument(
+        "--max-active",
+        type=_positive_int,
+        help="K: sequences holding KV at once (device maxActive)",
+    )
+    parser.add_argument(
+        "--kv-pages", type=_positive_int, help="M: KV pages in the pool (device kvPages)"
+    )
+
+
+def _device_flags(args, device: DeviceProfile) -> DeviceProfile:
+    """``--max-active`` / ``--kv-pages`` replace K and M of the device (tier or profile)."""
+    if getattr(args, "max_active", None) is not None:
+        device = replace(device, max_active=args.max_active)
+    if getattr(args, "kv_pages", None) is not None:
+        device = replace(device, kv_pages=args.kv_pages)
+    return device
 
 
 def resolve(args, trace: Trace, device: DeviceProfile, policy_names, uses_budget) -> Setup:
@@ -82,6 +99,7 @@ def resolve(args, trace: Trace, device: DeviceProfile, policy_names, uses_budget
         queue_cap = tier.queue_cap if args.queue_cap is None else args.queue_cap
         if args.overhead_ms is not None:
             device = replace(device, overhead_ms=args.overhead_ms)
+    device = _device_flags(args, device)
     selected = [policy] if policy else [p for p in policy_names if args.policy in (p, "all")]
     engine_budget = budget if any(uses_budget(p) for p in selected) else None
     try:

@@ -1,0 +1,102 @@
+"""What the non-exact case kinds decide (``kind`` in unit.yaml; ``grader.cases.Kind``).
+
+``script``: the child ran a given script of the lab folder (``--input CHECK --output ANSWERS``)
+on ``{"run": <the reference's run of the case>, "args": <the case's args>}``; its answers are
+compared with the reference's (the same script run on the solution's editable files, stored in
+the golden file) value by value, numbers within ``TOLERANCE``.
+
+``goodput``: the child's run, once the replay found it valid, is scored by its goodput under the
+case's SLO relative to the reference's run on the same case:
+
+    goodput = qualifying requests / arrival span of the trace (s)
+    qualifying = completed, TTFT <= slo.ttftMs and TPOT <= slo.tpotMs (a one-token request has
+                 no TPOT and meets that target)
+    points = case points x min(CAP, goodput / reference goodput)   (full points when the
+             reference qualifies none)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+TOLERANCE = 1e-9  # relative (and absolute near 0) for numbers in script answers
+CAP = 1.0  # most a goodput case pays, as a share of its points
+
+
+def same_value(got, want) -> bool:
+    """Whether an answer equals the reference's: same shape, numbers within ``TOLERANCE``."""
+    if isinstance(want, bool) or want is None or isinstance(want, str):
+        return got == want and type(got) is type(want)
+    if isinstance(want, (int, float)):
+        if isinstance(got, bool) or not isinstance(got, (int, float)):
+            return False
+        if not math.isfinite(got):
+            return False
+        return abs(got - want) <= TOLERANCE * max(1.0, abs(want))
+    if isinstance(want, list):
+        return (
+            isinstance(got, list)
+            and len(got) == len(want)
+            and all(same_value(g, w) for g, w in zip(got, want, strict=True))
+        )
+    if isinstance(want, dict):
+        return (
+            isinstance(got, dict)
+            and set(got) == set(want)
+            and all(same_value(got[k], w) for k, w in want.items())
+        )
+    return False
+
+
+def answer_share(got, want) -> float:
+    """Share of the reference's answers (list items, or the whole answer) that ``got`` matches."""
+    if isinstance(want, list) and isinstance(got, list) and len(got) == len(want) and want:
+        return sum(same_value(g, w) for g, w in zip(got, want, strict=True)) / len(want)
+    return 1.0 if same_value(got, want) else 0.0
+
+
+@dataclass(frozen=True)
+class GoodputScore:
+    qualifying: int
+    goodput_per_s: float
+    p99_ttft_ms: float | None  # over completed requests
+
+
+def arrival_span_s(requests: list[dict]) -> float:
+    """The window goodput divides by: first to last arrival, in seconds (1 ms at least)."""
+    arrivals = [r["arrivalMs"] for r in requests]
+    return max(max(arrivals) - min(arrivals), 1.0) / 1000
+
+
+def qualifies(request: dict, slo: dict) -> bool:
+    if request.get("status", "completed") != "completed" or request.get("ttftMs") is None:
+        return False
+    if "ttftMs" in slo and request["ttftMs"] > slo["ttftMs"]:
+        return False
+    tpot = request.get("tpotMs")
+    return "tpotMs" not in slo or tpot is None or tpot <= slo["tpotMs"]
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    """Nearest-rank percentile (q in (0, 100]); None for no values."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    rank = max(1, math.ceil(q / 100 * len(ordered)))
+    return ordered[rank - 1]
+
+
+def goodput_score(run: dict, slo: dict) -> GoodputScore:
+    """Goodput of a verified run entry under ``slo`` ({ttftMs, tpotMs})."""
+    requests = run["requests"]
+    qualifying = sum(qualifies(r, slo) for r in requests)
+    ttfts = [r["ttftMs"] for r in requests if r.get("ttftMs") is not None]
+    return GoodputScore(qualifying, qualifying / arrival_span_s(requests), percentile(ttfts, 99))
+
+
+def goodput_share(student: GoodputScore, reference: GoodputScore) -> float:
+    """min(CAP, student / reference goodput); full marks when the reference qualifies none."""
+    if reference.goodput_per_s <= 0:
+        return CAP
+    return min(CAP, student.goodput_per_s / reference.goodput_per_s)

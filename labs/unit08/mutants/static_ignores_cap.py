@@ -1,0 +1,9 @@
+"""Mutant: static batching admits every waiting request as one group, whatever K is."""
+
+from servesim import Batch
+
+
+def static(view):
+    if view.running:
+        return Batch.decode_of(view.running)
+    return whole_prompts(view.waiting)  # noqa: F821

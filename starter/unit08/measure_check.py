@@ -1,0 +1,75 @@
+"""Run measure.py's functions on one run entry and write the answers as JSON (given; not graded).
+
+    python3 measure_check.py --input CHECK.json --output ANSWERS.json
+
+The grader uses this script to grade measure.py on runs you never see: CHECK.json holds a run
+entry (``run``) and what to compute (``args``): ``function`` (meets_slo, goodput, area_under_n,
+clipped_residence or tpot_means), ``slo`` ({ttftMs, tpotMs}), ``windows`` ([[start, end], ...]
+in ms) and an optional quality gate (``qualityTier``, ``passRate``). You can run it on your own
+run files the same way: {"run": <one entry of a run file's "runs">, "args": {...}}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from pathlib import Path
+
+import measure
+
+FUNCTIONS = ("meets_slo", "goodput", "area_under_n", "clipped_residence", "tpot_means")
+
+
+def _plain(value):
+    """JSON-ready form of what a measure.py function returns."""
+    if dataclasses.is_dataclass(value):
+        return {k: _plain(v) for k, v in dataclasses.asdict(value).items()}
+    if isinstance(value, (tuple, list)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def answers(run: dict, args: dict) -> list:
+    """What ``args["function"]`` gives on ``run``'s requests (per request or per window)."""
+    function, requests = args["function"], run["requests"]
+    slo = measure.Slo(
+        ttft_ms=args.get("slo", {}).get("ttftMs"), tpot_ms=args.get("slo", {}).get("tpotMs")
+    )
+    windows = args.get("windows", [])
+    if function == "meets_slo":
+        return [bool(measure.meets_slo(r, slo)) for r in requests]
+    if function == "goodput":
+        passes = None
+        if "passRate" in args:
+            tier, rate = args.get("qualityTier", "tier"), args["passRate"]
+            passes = lambda r: measure.quality_passes(r["id"], tier, rate)  # noqa: E731
+        return [_plain(measure.goodput(requests, slo, s, e, passes)) for s, e in windows]
+    if function in ("area_under_n", "clipped_residence"):
+        return [getattr(measure, function)(requests, s, e) for s, e in windows]
+    if function == "tpot_means":
+        return _plain(measure.tpot_means(requests))
+    raise ValueError(f"unknown function {function!r} (known: {', '.join(FUNCTIONS)})")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="measure_check.py", description=__doc__.splitlines()[0])
+    parser.add_argument("--input", required=True, help="JSON file: {run, args}")
+    parser.add_argument("--output", required=True, help="write the answers (JSON) here")
+    options = parser.parse_args(argv)
+    try:
+        doc = json.loads(Path(options.input).read_text(encoding="utf-8"))
+        run, args = doc["run"], doc["args"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        print(
+            f"measure_check.py: error: {options.input}: not a check file ({exc})", file=sys.stderr
+        )
+        return 2
+    result = {"function": args.get("function"), "answers": answers(run, args)}
+    Path(options.output).write_text(json.dumps(result, allow_nan=False), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
