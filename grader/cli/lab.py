@@ -36,15 +36,23 @@ def _run_script(command: str, load_main: Callable, args, extra: list[str]) -> in
 def fast_runner(unit, engine: str):
     """``simulate.py``'s ``run_one`` hook for ``--engine``: the fast path where it applies.
 
-    ``auto`` uses it when it covers the run and the lab engine otherwise; ``fast`` insists
-    (one error line when it does not cover the run); ``lab`` never uses it.
+    ``auto`` uses it when it covers the run and numpy is installed (the ``traces`` extra), the
+    lab engine otherwise; ``fast`` insists (one error line when it cannot run); ``lab`` never
+    uses it.
     """
     from servesim.cli import UsageError
 
     def run_one(spec, params, trace, device, fmt, extended):
         if engine == "lab":
             return None
-        from .. import fastpath
+        try:
+            from .. import fastpath
+        except ImportError as exc:  # numpy is not in the core install
+            if engine == "fast":
+                raise UsageError(
+                    f"--engine fast needs numpy ({exc}); run `bash scripts/setup.sh traces`"
+                ) from None
+            return None
 
         run = fastpath.reference_run(unit, spec.name, params, trace, device, fmt, extended)
         if run is None and engine == "fast":

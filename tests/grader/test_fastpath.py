@@ -8,6 +8,9 @@ trace (``tests/data``), with and without the active cap K and the page pool M.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -143,3 +146,25 @@ def test_declines_what_it_does_not_cover(azure):
     assert fastpath.reference_run(U08, "paged", {"budget": 512}, azure, pool, "full") is None
     kv = reference.load_trace(U08, "kv-pages")  # carries unit 08 fields the executor ignores
     assert not fastpath.covers(U08, "budgeted", kv, reference.device_profile(U08))
+
+
+NO_NUMPY = "import sys; sys.modules['numpy'] = None; from grader.cli import main; sys.exit(main())"
+
+
+@pytest.mark.parametrize("engine, code", [("auto", 0), ("fast", 2)])
+def test_core_install_without_numpy(tmp_path, engine, code):
+    """The core install has no numpy: auto falls back to the lab engine, fast says what to do."""
+    out = tmp_path / "run.json"
+    args = ["simulate", "--unit", "unit07", "--reference", "--trace", "mixed", "--policy", "fcfs"]
+    done = subprocess.run(
+        [sys.executable, "-c", NO_NUMPY, *args, "--engine", engine, "--output", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == code, done.stderr
+    if code == 0:
+        assert json.loads(out.read_text())["runs"][0]["policy"] == "fcfs"
+    else:
+        assert done.stderr.strip().endswith("run `bash scripts/setup.sh traces`")
+        assert not out.exists()
