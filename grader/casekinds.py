@@ -6,9 +6,12 @@ compared with the reference's (the same script run on the solution's editable fi
 the golden file) value by value, numbers within ``TOLERANCE``.
 
 ``goodput``: the child's run, once the replay found it valid, is scored by its goodput under the
-case's SLO relative to the reference's run on the same case:
+case's SLO relative to the reference's run on the same case, over unit 08's one measurement
+window (``servesim.protocol.measurement_window``: by arrival, ``[start, end)``; a graded trace
+has no warm-up and a cool-down of one request, so the window runs from its first arrival to its
+last and holds every request but the last to arrive):
 
-    goodput = qualifying requests / arrival span of the trace (s)
+    goodput = qualifying requests that arrived in the window / window length (s)
     qualifying = completed, TTFT <= slo.ttftMs and TPOT <= slo.tpotMs (a one-token request has
                  no TPOT and meets that target)
     points = case points x min(CAP, goodput / reference goodput)   (full points when the
@@ -19,6 +22,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+
+from servesim.protocol import Window, measurement_window
 
 TOLERANCE = 1e-9  # relative (and absolute near 0) for numbers in script answers
 CAP = 1.0  # most a goodput case pays, as a share of its points
@@ -63,10 +68,13 @@ class GoodputScore:
     p99_ttft_ms: float | None  # over completed requests
 
 
-def arrival_span_s(requests: list[dict]) -> float:
-    """The window goodput divides by: first to last arrival, in seconds (1 ms at least)."""
+GRADED_WARMUP, GRADED_COOLDOWN = 0, 1  # a graded trace's measurement window
+
+
+def graded_window(requests: list[dict]) -> Window:
+    """The measurement window of a graded trace's run (by the requests' arrival times)."""
     arrivals = [r["arrivalMs"] for r in requests]
-    return max(max(arrivals) - min(arrivals), 1.0) / 1000
+    return measurement_window(arrivals, GRADED_WARMUP, GRADED_COOLDOWN)
 
 
 def qualifies(request: dict, slo: dict) -> bool:
@@ -90,9 +98,10 @@ def percentile(values: list[float], q: float) -> float | None:
 def goodput_score(run: dict, slo: dict) -> GoodputScore:
     """Goodput of a verified run entry under ``slo`` ({ttftMs, tpotMs})."""
     requests = run["requests"]
-    qualifying = sum(qualifies(r, slo) for r in requests)
+    window = graded_window(requests)
+    qualifying = sum(qualifies(r, slo) for r in window.select(requests))
     ttfts = [r["ttftMs"] for r in requests if r.get("ttftMs") is not None]
-    return GoodputScore(qualifying, qualifying / arrival_span_s(requests), percentile(ttfts, 99))
+    return GoodputScore(qualifying, qualifying / window.length_s, percentile(ttfts, 99))
 
 
 def goodput_share(student: GoodputScore, reference: GoodputScore) -> float:
