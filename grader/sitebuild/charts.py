@@ -5,7 +5,8 @@ viewBox (about phone width) so their text stays readable when a 390 px screen sh
 width; colours come from CSS classes (``series-0``...) so the page's light and dark themes apply.
 Each chart carries <title> and <desc> for screen readers. A value of ``math.inf`` (for example a
 p99 that does not exist because too many requests failed) is drawn as a hollow marker on the top
-edge and said so in the legend.
+edge and said so in the legend. A line's points may carry intervals (``Series.errors``), drawn as
+error bars and said so in the legend (``bar_note``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ class Series:
     points: list[tuple[float, float]]
     step: bool = False  # draw as a step function (value holds until the next point)
     marks: list[tuple[float, float, str]] = field(default_factory=list)  # (x, y, tooltip)
+    errors: list[tuple[float, float] | None] = field(default_factory=list)  # (low, high) per point
 
 
 def nice_ticks(high: float, count: int = 5) -> list[float]:
@@ -83,7 +85,7 @@ def _axes(x_ticks, y_ticks, sx, sy, x_label: str, y_label: str, x_text=None) -> 
     return out
 
 
-def _legend(names: list[str], y0: float, shape: str, extra: str | None) -> list[str]:
+def _legend(names: list[str], y0: float, shape: str, extra: list[str] | str | None) -> list[str]:
     out = []
     for i, name in enumerate(names):
         y = y0 + LEGEND_ROW * i
@@ -96,9 +98,9 @@ def _legend(names: list[str], y0: float, shape: str, extra: str | None) -> list[
             f'<g class="legend-item">{key}<text x="{LEFT + 28}" y="{y + 4}">'
             f"{escape(name)}</text></g>"
         )
-    if extra:
-        y = y0 + LEGEND_ROW * len(names)
-        out.append(f'<text class="legend-note" x="{LEFT}" y="{y + 4}">{escape(extra)}</text>')
+    for k, note in enumerate([extra] if isinstance(extra, str) else extra or []):
+        y = y0 + LEGEND_ROW * (len(names) + k)
+        out.append(f'<text class="legend-note" x="{LEFT}" y="{y + 4}">{escape(note)}</text>')
     return out
 
 
@@ -122,10 +124,13 @@ def line_chart(
     hline: tuple[float, str] | None = None,
     inf_note: str = "空心点在上沿：数值为无穷大",
     mark_note: str | None = None,
+    bar_note: str = "竖线：置信区间",
 ) -> str:
-    """An SVG line chart; ``hline`` is a labelled horizontal limit such as a pool size."""
+    """An SVG line chart; ``hline`` is a labelled horizontal limit such as a pool size or an
+    SLO; a series' ``errors`` are drawn as error bars, explained by ``bar_note``."""
     xs = [x for s in series for x, _ in s.points]
     ys = [y for s in series for _, y in s.points if math.isfinite(y)]
+    ys += [v for s in series for e in s.errors if e for v in e if math.isfinite(v)]
     if hline:
         ys.append(hline[0])
     x_ticks = nice_ticks(max(xs, default=1))
@@ -139,7 +144,10 @@ def line_chart(
         return TOP + PLOT_H * (1 - min(y, y_ticks[-1]) / y_ticks[-1])
 
     any_inf = any(not math.isfinite(y) for s in series for _, y in s.points)
-    notes = [n for n in (inf_note if any_inf else None, mark_note) if n]
+    any_bar = any(e for s in series for e in s.errors)
+    notes = [
+        n for n in (inf_note if any_inf else None, mark_note, bar_note if any_bar else None) if n
+    ]
     height = TOP + PLOT_H + BOTTOM + LEGEND_ROW * (len(series) + len(notes)) + 6
     out = _open(element_id, height, title, desc, "line-chart")
     out += _axes(x_ticks, y_ticks, sx, sy, x_label, y_label)
@@ -152,6 +160,13 @@ def line_chart(
     for i, s in enumerate(series):
         out.append(f'<g class="series series-{i}" data-series="{escape(s.name)}">')
         out.append(f'<polyline points="{_line_path(s.points, sx, sy, s.step)}"/>')
+        for (x, _), bar in zip(s.points, s.errors):
+            if bar and all(math.isfinite(v) for v in bar):
+                out.append(
+                    f'<path class="error-bar" d="M{sx(x) - 4:.1f} {sy(bar[0]):.1f}h8'
+                    f"M{sx(x):.1f} {sy(bar[0]):.1f}V{sy(bar[1]):.1f}"
+                    f'M{sx(x) - 4:.1f} {sy(bar[1]):.1f}h8"/>'
+                )
         if not s.step:
             for x, y in s.points:
                 hollow = "" if math.isfinite(y) else " hollow"
@@ -167,8 +182,7 @@ def line_chart(
             )
         out.append("</g>")
     legend_top = TOP + PLOT_H + BOTTOM + 8
-    note = " · ".join(notes) if notes else None
-    out += _legend([s.name for s in series], legend_top, "line", note)
+    out += _legend([s.name for s in series], legend_top, "line", notes)
     out.append("</svg>")
     return "".join(out)
 
@@ -182,9 +196,14 @@ def bar_chart(
     desc: str,
     x_label: str,
     y_label: str,
+    errors: list[list[tuple[float, float] | None]] | None = None,
+    bar_note: str = "竖线：置信区间",
 ) -> str:
-    """Grouped bars: one group per label in ``groups``, one bar per series in each group."""
-    high = max((v for _, values in series for v in values), default=1)
+    """Grouped bars: one group per label in ``groups``, one bar per series in each group;
+    ``errors[k][i]`` is an interval drawn over bar i of series k."""
+    high = max((v for _, values in series for v in values if math.isfinite(v)), default=1)
+    bars_high = [v for rows in errors or [] for e in rows if e for v in e if math.isfinite(v)]
+    high = max([high, *bars_high])
     y_ticks = nice_ticks(high * 1.05)
     plot_w = WIDTH - LEFT - RIGHT
     slot = plot_w / len(groups)
@@ -196,7 +215,8 @@ def bar_chart(
     def sy(y: float) -> float:
         return TOP + PLOT_H * (1 - y / y_ticks[-1])
 
-    height = TOP + PLOT_H + BOTTOM + LEGEND_ROW * len(series) + 6
+    note = bar_note if errors and any(e for rows in errors for e in rows) else None
+    height = TOP + PLOT_H + BOTTOM + LEGEND_ROW * (len(series) + bool(note)) + 6
     out = _open(element_id, height, title, desc, "bar-chart")
     out += _axes(range(len(groups)), y_ticks, sx, sy, x_label, y_label, x_text=groups)
     for k, (name, values) in enumerate(series):
@@ -208,7 +228,15 @@ def bar_chart(
                 f'height="{TOP + PLOT_H - sy(value):.1f}"><title>{escape(name)} · '
                 f"{escape(groups[i])}: {_fmt(value)}</title></rect>"
             )
+            bar_range = errors[k][i] if errors else None
+            if bar_range and all(math.isfinite(v) for v in bar_range):
+                middle = x0 + (bar - 2) / 2
+                out.append(
+                    f'<path class="error-bar" d="M{middle - 4:.1f} {sy(bar_range[0]):.1f}h8'
+                    f"M{middle:.1f} {sy(bar_range[0]):.1f}V{sy(bar_range[1]):.1f}"
+                    f'M{middle - 4:.1f} {sy(bar_range[1]):.1f}h8"/>'
+                )
         out.append("</g>")
-    out += _legend([name for name, _ in series], TOP + PLOT_H + BOTTOM + 8, "bar", None)
+    out += _legend([name for name, _ in series], TOP + PLOT_H + BOTTOM + 8, "bar", note)
     out.append("</svg>")
     return "".join(out)
