@@ -108,6 +108,19 @@ def simulate_job(job: Job) -> tuple[Tier, Protocol, list[dict]]:
     return tier, protocol, request_records(timeline, extended=True)
 
 
+def replicate(measure, protocol: Protocol, requests: list[dict], passes=None):
+    """``measure.replication`` of one run under ``protocol`` (its SLO, window and tolerance)."""
+    slo = measure.Slo(ttft_ms=protocol.slo_ttft_ms, tpot_ms=protocol.slo_tpot_ms)
+    return measure.replication(
+        requests,
+        slo,
+        protocol.warmup_requests,
+        protocol.cooldown_requests,
+        protocol.steady_tolerance,
+        passes,
+    )
+
+
 def run_job(job: Job) -> dict:
     """One replication of one tier at one load: its figures (``measure.replication``)."""
     tier, protocol, requests = simulate_job(job)
@@ -116,15 +129,7 @@ def run_job(job: Job) -> dict:
     def passes(request):
         return measure.quality_passes(request["id"], tier.name, tier.quality_pass_rate, job.seed)
 
-    slo = measure.Slo(ttft_ms=protocol.slo_ttft_ms, tpot_ms=protocol.slo_tpot_ms)
-    result = measure.replication(
-        requests,
-        slo,
-        protocol.warmup_requests,
-        protocol.cooldown_requests,
-        protocol.steady_tolerance,
-        passes,
-    )
+    result = replicate(measure, protocol, requests, passes)
     return {
         "tier": tier.name,
         "load": job.load,
@@ -202,7 +207,8 @@ class Cell:
 
 
 def judge(protocol: Protocol, results: list[dict], measure) -> list[Cell]:
-    """The cells of a protocol's results (tier and load order as run)."""
+    """The cells of a protocol's results (tier and load order as run). A cell counts as steady
+    when more than half of its replications are (``measure.steady_state``)."""
     cells: dict[tuple[str, float], list[dict]] = {}
     for result in results:
         cells.setdefault((result["tier"], result["load"]), []).append(result["replication"])

@@ -15,9 +15,10 @@ from servesim.cli import main
 
 def report(setup, run) -> list[str]:
     """The replication's figures over the protocol's window, from measure.py."""
+    import experiment
     import measure
 
-    protocol, passes = setup.protocol, None
+    passes = None
     if setup.quality_pass_rate is not None:
 
         def passes(request):
@@ -25,16 +26,8 @@ def report(setup, run) -> list[str]:
                 request["id"], setup.tier, setup.quality_pass_rate, setup.seed
             )
 
-    slo = measure.Slo(ttft_ms=protocol.slo_ttft_ms, tpot_ms=protocol.slo_tpot_ms)
     try:
-        got = measure.replication(
-            run["requests"],
-            slo,
-            protocol.warmup_requests,
-            protocol.cooldown_requests,
-            protocol.steady_tolerance,
-            passes,
-        )
+        got = experiment.replicate(measure, setup.protocol, run["requests"], passes)
     except NotImplementedError as exc:
         return [f"  measure.py: {exc} (needed for this replication's figures)"]
     g = got.goodput

@@ -91,16 +91,9 @@ def _loop_runs(unit, protocol, tier_path: Path) -> list[list[dict]]:
     return [ex.simulate_job(job)[2] for job in jobs]
 
 
-def loop_summary(measure, protocol, requests: list[dict]) -> dict:
+def loop_summary(unit, measure, protocol, requests: list[dict]) -> dict:
     """One replication of a loop over the protocol's window (the notebook's d2 fields)."""
-    slo = measure.Slo(ttft_ms=protocol.slo_ttft_ms, tpot_ms=protocol.slo_tpot_ms)
-    got = measure.replication(
-        requests,
-        slo,
-        protocol.warmup_requests,
-        protocol.cooldown_requests,
-        protocol.steady_tolerance,
-    )
+    got = lesson_runs.experiment(unit).replicate(measure, protocol, requests)
     inside = [r for r in requests if got.window_start_ms <= r["arrivalMs"] < got.window_end_ms]
     served = [r["ttftMs"] for r in inside if r["status"] == measure.COMPLETED]
     return {
@@ -138,7 +131,7 @@ def protocol_key(unit) -> dict:
     open_runs = _loop_runs(unit, opened, tier_path)
     loops = {}
     for name, protocol, runs in (("closed", closed, closed_runs), ("open", opened, open_runs)):
-        rows = [loop_summary(measure, protocol, requests) for requests in runs]
+        rows = [loop_summary(unit, measure, protocol, requests) for requests in runs]
         loops[name] = {field: mean_or_none([r[field] for r in rows]) for field in rows[0]}
         loops[name]["per_replication_p99"] = [r["p99_ttft"] for r in rows]
     above = sum(
