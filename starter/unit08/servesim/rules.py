@@ -65,11 +65,8 @@ def decode_terms(cached: int) -> StepTerms:
     return StepTerms(decode_seqs=1, decode_context=cached)
 
 
-def step_terms(batch, context: Mapping[str, int] | None) -> StepTerms:
-    """The terms of ``batch``; ``context`` maps each member to its cached positions (None: the
-    context terms are left at 0, for devices that do not read them)."""
-    if context is None:
-        return StepTerms(batch.prefill_tokens, 0, len(batch.decode), 0)
+def step_terms(batch, context: Mapping[str, int]) -> StepTerms:
+    """The terms of ``batch``; ``context`` maps each member to its cached positions."""
     return StepTerms(
         batch.prefill_tokens,
         sum(attention_pairs(chunk.tokens, context[chunk.id]) for chunk in batch.prefill),
@@ -81,13 +78,18 @@ def step_terms(batch, context: Mapping[str, int] | None) -> StepTerms:
 def work_ms(device, terms: StepTerms) -> float:
     """Device time of a step with ``terms``, without the submission overhead: the estimate
     t-hat of section 31.3, with the profile's coefficients."""
-    work = device.prefill_ms_per_token * terms.prefill_tokens
-    if terms.decode_seqs:
-        work += device.decode_batch_ms + device.decode_ms_per_seq * terms.decode_seqs
+    work = _affine_work_ms(device, terms.prefill_tokens, terms.decode_seqs)
     if device.prefill_ms_per_context_token:
         work += device.prefill_ms_per_context_token * terms.attention_pairs
     if device.decode_ms_per_context_token:
         work += device.decode_ms_per_context_token * terms.decode_context
+    return work
+
+
+def _affine_work_ms(device, prefill_tokens: int, decode_seqs: int) -> float:
+    work = device.prefill_ms_per_token * prefill_tokens
+    if decode_seqs:
+        work += device.decode_batch_ms + device.decode_ms_per_seq * decode_seqs
     return work
 
 
@@ -103,7 +105,9 @@ def step_work_ms(device, batch, context: Mapping[str, int]) -> float:
     read only by profiles with context costs (zero in the lab's devices), so the engine may pass
     an empty mapping for the others.
     """
-    return work_ms(device, step_terms(batch, context if reads_context(device) else None))
+    if not reads_context(device):  # the engine's hot path: no terms to gather
+        return _affine_work_ms(device, batch.prefill_tokens, len(batch.decode))
+    return work_ms(device, step_terms(batch, context))
 
 
 def step_duration_ms(device, batch, context: Mapping[str, int]) -> float:
