@@ -28,6 +28,8 @@ import cProfile
 import json
 import math
 import pstats
+import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -59,10 +61,11 @@ def solved_lab(folder: Path) -> Path:
 
 
 def bench_sweep(args) -> None:
-    walls = []
+    walls, cpus = [], []
     with tempfile.TemporaryDirectory(prefix="u08-sweep-") as tmp:
         lab = solved_lab(Path(tmp))
         for n in range(args.repeat):
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
             started = time.perf_counter()
             done = subprocess.run(
                 [sys.executable, "-S", "sweep.py", "--protocol", "protocols/lesson.json",
@@ -70,15 +73,20 @@ def bench_sweep(args) -> None:
                 cwd=lab, capture_output=True, text=True, check=False,
             )  # fmt: skip
             walls.append(time.perf_counter() - started)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpus.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
             if done.returncode != 0:
                 sys.exit(f"sweep.py failed: {done.stderr}")
-            choice = done.stdout.strip().splitlines()[-4]
-            print(f"repeat {n + 1}: {walls[-1]:.1f} s wall ({choice})", flush=True)
+            choice = re.search(r"^cheapest feasible tier: .*$", done.stdout, re.M).group(0)
+            print(f"repeat {n + 1}: {walls[-1]:.1f} s wall, {cpus[-1]:.1f} s CPU ({choice})")
     protocol = load_protocol(PROTOCOL)
     runs = 4 * len(protocol.loads) * len(protocol.seeds)
     print(
         f"lesson protocol sweep, {runs} runs of {protocol.requests_per_run} requests, "
-        f"--jobs {args.jobs}: median {statistics.median(walls):.1f} s over {len(walls)} repeats"
+        f"--jobs {args.jobs}: median {statistics.median(walls):.1f} s wall, "
+        f"{statistics.median(cpus):.1f} s CPU (all processes; / {args.jobs} = "
+        f"{statistics.median(cpus) / args.jobs:.1f} s on {args.jobs} idle cores) over "
+        f"{len(walls)} repeats"
     )
 
 
