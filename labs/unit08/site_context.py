@@ -206,6 +206,7 @@ def sweep_figures(sweep: dict) -> dict[str, str]:
             y_label="p99 TTFT (s)",
             hline=(ttft_s, f"SLO {_n(ttft_s)} s"),
             inf_note="空心点：超过 1% 失败，p99 为无穷大",
+            inf_label="∞（没有首 token）",
             bar_note=bars,
         ),
     }
