@@ -116,6 +116,10 @@ def unit_ids(labs: Path | None = None) -> list[str]:
     return sorted(p.parent.name for p in Path(labs or labs_dir()).glob("*/unit.yaml"))
 
 
+# libyaml's safe loader where PyYAML was built with it: the same documents, parsed in C
+SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def load_unit(unit_id: str, labs: Path | None = None) -> Unit:
     """The unit ``labs/<unit_id>/unit.yaml``, checked against ``schemas/unit.schema.json``.
 
@@ -130,7 +134,7 @@ def load_unit(unit_id: str, labs: Path | None = None) -> Unit:
         known = unit_ids(folder)
         raise UnitError(f"unknown unit '{unit_id}' (known: {', '.join(known) or 'none'})")
     try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        doc = yaml.load(path.read_text(encoding="utf-8"), Loader=SAFE_LOADER)
     except yaml.YAMLError as exc:
         raise UnitError(f"{path}: not valid YAML ({exc})") from None
     try:

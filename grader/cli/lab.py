@@ -6,7 +6,6 @@ import sys
 from collections.abc import Callable
 
 from .. import reference
-from ..course import starter
 from ..units import load_unit
 from .common import add_unit, load_with_engine, show_path
 
@@ -117,6 +116,8 @@ def add_run_gpu(commands) -> None:
 
 
 def _starter_sync(args, extra: list[str]) -> int:
+    from ..course import starter
+
     unit = load_with_engine(args.unit)
     if args.check:
         stale = starter.stale_files(unit)
