@@ -61,7 +61,7 @@ def test_schema_rejects_a_compact_run_with_token_times(tmp_path):
 def test_columns_of_different_lengths_are_refused(tmp_path):
     compact, _ = simulate(U07, tmp_path, "--trace", "mixed", "--policy", "fcfs", fmt="compact")
     compact["runs"][0]["requests"]["arrivalMs"].pop()
-    with pytest.raises(ValueError, match="requests.arrivalMs has 2 entries, not 3"):
+    with pytest.raises(ValueError, match=r"requests\.arrivalMs has 2 entries, not 3"):
         expand_document(compact)
 
 
