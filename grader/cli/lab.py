@@ -28,8 +28,16 @@ def _run_script(command: str, load_main: Callable, args, extra: list[str]) -> in
     engine = getattr(args, "engine", None)
     if engine is None:
         return script_main(extra, policies_module=policies, lab_dir=unit.lab_dir)
+    from ..jsonio import dumps_run_file
+
     run_one = fast_runner(unit, engine)
-    return script_main(extra, policies_module=policies, lab_dir=unit.lab_dir, run_one=run_one)
+    return script_main(
+        extra,
+        policies_module=policies,
+        lab_dir=unit.lab_dir,
+        run_one=run_one,
+        encode=dumps_run_file,
+    )
 
 
 def fast_runner(unit, engine: str):
