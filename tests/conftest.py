@@ -1,7 +1,27 @@
 """Shared fixtures for the repo tests (helpers live in labtools.py)."""
 
+import os
+import shutil
+import tempfile
+
 import pytest
 from labtools import UNIT, copy_lab
+
+from grader.checkcache import CACHE_ENV
+
+_OWN_CACHE: list[str] = []
+
+
+def pytest_configure(config):
+    """unit.yaml's cache (``grader.checkcache``) in a folder of this run, not the user's."""
+    if not os.environ.get(CACHE_ENV):  # xdist workers inherit the controller's
+        _OWN_CACHE.append(tempfile.mkdtemp(prefix="infralab-test-cache-"))
+        os.environ[CACHE_ENV] = _OWN_CACHE[0]
+
+
+def pytest_unconfigure(config):
+    for folder in _OWN_CACHE:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
