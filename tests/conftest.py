@@ -1,4 +1,9 @@
-"""Shared fixtures for the repo tests (helpers live in labtools.py)."""
+"""Shared fixtures for the repo tests (helpers live in labtools.py).
+
+``scripts/test.sh`` runs the suite in two passes: every test not marked ``serial`` on all cores
+(pytest-xdist), then the ``serial`` ones one at a time. A test is ``serial`` when it cannot share
+the machine (it changes something other tests read, or it measures time), and says why.
+"""
 
 import os
 import shutil
@@ -22,6 +27,13 @@ def pytest_configure(config):
 def pytest_unconfigure(config):
     for folder in _OWN_CACHE:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        mark = item.get_closest_marker("serial")
+        if mark is not None and not mark.kwargs.get("reason"):
+            raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.serial needs reason=...")
 
 
 @pytest.fixture(scope="session")
