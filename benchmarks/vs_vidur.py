@@ -13,7 +13,7 @@ sequence). Three whole processes run it, each ``--repeat`` times (medians printe
   reference ``policies.py`` copied in, same flags;
 - ``vidur``: the peer's ``run_vidur.py`` (its predictor replaced by the same affine device).
 
-Every command runs once untimed first, and the children may cache bytecode (the benchmark drops
+Our commands run once untimed first, and the children may cache bytecode (the benchmark drops
 ``PYTHONDONTWRITEBYTECODE`` from their environment), as Python does by default: Vidur's package
 was compiled when pip installed it, and our editable checkout is compiled by that first run, so
 neither side pays for compiling its sources in the timed rounds.
@@ -163,8 +163,9 @@ def whole_processes(folder: Path, trace: Path, table: Path, profile: Path, args)
         vidur += ["--metrics_config_output_dir", str(folder / "vidur-out")]
         commands["vidur"] = (vidur, folder)
     results = {name: [] for name in commands if name not in args.skip}
-    for name in results:  # warm-up: bytecode caches, the file cache
-        timed_child(*commands[name])
+    for name in results:  # warm-up: our bytecode caches (pip compiled Vidur's), the file cache
+        if name != "vidur":
+            timed_child(*commands[name])
     for _ in range(args.repeat):  # rounds, so that a change in machine load hits every row
         for name, runs in results.items():
             command, cwd = commands[name]
