@@ -69,9 +69,9 @@ def private_material(unit):
         for folder in folders:
             folder.chmod(modes[folder] & ~0o007)
         yield
-    finally:
+    finally:  # give back only the bits taken, so overlapping uses cannot leave them private
         for folder, old in modes.items():
-            folder.chmod(old)
+            folder.chmod(folder.stat().st_mode & 0o7777 | old & 0o007)
 
 
 def as_root() -> bool:
