@@ -260,9 +260,16 @@ def protocol_lines(setup: Setup, runs: list[dict], report=None) -> list[str]:
 
 
 def main(
-    argv=None, policies_module=None, lab_dir: Path | None = None, run_one=None, report=None
+    argv=None,
+    policies_module=None,
+    lab_dir: Path | None = None,
+    run_one=None,
+    encode=None,
+    report=None,
 ) -> int:
-    """``report(setup, run) -> lines``: a lab's own summary of each run under a protocol."""
+    """``simulate.py``. Staff tools pass ``run_one`` (see ``run_policies``) and ``encode``, the
+    run file's text as ``runfile.dumps`` makes it (a faster encoder of the same JSON); a lab
+    passes ``report(setup, run) -> lines``, its own summary of each run under a protocol."""
     lab = load_lab(lab_dir) if lab_dir else load_lab()
     parser = build_parser(lab)
     args = parser.parse_args(argv)
@@ -310,7 +317,8 @@ def main(
     print(render(trace.name, [expand_run(run) for run in runs] if small else runs))
     if args.output:
         compact = any(is_compact(run) for run in runs)
-        write_atomic(Path(args.output), dumps(document, indent=None if compact else 2))
+        text = (encode or dumps)(document, indent=None if compact else 2)
+        write_atomic(Path(args.output), text)
         print(f"wrote {args.output}")
     if setup is not None and setup.protocol is not None:
         print("\n".join(protocol_lines(setup, runs, report)))
