@@ -101,6 +101,7 @@ def compact_run(policy: str, params: dict, device, trace, steps: Steps, extended
     run = {"policy": policy, "params": dict(params), "device": device.to_json(), "fault": None}
     if extended:
         _extend(run, requests, figures, tokens[1].tolist(), sum(r.input_tokens for r in reqs))
+        run["limits"]["budget"] = params.get("budget")  # what the engine would enforce
     return run | {
         "format": COMPACT,
         "stepStartMs": steps.starts,
