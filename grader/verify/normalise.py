@@ -1,0 +1,135 @@
+"""The one way a submitted run entry reaches the verdict: its size checked against its trace,
+then normalised to the full format.
+
+    oversize(run, trace_doc) -> Oversize | None
+    normalise_run(run, trace_doc) -> dict      (raises RunTooLarge)
+
+A valid schedule of a trace needs at most, whatever the policy:
+
+- per request, one token time (and one slice of a compact entry) per output token: a token is
+  emitted once, and a preemption keeps the tokens already emitted;
+- one decode entry per output token of the trace: every decode emits a token;
+- one prefill chunk per prefill position: the prompts, plus what preemptions drop and prefill
+  again, allowed up to ``RECOMPUTE_ALLOWANCE`` times the trace's prompt and output positions
+  (the reference recomputes at most a quarter of them);
+- one step per new position (a step holds at least one), one preemption per recomputed position.
+
+``oversize`` reads only the lengths of the entry's lists (full or compact), so a run file that
+declares more work than that is refused before anything is expanded, replayed or validated
+against the schema. ``normalise_run`` expands a compact entry (``servesim.compact``) only after
+that check; the verdict, the replay and every score read its result and nothing else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+RECOMPUTE_ALLOWANCE = 3
+
+
+class RunTooLarge(ValueError):
+    """The run entry declares more work than its trace allows (``oversize`` says what)."""
+
+
+@dataclass(frozen=True)
+class Oversize:
+    what: str  # the list that is too long, by its schema name (safe for hidden cases)
+    detail: str  # with the numbers: visible cases and staff only
+
+
+@dataclass(frozen=True)
+class TraceBounds:
+    outputs: tuple[int, ...]  # outputTokens per request, in trace order
+    prompts: int  # the trace's prompt tokens
+
+    @classmethod
+    def of(cls, trace_doc: dict) -> TraceBounds:
+        requests = trace_doc["requests"]
+        outputs = tuple(r["outputTokens"] for r in requests)
+        return cls(outputs, sum(r["inputTokens"] for r in requests))
+
+    @property
+    def recompute(self) -> int:
+        return RECOMPUTE_ALLOWANCE * (self.prompts + sum(self.outputs))
+
+    @property
+    def chunks(self) -> int:
+        return self.prompts + self.recompute
+
+    @property
+    def steps(self) -> int:
+        return self.prompts + sum(self.outputs) + self.recompute
+
+
+def _list(value) -> list:
+    return value if isinstance(value, list) else []
+
+
+def _first_over(checks) -> Oversize | None:
+    for what, count, most in checks:
+        if count > most:
+            return Oversize(what, f"the run declares {count} {what}, its trace allows {most}")
+    return None
+
+
+def oversize(run, trace_doc: dict) -> Oversize | None:
+    """The first list of ``run`` longer than any valid schedule of the trace needs (None: all
+    within bounds). Wrong types count as empty: the schema check that follows rejects them."""
+    if not isinstance(run, dict):
+        return None
+    bounds = TraceBounds.of(trace_doc)
+    requests = _list(run.get("requests"))
+    if len(requests) != len(bounds.outputs):
+        return Oversize(
+            "requests", f"the run has {len(requests)} requests, the trace {len(bounds.outputs)}"
+        )
+    compact = run.get("format") == "compact"
+    per_request = _compact_tokens if compact else _full_tokens
+    for number, (req, most) in enumerate(zip(requests, bounds.outputs, strict=True), 1):
+        found = _first_over((what, count, most) for what, count in per_request(req))
+        if found is not None:
+            return Oversize(found.what, f"request #{number}: {found.detail}")
+    return _first_over(_compact_lists(run, bounds) if compact else _full_lists(run, bounds))
+
+
+def _full_tokens(req) -> list[tuple[str, int]]:
+    if not isinstance(req, dict):
+        return []
+    return [(name, len(_list(req.get(name)))) for name in ("tokenTimesMs", "itlMs")]
+
+
+def _compact_tokens(req) -> list[tuple[str, int]]:
+    slices = _list(req.get("slices")) if isinstance(req, dict) else []
+    tokens = 0
+    for item in slices:
+        count = item[2] if isinstance(item, list) and len(item) == 3 else 0
+        tokens += 1 + (count if isinstance(count, int) and count > 0 else 0)
+    return [("slices", len(slices)), ("slice tokens", tokens)]
+
+
+def _full_lists(run: dict, bounds: TraceBounds):
+    events = _list(run.get("events"))
+    yield "events", len(events), bounds.steps
+    events = [e for e in events if isinstance(e, dict)]
+    yield "decode entries", sum(len(_list(e.get("decode"))) for e in events), sum(bounds.outputs)
+    yield "prefill chunks", sum(len(_list(e.get("prefill"))) for e in events), bounds.chunks
+    yield "preempt entries", sum(len(_list(e.get("preempt"))) for e in events), bounds.recompute
+
+
+def _compact_lists(run: dict, bounds: TraceBounds):
+    yield "stepStartMs", len(_list(run.get("stepStartMs"))), bounds.steps
+    yield "stepEndMs", len(_list(run.get("stepEndMs"))), bounds.steps
+    yield "decodeSteps", len(_list(run.get("decodeSteps"))), bounds.steps
+    yield "chunks", len(_list(run.get("chunks"))), bounds.chunks
+    yield "preempts", len(_list(run.get("preempts"))), bounds.recompute
+
+
+def normalise_run(run: dict, trace_doc: dict) -> dict:
+    """The full run entry the verdict reads: ``run`` itself when full, its expansion when
+    compact; raises ``RunTooLarge`` before expanding anything larger than the trace allows."""
+    from servesim.compact import expand_run
+
+    found = oversize(run, trace_doc)
+    if found is not None:
+        raise RunTooLarge(found.detail)
+    return expand_run(run)
