@@ -12,23 +12,44 @@ from ..units import Unit
 
 @cache
 def _validator(schema_dir: str):
-    from referencing import Registry, Resource
-
     from ..schema import jsonschema_module
 
     jsonschema = jsonschema_module()
-
     folder = Path(schema_dir)
     run_schema = json.loads((folder / "run.schema.json").read_text(encoding="utf-8"))
     trace_schema = json.loads((folder / "trace.schema.json").read_text(encoding="utf-8"))
-    registry = Registry().with_resources(
-        [
-            (run_schema["$id"], Resource.from_contents(run_schema)),
-            (trace_schema["$id"], Resource.from_contents(trace_schema)),
-            ("trace.schema.json", Resource.from_contents(trace_schema)),
-        ]
-    )
-    return jsonschema.Draft202012Validator(run_schema, registry=registry)
+    return jsonschema.Draft202012Validator(inline_refs(run_schema, trace_schema))
+
+
+ANNOTATIONS = {"description", "title", "$comment"}
+
+
+def inline_refs(run_schema: dict, trace_schema: dict) -> dict:
+    """The run schema with every ``$ref`` (to its own ``$defs`` or to the trace schema) replaced
+    by what it points to: the same checks, about twice as fast, since the validator no longer
+    resolves a reference for every event and request of a run file. The schemas hold no
+    recursive reference (a depth guard says so if one appears)."""
+    targets = {"trace.schema.json": _without_ids(trace_schema)}
+    targets |= {f"#/$defs/{name}": value for name, value in run_schema.get("$defs", {}).items()}
+
+    def walk(node, depth: int):
+        if depth > 32:
+            raise ValueError("recursive $ref in the run schema")
+        if isinstance(node, list):
+            return [walk(item, depth + 1) for item in node]
+        if not isinstance(node, dict):
+            return node
+        if "$ref" in node:
+            target = walk(targets[node["$ref"]], depth + 1)
+            rest = {k: walk(v, depth + 1) for k, v in node.items() if k != "$ref"}
+            return {**target, **rest} if set(rest) <= ANNOTATIONS else {"allOf": [target, rest]}
+        return {k: walk(v, depth + 1) for k, v in node.items() if k != "$defs"}
+
+    return walk(_without_ids(run_schema), 0)
+
+
+def _without_ids(schema: dict) -> dict:
+    return {k: v for k, v in schema.items() if k not in ("$id", "$schema")}
 
 
 _FIELD = re.compile(r"^[A-Za-z]{1,40}$")
