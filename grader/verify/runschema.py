@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from functools import cache
@@ -53,17 +54,20 @@ def _without_ids(schema: dict) -> dict:
 
 
 _FIELD = re.compile(r"^[A-Za-z]{1,40}$")
+ERRORS_WEIGHED = 64
 
 
 def validate_run_file(unit: Unit, document) -> str | None:
     """The first JSON Schema error of a run file as ``path: message`` (None when valid).
 
-    The path keeps field names and drops list positions, so it is safe for hidden cases.
+    The path keeps field names and drops list positions, so it is safe for hidden cases. The
+    best of the first ``ERRORS_WEIGHED`` errors is reported: a file with millions of broken
+    entries costs no more than one with a few.
     """
     validator = _validator(str(unit.lab_dir / "schemas"))
     from jsonschema.exceptions import best_match
 
-    error = best_match(validator.iter_errors(document))
+    error = best_match(itertools.islice(validator.iter_errors(document), ERRORS_WEIGHED))
     if error is None:
         return None
     # keep schema field names only: list positions and anything else a run could choose go
