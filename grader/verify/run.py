@@ -60,24 +60,14 @@ def _engine(unit: Unit | str | None):
 RUN_LIMITS = "run"  # ``limits=RUN_LIMITS``: the limits the run entry states (staff checks)
 
 
-def verify_run(
-    run: dict,
-    trace,
-    device: dict,
-    *,
-    timing: str = "virtual",
-    unit: Unit | str | None = None,
-    limits: dict | str | None = RUN_LIMITS,
-) -> list[Problem]:
+def verify_run(run: dict, trace, device: dict, **options) -> list[Problem]:
     """Replay ``run`` (one entry of a run file, schema-valid) against ``trace`` on ``device``.
 
     ``trace`` is a parsed ``servesim.Trace`` or a trace document; ``device`` a device profile in
-    its JSON form; ``limits`` the engine limits to replay (``{"budget", "queueCap"}``; None: no
-    limit; ``RUN_LIMITS``: what the run entry states, for runs from elsewhere; the grader passes
-    the case's). Returns the problems found, invalid-schedule ones first (empty: all good).
+    its JSON form; ``options`` those of ``replay_run``. Returns the problems found,
+    invalid-schedule ones first (empty: all good).
     """
-    problems, _ = replay_run(run, trace, device, timing=timing, unit=unit, limits=limits)
-    return problems
+    return replay_run(run, trace, device, **options)[0]
 
 
 def replay_run(
@@ -91,7 +81,10 @@ def replay_run(
 ) -> tuple[list[Problem], Replay]:
     """``verify_run`` plus what the replay rebuilt (for comparison with golden results).
 
-    A compact run entry is expanded first (``servesim.compact``), so both formats replay alike.
+    ``timing``: "virtual" checks every duration, "measured" takes them from the log. ``limits``:
+    the engine limits to replay (``{"budget", "queueCap"}``; None: no limit; ``RUN_LIMITS``:
+    what the run entry states, for runs from elsewhere; the grader passes the case's). A
+    compact run entry is expanded first (``servesim.compact``), so both formats replay alike.
     """
     from servesim.compact import expand_run
 
