@@ -186,8 +186,9 @@ def _run_with(runner: Runner, unit: Unit, selected, files, limits, goldens, work
 
 
 def _case_result(case: Case, verdict: Verdict, seconds: float) -> CaseResult:
-    if case.kind is Kind.GOODPUT and not verdict.metrics:  # no valid run: no goodput
-        verdict.metrics = {"goodput": 0.0, "p99TtftMs": None}
+    metrics = dict(verdict.metrics)
+    if case.kind is Kind.GOODPUT and not metrics:  # no valid run: no goodput
+        metrics = {"goodput": 0.0, "p99TtftMs": None}
     return CaseResult(
         id=case.id,
         part=case.part,
@@ -198,7 +199,7 @@ def _case_result(case: Case, verdict: Verdict, seconds: float) -> CaseResult:
         feedback=verdict.hidden_text() if case.hidden else verdict.visible_text(),
         staff_detail=verdict.visible_text(),
         seconds=seconds,
-        metrics=verdict.metrics,
+        metrics=metrics,
     )
 
 

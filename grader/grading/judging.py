@@ -37,6 +37,7 @@ from .verdict import Verdict, judge
 HEADER = struct.Struct("!Id")  # frame length, CPU seconds the case took
 MAX_FRAME = 1 << 20  # a pickled verdict is a few KiB: its texts are cut below
 MAX_SUMMARY, MAX_DETAIL = 1000, 16000  # characters kept of a verdict's texts
+MIN_SLICE_S = 0.05  # no case is started with less judging time than this left
 OUT_OF_TIME = "checking the run file went past the grader's CPU time limit"
 OUT_OF_MEMORY = "checking the run file went past the grader's memory or time limit"
 NOT_CHECKED = "not checked: this submission's run files used up the grader's checking time"
@@ -77,10 +78,11 @@ def judge_cases(unit: Unit, jobs: list[JudgeJob], limits: JudgeLimits | None = N
     while len(judged) < len(jobs):
         spent = sum(j.cpu_s for j in judged)
         left = limits.total_cpu_s - spent
-        if left <= 0:
-            judged += [Judged(Verdict(Status.INVALID_SCHEDULE, NOT_CHECKED), 0.0)] * (
-                len(jobs) - len(judged)
-            )
+        if left <= MIN_SLICE_S:
+            rest = len(jobs) - len(judged)
+            judged += [
+                Judged(Verdict(Status.INVALID_SCHEDULE, NOT_CHECKED), 0.0) for _ in range(rest)
+            ]
             break
         judged += _one_child(unit, jobs[len(judged) :], limits, left)
     return judged
@@ -110,7 +112,7 @@ def _one_child(unit: Unit, jobs: list[JudgeJob], limits: JudgeLimits, left_s: fl
     late = True  # until the child is known to have ended by itself
     try:
         with os.fdopen(read_fd, "rb", buffering=0) as pipe:
-            while len(judged) < len(jobs) and left_s > 0:
+            while len(judged) < len(jobs) and left_s > MIN_SLICE_S:
                 deadline = time.monotonic() + min(limits.case_cpu_s, left_s) * limits.wall_per_cpu
                 frame = _read_frame(pipe, deadline + 5)
                 if frame is None:
@@ -122,7 +124,7 @@ def _one_child(unit: Unit, jobs: list[JudgeJob], limits: JudgeLimits, left_s: fl
                 late = False
     finally:
         status = _reap(pid, kill=late)
-    if len(judged) < len(jobs) and left_s > 0:  # it died or stopped answering mid-case
+    if len(judged) < len(jobs) and left_s > MIN_SLICE_S:  # it died or stopped mid-case
         why = OUT_OF_TIME if _cpu_signal(status) else OUT_OF_MEMORY
         spent = min(limits.case_cpu_s, max(left_s, 0.0))
         judged.append(Judged(Verdict(Status.INVALID_SCHEDULE, why), spent))
@@ -136,7 +138,7 @@ def _child_main(unit, jobs, limits: JudgeLimits, left_s: float, write_fd: int) -
         _lower_limits(limits, left_s)
         with os.fdopen(write_fd, "wb", buffering=0) as pipe:
             for job in jobs:
-                if left_s <= 0:  # the submission's judging time is used up: the parent says so
+                if left_s <= MIN_SLICE_S:  # the submission's time is used up: the parent says so
                     break
                 verdict, cpu_s = _judge_one(unit, job, limits, left_s)
                 pipe.write(_frame(verdict, cpu_s))
@@ -148,14 +150,15 @@ def _child_main(unit, jobs, limits: JudgeLimits, left_s: float, write_fd: int) -
 
 
 def _judge_one(unit: Unit, job: JudgeJob, limits: JudgeLimits, left_s: float):
-    started = time.process_time()
-    signal.setitimer(signal.ITIMER_PROF, max(0.01, min(limits.case_cpu_s, left_s)))
+    """One verdict and the CPU time it is charged (its whole share when it ran out of time)."""
+    started, share = time.process_time(), min(limits.case_cpu_s, left_s)
+    signal.setitimer(signal.ITIMER_PROF, share)
     try:
         verdict = judge(unit, job.case, job.trace_doc, job.golden, job.child)
+        signal.setitimer(signal.ITIMER_PROF, 0)  # inside the try: a late SIGPROF is caught
     except _CaseTimeout:
         verdict = Verdict(Status.INVALID_SCHEDULE, OUT_OF_TIME)
-    finally:
-        signal.setitimer(signal.ITIMER_PROF, 0)
+        return verdict, max(share, time.process_time() - started)
     return verdict, time.process_time() - started
 
 

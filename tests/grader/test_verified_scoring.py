@@ -274,7 +274,8 @@ def test_judging_has_cpu_and_memory_ceilings(unit, monkeypatch):
     assert out[1].verdict.summary == judging.OUT_OF_TIME
     assert out[1].cpu_s > 0
     broke = judge_cases(unit, jobs, JudgeLimits(case_cpu_s=1.0, total_cpu_s=1.0, memory_mb=256))
-    assert broke[-1].verdict.summary == judging.NOT_CHECKED
+    assert [j.verdict.summary for j in broke[-2:]] == [judging.NOT_CHECKED] * 2
+    assert broke[-1].verdict is not broke[-2].verdict  # each case's own verdict
 
 
 # -- verified, rounded leaderboard; no hidden times ------------------------------------------
