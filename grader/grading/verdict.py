@@ -157,8 +157,9 @@ def _judge_run(unit: Unit, case: Case, trace_doc: dict, golden: dict, output: by
     mismatch = _run_identity(unit, case, run)
     if mismatch:
         return Verdict(Status.INVALID_SCHEDULE, mismatch)
+    device = case_device(unit, case).to_json()  # K, M, page size: the case's, as B and the cap
     problems, replay = verify.replay_run(
-        run, trace_doc, golden["device"], unit=unit, limits=case_limits(unit, case)
+        run, trace_doc, device, unit=unit, limits=case_limits(unit, case)
     )
     invalid = [p for p in problems if p.kind is verify.ProblemKind.INVALID_SCHEDULE]
     if invalid:
@@ -178,7 +179,7 @@ def _judge_run(unit: Unit, case: Case, trace_doc: dict, golden: dict, output: by
     if run["fault"]:
         return Verdict(Status.INVALID_SCHEDULE, "the run file was made with a fault switch on")
     if case.kind is Kind.GOODPUT:
-        return _goodput(case, trace_doc, replay, golden)
+        return _goodput(case, trace_doc, replay, golden, device)
     return _compared(run, replay, golden)
 
 
@@ -217,7 +218,7 @@ def _answers(golden: dict, document) -> Verdict:
     return Verdict(Status.WRONG_ANSWER, "", detail=detail, share=share)
 
 
-def _goodput(case: Case, trace_doc: dict, replay, golden: dict) -> Verdict:
+def _goodput(case: Case, trace_doc: dict, replay, golden: dict, device: dict) -> Verdict:
     """A goodput case: the replayed run scored by its goodput relative to the reference's.
 
     Every figure comes from the parent's own replay (statuses it checked, metrics it
@@ -230,7 +231,7 @@ def _goodput(case: Case, trace_doc: dict, replay, golden: dict) -> Verdict:
         f"({mine.qualifying} vs {ref.qualifying} qualifying requests)"
     )
     status = Status.PASSED if share >= casekinds.CAP else Status.BELOW_REFERENCE
-    bounds = casekinds.trace_bounds(trace_doc, golden["device"])
+    bounds = casekinds.trace_bounds(trace_doc, device)
     metrics = {"goodput": mine.goodput_per_s, "p99TtftMs": mine.p99_ttft_ms, **bounds}
     return Verdict(status, "", detail=detail, share=share, metrics=metrics)
 
