@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from grader import reference
 from grader.units import load_unit
 
@@ -63,3 +65,13 @@ def simulate_cli(lab: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "simulate.py", *args], cwd=lab, capture_output=True, text=True, timeout=60
     )
+
+
+# Marks of tests that cannot share the machine (scripts/test.sh runs them apart, one at a time).
+WALL_CLOCK = pytest.mark.serial(
+    reason="bounds wall-clock time, which other tests on the same cores stretch"
+)
+READABLE_REPO = pytest.mark.serial(
+    reason="needs the repo readable by other users, which the rlimits-mode tests take away "
+    "while they run (tests/sandbox/conftest.py)"
+)

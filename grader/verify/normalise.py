@@ -78,33 +78,26 @@ def oversize(run, trace_doc: dict) -> Oversize | None:
     if not isinstance(run, dict):
         return None
     bounds = TraceBounds.of(trace_doc)
+    if run.get("format") == "compact":
+        return _compact_oversize(run, bounds)
     requests = _list(run.get("requests"))
     if len(requests) != len(bounds.outputs):
-        return Oversize(
-            "requests", f"the run has {len(requests)} requests, the trace {len(bounds.outputs)}"
-        )
-    compact = run.get("format") == "compact"
-    per_request = _compact_tokens if compact else _full_tokens
+        return _count_mismatch(len(requests), bounds)
     for number, (req, most) in enumerate(zip(requests, bounds.outputs, strict=True), 1):
-        found = _first_over((what, count, most) for what, count in per_request(req))
+        found = _first_over((what, count, most) for what, count in _full_tokens(req))
         if found is not None:
             return Oversize(found.what, f"request #{number}: {found.detail}")
-    return _first_over(_compact_lists(run, bounds) if compact else _full_lists(run, bounds))
+    return _first_over(_full_lists(run, bounds))
+
+
+def _count_mismatch(count: int, bounds: TraceBounds) -> Oversize:
+    return Oversize("requests", f"the run has {count} requests, the trace {len(bounds.outputs)}")
 
 
 def _full_tokens(req) -> list[tuple[str, int]]:
     if not isinstance(req, dict):
         return []
     return [(name, len(_list(req.get(name)))) for name in ("tokenTimesMs", "itlMs")]
-
-
-def _compact_tokens(req) -> list[tuple[str, int]]:
-    slices = _list(req.get("slices")) if isinstance(req, dict) else []
-    tokens = 0
-    for item in slices:
-        count = item[2] if isinstance(item, list) and len(item) == 3 else 0
-        tokens += 1 + (count if isinstance(count, int) and count > 0 else 0)
-    return [("slices", len(slices)), ("slice tokens", tokens)]
 
 
 def _full_lists(run: dict, bounds: TraceBounds):
@@ -116,12 +109,37 @@ def _full_lists(run: dict, bounds: TraceBounds):
     yield "preempt entries", sum(len(_list(e.get("preempt"))) for e in events), bounds.recompute
 
 
+def _compact_oversize(run: dict, bounds: TraceBounds) -> Oversize | None:
+    """A compact entry: its request columns, each request's slices and the tokens they expand
+    to (one from the prefill, ``count`` decodes), then the timeline's tables."""
+    columns = run.get("requests")
+    for column in columns.values() if isinstance(columns, dict) else ():
+        if isinstance(column, list) and len(column) != len(bounds.outputs):
+            return _count_mismatch(len(column), bounds)
+    entries, tokens = [0] * len(bounds.outputs), [0] * len(bounds.outputs)
+    for item in _list(run.get("slices")):
+        if not (isinstance(item, list) and len(item) == 4):
+            continue
+        n, count = item[0], item[3]
+        if isinstance(n, int) and 0 <= n < len(entries):
+            entries[n] += 1
+            tokens[n] += 1 + (count if isinstance(count, int) and count > 0 else 0)
+    for number, most in enumerate(bounds.outputs):
+        found = _first_over(
+            (("slices", entries[number], most), ("slice tokens", tokens[number], most))
+        )
+        if found is not None:
+            return Oversize(found.what, f"request #{number + 1}: {found.detail}")
+    return _first_over(_compact_lists(run, bounds))
+
+
 def _compact_lists(run: dict, bounds: TraceBounds):
-    yield "stepStartMs", len(_list(run.get("stepStartMs"))), bounds.steps
     yield "stepEndMs", len(_list(run.get("stepEndMs"))), bounds.steps
+    yield "idleStarts", len(_list(run.get("idleStarts"))), bounds.steps
     yield "decodeSteps", len(_list(run.get("decodeSteps"))), bounds.steps
     yield "chunks", len(_list(run.get("chunks"))), bounds.chunks
     yield "preempts", len(_list(run.get("preempts"))), bounds.recompute
+    yield "slices", len(_list(run.get("slices"))), sum(bounds.outputs)
 
 
 def normalise_run(run: dict, trace_doc: dict) -> dict:

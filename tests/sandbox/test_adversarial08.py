@@ -4,10 +4,12 @@ supports, each under a memory ceiling.
 Each file of ``adversarial08/`` is appended to the reference's version of one editable file
 (``APPENDS-TO:``), so whatever it does not attack is correct; ``CASES:`` names the cases (or
 parts) it is graded on and ``EARNS:`` what an honest reading of it earns there: ``all``,
-``none`` or ``all but PART...`` (those parts earn nothing). Every attack must earn exactly that,
-finish within ``WORST_CASE_S`` with the grading process's memory bounded, put on the leaderboard
-only figures of the reference's verified runs (or goodput 0 for an invalid run), and leave no
-hidden case's id, time or trace data in any student view.
+``none`` or ``all but PART...`` (those parts earn nothing); an optional ``REASON:`` is the check
+that must stop it, quoted in the staff detail of every case it earns nothing on (so an attack
+that merely crashes its own child cannot pass for one the grader stopped). Every attack must
+earn exactly that, finish within ``WORST_CASE_S`` with the grading process's memory bounded, put
+on the leaderboard only figures of the reference's verified runs (or goodput 0 for an invalid
+run), and leave no hidden case's id, time or trace data in any student view.
 """
 
 from __future__ import annotations
@@ -106,6 +108,10 @@ def test_unit08_attack(path, mode08, reference_metrics):
     assert report.isolation.startswith(mode08)
     assert [c.id for c in report.cases] == ids
     assert report.score == pytest.approx(expected_score(path, ids)), report.text(staff=True)
+    reason = re.search(r"^REASON: (.+)$", path.read_text(), re.MULTILINE)
+    for case in report.cases:
+        if reason and case.points == 0:
+            assert reason.group(1) in case.staff_detail, (case.id, case.staff_detail)
     for case in report.cases:
         if case.metrics:  # a goodput case: the reference's verified figures, or an invalid run
             if case.status is Status.PASSED:

@@ -7,6 +7,7 @@ anything is expanded.
 APPENDS-TO: policies.py
 CASES: static-burst challenge-deadlines paged-kv-b512-m96
 EARNS: none
+REASON: declares more work than its trace allows
 """
 
 import sys as _sys
@@ -21,8 +22,8 @@ def _bomb(doc, indent=2):
     run = doc["runs"][0]
     steps = len(run["decodeSteps"]) or 1
     run["decodeSteps"] = (run["decodeSteps"] or [0]) * (400_000 // steps + 1)
-    for req in run["requests"]:
-        req["slices"] = [[0, 0, len(run["decodeSteps"])]] * 200
+    count = len(run["decodeSteps"])
+    run["slices"] = [[n, 0, 0, count] for n in range(len(run["requests"]["id"]))] * 200
     return _dumps(doc, indent=None)
 
 

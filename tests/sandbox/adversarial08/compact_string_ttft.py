@@ -6,6 +6,7 @@ Now the schema rejects the run file, the challenge earns nothing, and the report
 APPENDS-TO: policies.py
 CASES: challenge
 EARNS: all but challenge
+REASON: does not match the schema
 """
 
 import sys as _sys
@@ -18,8 +19,10 @@ if "admit" in _sys.argv:
 
     def _forged(doc, indent=2):
         for run in doc["runs"]:
-            for req in run["requests"]:
-                req["ttftMs"] = "LEAK" if req.get("status") != "completed" else 1e-9
+            columns = run["requests"]  # compact: the requests as columns
+            columns["ttftMs"] = [
+                "LEAK" if status != "completed" else 1e-9 for status in columns["status"]
+            ]
         return _dumps(doc, indent)
 
     _cli.dumps = _forged
