@@ -65,7 +65,7 @@ def test_graded_goodput_uses_the_same_window_as_measure():
     assert cases
     for case in cases:
         run = json.loads(golden_path(UNIT08, case).read_text(encoding="utf-8"))["run"]
-        score = casekinds.goodput_score(run, case.slo)
+        score = casekinds.goodput_score(run["requests"], case.slo)
         window = measurement_window([r["arrivalMs"] for r in run["requests"]], 0, 1)
         slo = measure.Slo(ttft_ms=case.slo.get("ttftMs"), tpot_ms=case.slo.get("tpotMs"))
         mine = measure.goodput(run["requests"], slo, window.start_ms, window.end_ms)
