@@ -74,8 +74,9 @@ def test_graded_goodput_uses_the_same_window_as_measure():
 
 
 # One window everywhere: every place that measures goodput or attainment goes through the shared
-# function (directly, or through measure.replication / Protocol.window, which call it), and no
-# other window rule survives in the code, the docs, the handout or the lesson.
+# function (directly, or through measure.replication, experiment.replicate or Protocol.window,
+# which call it), and no other window rule survives in the code, the docs, the handout or the
+# lesson.
 CODE = [
     "grader/casekinds.py",
     "solutions/unit08/measure.py",
@@ -109,6 +110,7 @@ def test_one_window_everywhere():
     for name in CODE:
         text = (REPO_ROOT / name).read_text(encoding="utf-8")
         uses = ("measurement_window", "measure.replication(", "protocol.window(", ".window(")
+        uses += ("experiment.replicate(",)  # measure.replication under the protocol's window
         assert any(u in text for u in uses), f"{name} measures without the shared window"
     for name, phrases in PROSE.items():
         text = (REPO_ROOT / name).read_text(encoding="utf-8")
@@ -272,8 +274,10 @@ def test_a_closed_loop_with_exponential_think_time_is_one_command(solved):
     )
     assert done.returncode == 0, done.stderr
     assert "window [" in done.stdout and "goodput" in done.stdout
-    (run,) = json.loads((solved / "runs" / "c.json").read_text(encoding="utf-8"))["runs"]
-    trace = json.loads((solved / "runs" / "c.json").read_text(encoding="utf-8"))["trace"]
+    from servesim.compact import expand_document
+
+    doc = expand_document(json.loads((solved / "runs" / "c.json").read_text(encoding="utf-8")))
+    (run,), trace = doc["runs"], doc["trace"]
     assert "exponential" in trace["description"] and len(run["requests"]) == 400
     flag = lab_python(
         solved,
