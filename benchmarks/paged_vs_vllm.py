@@ -13,6 +13,10 @@ ample pool. It exits 1 when anything differs. CI does not run it (vLLM is about 
 
     .venv/bin/python benchmarks/paged_vs_vllm.py --vllm-python VENV/bin/python --peer DIR
     (or VLLM_PYTHON=VENV/bin/python VLLM_PEER=DIR .venv/bin/python benchmarks/paged_vs_vllm.py)
+    [--cli] [--repeat N] [--only TRACE]
+
+``--cli`` runs our side as a student does: ``python3 simulate.py`` in a copy of the lab folder
+with the solution files (simulate.py, like vLLM, refuses B < K: a larger K is passed as B).
 
 Knobs: B = ``max_num_batched_tokens``, K = ``max_num_seqs``, M = KV blocks (the peer gives
 vLLM M + 1: one block is its null block), pageTokens = ``block_size``. vLLM requires K <= B;
@@ -26,11 +30,14 @@ import argparse
 import json
 import os
 import random
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -135,6 +142,34 @@ def ours(unit, requests, policy: str, budget: int, cap, pool, repeat: int) -> tu
     return run, statistics.median(walls)
 
 
+def lab_copy(unit, folder: Path) -> Path:
+    """A copy of the lab folder with the reference solution's files: a solved student's lab."""
+    lab = folder / "lab"
+    shutil.copytree(unit.lab_dir, lab)
+    for name in unit.editable:
+        shutil.copy(unit.solutions_dir / name, lab / name)
+    return lab
+
+
+def ours_cli(lab: Path, requests, policy: str, budget: int, cap, pool, repeat: int):
+    """The same run through the lab's own command line (``python3 simulate.py``), as a student
+    runs it. simulate.py refuses B < K, as vLLM does; a larger K (or none) is passed as K = B,
+    the peer's own clamp, which schedules the same (at most B requests ever hold KV)."""
+    trace, out = lab / "runs" / "peer-trace.json", lab / "runs" / "peer-run.json"
+    trace.parent.mkdir(exist_ok=True)
+    trace.write_text(json.dumps({"name": "peer", "requests": requests}), encoding="utf-8")
+    argv = ["python3", "simulate.py", "--trace", str(trace), "--policy", policy]
+    argv += ["--budget", str(budget), "--max-active", str(min(cap or budget, budget))]
+    argv += ["--kv-pages", str(pool)] if pool is not None else []
+    argv += ["--format", "full", "--output", str(out)]
+    walls = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        subprocess.run(argv, cwd=lab, check=True, capture_output=True)
+        walls.append(time.perf_counter() - start)
+    return json.loads(out.read_text(encoding="utf-8"))["runs"][0], statistics.median(walls)
+
+
 def steps_of_run(run: dict) -> list[tuple]:
     """Each step as (start, end, sorted members (id, kind, tokens), sorted victims)."""
     out = []
@@ -183,6 +218,23 @@ def compare(run: dict, peer: dict) -> dict:
     }
 
 
+def report(row: tuple, peer: dict, run: dict, wall: float) -> bool:
+    """Print one run's row (trace, policy, B, K, M); True when it differs from vLLM."""
+    name, policy, budget, cap, pool = row
+    got = compare(run, peer)
+    steps = "{}/{}".format(*got["steps"])
+    pre = f"{run['summary']['recomputes']}/{peer['preemptions']}"
+    first = "-" if got["first"] is None else str(got["first"])
+    ratio = wall / peer["wall"] if peer["wall"] else float("nan")
+    print(
+        f"{name:<16} {policy:<8} {budget:>4} {cap if cap is not None else '-':>4} "
+        f"{pool if pool is not None else 'ample':>5} {got['identical']:>9} {got['differ']:>6} "
+        f"{first:>10} {steps:>13} {pre:>13}  {wall:7.2f}/{peer['wall']:.2f} ({ratio:.2f})",
+        flush=True,
+    )
+    return got["differ"] > 0 or got["first"] is not None
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--vllm-python", default=os.environ.get("VLLM_PYTHON"))
@@ -190,6 +242,11 @@ def main() -> int:
     parser.add_argument("--azure", type=Path, default=REPO / "tests/data/azure-conv-1000.json")
     parser.add_argument("--only", help="run only this trace (dense-300, lockstep-240, ...)")
     parser.add_argument("--repeat", type=int, default=1, help="runs per side; wall = median")
+    parser.add_argument(
+        "--cli",
+        action="store_true",
+        help="run our side as a student does: python3 simulate.py in a solved copy of the lab",
+    )
     args = parser.parse_args()
     if not args.vllm_python or not args.peer:
         parser.error("give --vllm-python and --peer (or VLLM_PYTHON and VLLM_PEER)")
@@ -223,19 +280,12 @@ def main() -> int:
     print(f"device: {dev.to_json()}")
     head = "trace            policy    B    K     M identical differ first-diff      steps"
     print(head + "   preemptions  wall s ours/vLLM (ratio)")
-    bad = 0
-    for (name, policy, budget, cap, pool), peer in zip(rows, peers, strict=True):
-        run, wall = ours(unit, traces[name], policy, budget, cap, pool, args.repeat)
-        got = compare(run, peer)
-        bad += got["differ"] > 0 or got["first"] is not None
-        steps = "{}/{}".format(*got["steps"])
-        pre = f"{run['summary']['recomputes']}/{peer['preemptions']}"
-        first = "-" if got["first"] is None else str(got["first"])
-        ratio = wall / peer["wall"] if peer["wall"] else float("nan")
-        print(
-            f"{name:<16} {policy:<8} {budget:>4} {cap if cap is not None else '-':>4} "
-            f"{pool if pool is not None else 'ample':>5} {got['identical']:>9} {got['differ']:>6} "
-            f"{first:>10} {steps:>13} {pre:>13}  {wall:7.2f}/{peer['wall']:.2f} ({ratio:.2f})"
+    with tempfile.TemporaryDirectory(prefix="paged-vs-vllm-") as tmp:
+        lab = lab_copy(unit, Path(tmp)) if args.cli else None
+        mine = partial(ours_cli, lab) if args.cli else partial(ours, unit)
+        bad = sum(
+            report(row, peer, *mine(traces[row[0]], *row[1:], args.repeat))
+            for row, peer in zip(rows, peers, strict=True)
         )
     print("every run identical" if not bad else f"{bad} RUNS DIFFER")
     return 1 if bad else 0
