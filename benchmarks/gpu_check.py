@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Device check of the real-device runner, sized for five minutes of device time.
 
-1. Calibrates a device profile on a grid of prefill/decode shapes (held-out error printed).
+1. Calibrates a device profile on the grid of ``run_gpu.py --calibrate`` (prefill, decode and
+   mixed steps over chunk lengths, batch sizes and contexts): the affine and the context-aware
+   fit, each with its held-out error; the context-aware profile is used below.
 2. Runs the lesson traces live with both reference policies and compares them with the
    calibrated simulation (per-submission residuals, TTFT/ITL error).
 3. Imports a 2,000-request window of the Azure LLM inference trace (CC-BY 4.0, see
@@ -34,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import torch  # noqa: E402
 from azure_trace import AzureTraceError, import_azure  # noqa: E402
-from realdevice import calibrate, fit, report  # noqa: E402
+from realdevice import calibrate, calibration, fit, report  # noqa: E402
 from realdevice.backend import RealDevice, TimeBudgetExceeded  # noqa: E402
 from realdevice.runner import PolicyRun  # noqa: E402
 from servesim import parse_trace, read_trace_file, simulate  # noqa: E402
@@ -81,8 +83,8 @@ def parse_args(argv=None):
 
 def trace_figures(subs, wall_s: float) -> dict:
     """Throughput and where the wall time went, from the submissions of one live run."""
-    decode = [s for s in subs if s.decode_seqs and not s.prefill_tokens]
-    prefill = [s for s in subs if s.prefill_tokens and not s.decode_seqs]
+    decode = [s for s in subs if s.terms.decode_seqs and not s.terms.prefill_tokens]
+    prefill = [s for s in subs if s.terms.prefill_tokens and not s.terms.decode_seqs]
     device_ms = sum(s.measured_ms for s in subs)
     execute_ms = sum(s.wall_ms for s in subs)
     wall_ms = wall_s * 1000.0
@@ -93,9 +95,11 @@ def trace_figures(subs, wall_s: float) -> dict:
 
     return {
         "submissions": len(subs),
-        "decodeTokensPerS": rate(sum(s.decode_seqs for s in decode), decode),
-        "prefillTokensPerS": rate(sum(s.prefill_tokens for s in prefill), prefill),
-        "meanDecodeBatch": statistics.fmean(s.decode_seqs for s in decode) if decode else None,
+        "decodeTokensPerS": rate(sum(s.terms.decode_seqs for s in decode), decode),
+        "prefillTokensPerS": rate(sum(s.terms.prefill_tokens for s in prefill), prefill),
+        "meanDecodeBatch": statistics.fmean(s.terms.decode_seqs for s in decode)
+        if decode
+        else None,
         "wallS": wall_s,
         "deviceShare": device_ms / wall_ms,  # measured device time (CUDA events / CPU clock)
         "executeShare": execute_ms / wall_ms,  # host time inside execute (plan, launch, wait)
@@ -178,17 +182,10 @@ def main(argv=None) -> int:
         f"({real.config.parameters / 1e6:.1f} M parameters, {desc['dtype']}), torch {desc['torch']}"
     )
 
-    samples, shapes = calibrate.measure(real, grid)
-    profile = fit.fit_profile(fit.medians(samples, shapes), lab.device)
-    held = fit.held_out(samples, shapes, lab.device)
-    print(f"calibration: {len(samples)} samples in {time.monotonic() - started:.1f} s")
-    for name, value in profile.to_json().items():
-        if isinstance(value, float):
-            print(f"  {name}: {value:.6g}")
-    print(
-        f"  held-out shapes: median |error| {held['medianAbsPct']:.1f}%, "
-        f"p90 {held['p90AbsPct']:.1f}% over {held['count']} steps"
-    )
+    result = calibration.run(real, grid, lab.device)
+    profile = result.profile
+    print(f"calibration ({time.monotonic() - started:.1f} s):")
+    print(result.render(desc, per_step=False))
 
     lesson = []
     for name in lab.public_traces:
@@ -241,7 +238,7 @@ def main(argv=None) -> int:
     document = {
         "realDevice": desc,
         "profile": profile.to_json(),
-        "calibration": {"grid": grid.to_json(), "heldOutShapes": held},
+        "calibration": result.document(real, grid)["calibration"],
         "lessonTraces": [{k: v for k, v in e.items() if k != "residuals"} for e in lesson],
         "azure": {"trace": azure.name, "description": azure.description, "runs": azure_runs},
         "totalS": time.monotonic() - started,

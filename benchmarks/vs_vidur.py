@@ -13,6 +13,11 @@ sequence). Three whole processes run it, each ``--repeat`` times (medians printe
   reference ``policies.py`` copied in, same flags;
 - ``vidur``: the peer's ``run_vidur.py`` (its predictor replaced by the same affine device).
 
+Our commands run once untimed first, and the children may cache bytecode (the benchmark drops
+``PYTHONDONTWRITEBYTECODE`` from their environment), as Python does by default: Vidur's package
+was compiled when pip installed it, and our editable checkout is compiled by that first run, so
+neither side pays for compiling its sources in the timed rounds.
+
 For each: whole-process wall time, the simulation loop alone (ours measured in this process,
 Vidur's from the JSON line ``run_vidur.py`` prints), peak RSS of the child, and the ratio to
 Vidur. Then the loops at several trace sizes (first N requests) with the cost per token event
@@ -104,11 +109,20 @@ def write_inputs(folder: Path, csv_path: Path, requests: int) -> tuple[Path, Pat
     return trace, table, profile, doc
 
 
+# the children's environment: bytecode caching on, as in a default Python setup
+CHILD_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 def timed_child(command: list[str], cwd: Path) -> tuple[float, float, str]:
     """Run ``command``; (wall seconds, peak RSS in MiB, stderr). Exits on failure."""
     start = time.perf_counter()
     child = subprocess.Popen(
-        command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        command,
+        cwd=cwd,
+        env=CHILD_ENV,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     stderr = child.stderr.read()
     _, status, usage = os.wait4(child.pid, 0)
@@ -149,20 +163,68 @@ def whole_processes(folder: Path, trace: Path, table: Path, profile: Path, args)
         vidur += ["--metrics_config_output_dir", str(folder / "vidur-out")]
         commands["vidur"] = (vidur, folder)
     results = {name: [] for name in commands if name not in args.skip}
+    for name in results:  # warm-up: our bytecode caches (pip compiled Vidur's), the file cache
+        if name != "vidur":
+            timed_child(*commands[name])
     for _ in range(args.repeat):  # rounds, so that a change in machine load hits every row
         for name, runs in results.items():
             command, cwd = commands[name]
             wall, rss, stderr = timed_child(command, cwd)
-            runs.append((wall, rss, _vidur_loop(stderr) if name == "vidur" else None))
+            runs.append((wall, rss, _vidur_stats(stderr) if name == "vidur" else None))
             print(f"  {name}: {wall:.2f} s, {rss:.0f} MiB", flush=True)
     return results
 
 
-def _vidur_loop(stderr: str) -> float | None:
+def _vidur_stats(stderr: str) -> dict | None:
+    """The JSON line ``run_vidur.py`` prints: its phase times and step counts."""
     for line in reversed(stderr.splitlines()):
         if line.startswith("{") and "loop_s" in line:
-            return json.loads(line)["loop_s"]
+            return json.loads(line)
     return None
+
+
+def check_exact(run_file: Path, doc: dict, vidur: dict | None) -> bool:
+    """The TA command's run against the lab engine (every token time and step end, ``==``)
+    and Vidur's counts (steps, decode slots, prefill tokens); prints what it compared."""
+    import servesim
+    from servesim.compact import expand_run
+
+    from grader import reference
+    from grader.units import load_unit
+
+    run = expand_run(json.loads(run_file.read_text(encoding="utf-8"))["runs"][0])
+    trace = servesim.parse_trace(doc)
+    device = servesim.DeviceProfile.from_json(PROFILE)
+    policy = reference.solution_policies(load_unit("unit08")).budgeted
+    lab = servesim.simulate(trace, lambda view: policy(view, BUDGET), device, budget=BUDGET)
+    events = run["events"]
+    same = [e["endMs"] for e in events] == [e.end_ms for e in lab.events] and all(
+        req["tokenTimesMs"] == list(seq.token_times_ms)
+        for req, seq in zip(run["requests"], lab.sequences, strict=True)
+    )
+    tokens = sum(len(req["tokenTimesMs"]) for req in run["requests"])
+    verdict = "identical to" if same else "DIFFERENT from"
+    print(f"exact: {tokens:,} token times and {len(events):,} step ends {verdict} the lab engine's")
+    if vidur is None:
+        return same
+    ours = {
+        "batches": len(events),
+        "decode_slots": sum(len(e["decode"]) for e in events),
+        "prefill_tokens": sum(c["tokens"] for e in events for c in e["prefill"]),
+    }
+    # Vidur books some final prompt tokens as decode slots: compare the steps and their tokens
+    agree = ours["batches"] == vidur["batches"] and sum(ours.values()) - ours["batches"] == (
+        vidur["decode_slots"] + vidur["prefill_tokens"]
+    )
+    last = max(t for req in run["requests"] for t in req["tokenTimesMs"][-1:])
+    print(
+        f"vs Vidur: steps {ours['batches']:,} / {vidur['batches']:,}, decode slots "
+        f"{ours['decode_slots']:,} / {vidur['decode_slots']:,}, prefill tokens "
+        f"{ours['prefill_tokens']:,} / {vidur['prefill_tokens']:,} "
+        f"({'the same steps and tokens' if agree else 'DIFFERENT'}); "
+        f"last token {last / 1000:.3f} s / {vidur['sim_end_s']:.3f} s"
+    )
+    return same and agree
 
 
 def loops(doc: dict, repeat: int, lab: bool) -> dict:
@@ -177,12 +239,12 @@ def loops(doc: dict, repeat: int, lab: bool) -> dict:
     events = sum(r.output_tokens for r in trace.requests)
     out = {"events": events}
 
-    def fast_loop():  # what the TA command runs: executor, compact run entry, summary
-        fastpath.reference_run(
-            load_unit("unit08"), "budgeted", {"budget": BUDGET}, trace, device, "compact", True
-        )
+    unit = load_unit("unit08")
 
-    policy = reference.solution_policies(load_unit("unit08")).budgeted
+    def fast_loop():  # what the TA command runs: executor, compact run entry, summary
+        fastpath.reference_run(unit, "budgeted", {"budget": BUDGET}, trace, device, "compact", True)
+
+    policy = reference.solution_policies(unit).budgeted
 
     def lab_loop():
         servesim.simulate(trace, lambda view: policy(view, BUDGET), device, budget=BUDGET)
@@ -207,7 +269,7 @@ def report(results: dict, loop: dict) -> None:
         wall = statistics.median(r[0] for r in runs)
         rss = statistics.median(r[1] for r in runs)
         if name == "vidur":
-            inner = statistics.median(r[2] for r in runs if r[2] is not None)
+            inner = statistics.median(r[2]["loop_s"] for r in runs if r[2] is not None)
         else:
             inner = loop.get("fast" if name == "infralab fast" else "lab")
         ratio = f"{base / wall:9.1f}x" if base else "        -"
@@ -245,6 +307,9 @@ def main() -> int:
         print(f"job: {count} requests, budgeted B={BUDGET}, K=128; {cpus} CPUs")
         results = whole_processes(folder, trace, table, profile, args)
         report(results, loops(doc, args.repeat, lab="lab simulate.py" in results))
+        vidur = next((r[2] for r in results.get("vidur", ()) if r[2] is not None), None)
+        print()
+        exact = check_exact(folder / "fast.json", doc, vidur)
         print(f"\n{'requests':>9}{'token events':>14}{'fast µs/event':>15}{'lab µs/event':>14}")
         for size in (int(s) for s in args.sizes.split(",")):
             part = {**doc, "requests": doc["requests"][:size]}
@@ -252,7 +317,7 @@ def main() -> int:
             lab = f"{loop['lab'] / loop['events'] * 1e6:14.3f}" if "lab" in loop else f"{'-':>14}"
             fast = loop["fast"] / loop["events"] * 1e6
             print(f"{len(part['requests']):9}{loop['events']:14}{fast:15.3f}{lab}")
-    return 0
+    return 0 if exact else 1
 
 
 if __name__ == "__main__":

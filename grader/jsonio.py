@@ -12,6 +12,26 @@ def dumps(doc, indent: int | None = 2) -> str:
     return json.dumps(doc, indent=indent, ensure_ascii=False, allow_nan=False) + "\n"
 
 
+def dumps_run_file(doc: dict, indent: int | None = 2) -> str:
+    """``servesim.runfile.dumps``, by orjson where it is installed and the text is unindented.
+
+    orjson writes the same JSON (keys in order, no spaces, UTF-8) about ten times faster than
+    the standard library; numbers below 1e-4 are spelled differently (``0.00001`` for
+    ``1e-05``), with the same value. Where ``json`` refuses NaN, orjson writes null: run files
+    hold finite times only (traces and device profiles are checked finite).
+    """
+    if indent is None:
+        try:
+            import orjson
+        except ImportError:
+            pass
+        else:
+            return orjson.dumps(doc).decode() + "\n"
+    from servesim.runfile import dumps as json_dumps
+
+    return json_dumps(doc, indent)
+
+
 def write_text_atomic(path: Path, text: str, mode: int = 0o644) -> None:
     """Write ``text`` so that readers see the old file or the new one, never a half; the
     file gets ``mode`` (0600 for anything that holds grades)."""

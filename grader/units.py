@@ -12,8 +12,6 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
 CODE_ROOT = Path(__file__).resolve().parent.parent
 REPO_ROOT = CODE_ROOT  # the checkout; course files resolve against course_root()
 ROOT_ENV = "INFRALAB_ROOT"
@@ -122,21 +120,36 @@ def load_unit(unit_id: str, labs: Path | None = None) -> Unit:
     ``labs`` replaces the course's ``labs/`` folder as the source of unit.yaml only (the lab
     folder, solutions and traces stay in the course root).
     """
-    from .schema import SchemaError, validate
+    from . import checkcache
 
     folder = Path(labs or labs_dir())
     path = folder / unit_id / "unit.yaml"
     if not path.is_file():
         known = unit_ids(folder)
         raise UnitError(f"unknown unit '{unit_id}' (known: {', '.join(known) or 'none'})")
+    text = path.read_text(encoding="utf-8")
+    doc = checkcache.recall(text)
+    if doc is None:
+        doc = _checked(text, path)
+        checkcache.remember(text, doc)
+    if doc.get("id", unit_id) != unit_id:
+        raise UnitError(f"{path}: id '{doc['id']}' does not match the folder name '{unit_id}'")
+    return Unit(unit_id, doc, config_dir=None if labs is None else folder / unit_id)
+
+
+def _checked(text: str, path: Path) -> dict:
+    """unit.yaml's text parsed and checked against its schema (``UnitError`` if it fails)."""
+    import yaml
+
+    from .schema import SchemaError, validate
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's, where PyYAML has it
     try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        doc = yaml.load(text, Loader=loader)
     except yaml.YAMLError as exc:
         raise UnitError(f"{path}: not valid YAML ({exc})") from None
     try:
         validate(doc, "unit", str(path))
     except SchemaError as exc:
         raise UnitError(str(exc)) from None
-    if doc.get("id", unit_id) != unit_id:
-        raise UnitError(f"{path}: id '{doc['id']}' does not match the folder name '{unit_id}'")
-    return Unit(unit_id, doc, config_dir=None if labs is None else folder / unit_id)
+    return doc

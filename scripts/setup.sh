@@ -26,10 +26,11 @@ wants() { [[ " ${extras[*]} " == *" $1 "* ]]; }
 
 if wants test; then
   # Debian packages: Chromium (and CJK fonts for its screenshots) for the browser tests,
-  # bubblewrap for the grading sandbox.
+  # bubblewrap for the grading sandbox, npm for axe-core (the accessibility audit).
   missing=()
   command -v chromium >/dev/null || missing+=(chromium)
   command -v bwrap >/dev/null || missing+=(bubblewrap)
+  command -v npm >/dev/null || missing+=(npm)
   [ -d /usr/share/fonts/opentype/noto ] || missing+=(fonts-noto-cjk)
   if [ ${#missing[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ]; then
@@ -40,7 +41,14 @@ if wants test; then
       echo "note: ${missing[*]} not installed (needs root); the tests that use them will skip" >&2
     fi
   else
-    step "system packages present: chromium, bubblewrap, CJK fonts"
+    step "system packages present: chromium, bubblewrap, npm, CJK fonts"
+  fi
+  # Node packages the browser tests load into the page, at the versions in package-lock.json.
+  if command -v npm >/dev/null; then
+    step "installing node packages for the site tests (npm ci: axe-core)"
+    npm ci --silent --no-audit --no-fund
+  else
+    echo "note: npm not installed; the accessibility audit will skip (fails under CI)" >&2
   fi
 fi
 

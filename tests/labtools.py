@@ -11,21 +11,44 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from grader import reference
 from grader.units import load_unit
 
 UNIT = load_unit("unit07")
 
 
-def run_ref(trace: str, policy: str, overhead_ms: float | None = None, fault=None, **params):
-    """A reference run entry on a named trace, with the unit's defaults for unset values."""
+def run_ref(
+    trace: str, policy: str, overhead_ms: float | None = None, fault=None, device=None, **params
+):
+    """A reference run entry on a named trace, with the unit's defaults for unset values
+    (``device``: snake_case overrides of the unit's device)."""
     spec = next(p for p in UNIT.policies if p["name"] == policy)
     params = {name: params.get(name, meta["default"]) for name, meta in spec["params"].items()}
-    overrides = {} if overhead_ms is None else {"overhead_ms": overhead_ms}
+    overrides = dict(device or {}) | ({} if overhead_ms is None else {"overhead_ms": overhead_ms})
     device = reference.device_profile(UNIT, **overrides)
     return reference.run_reference(
         UNIT, reference.load_trace(UNIT, trace), policy, params, device, fault
     )
+
+
+def log_contexts(run: dict) -> list[dict[str, int]]:
+    """The cached positions of each member of each event, before it runs, from the log alone:
+    a preempted sequence drops its cache at the start of its step, a prefill chunk adds its
+    tokens, a decode adds one position."""
+    cache: dict[str, int] = {}
+    out = []
+    for event in run["events"]:
+        for rid in event.get("preempt", []):
+            cache[rid] = 0
+        members = [*event["decode"], *(c["id"] for c in event["prefill"])]
+        out.append({rid: cache.get(rid, 0) for rid in members})
+        for chunk in event["prefill"]:
+            cache[chunk["id"]] = cache.get(chunk["id"], 0) + chunk["tokens"]
+        for rid in event["decode"]:
+            cache[rid] = cache.get(rid, 0) + 1
+    return out
 
 
 def copy_lab(dest: Path, solution: bool) -> Path:
@@ -42,3 +65,13 @@ def simulate_cli(lab: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "simulate.py", *args], cwd=lab, capture_output=True, text=True, timeout=60
     )
+
+
+# Marks of tests that cannot share the machine (scripts/test.sh runs them apart, one at a time).
+WALL_CLOCK = pytest.mark.serial(
+    reason="bounds wall-clock time, which other tests on the same cores stretch"
+)
+READABLE_REPO = pytest.mark.serial(
+    reason="needs the repo readable by other users, which the rlimits-mode tests take away "
+    "while they run (tests/sandbox/conftest.py)"
+)

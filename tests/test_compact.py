@@ -53,8 +53,31 @@ def test_unit07_round_trip_and_schema(tmp_path, trace):
 
 def test_schema_rejects_a_compact_run_with_token_times(tmp_path):
     compact, _ = simulate(U07, tmp_path, "--trace", "mixed", "--policy", "fcfs", fmt="compact")
-    compact["runs"][0]["requests"][0]["tokenTimesMs"] = [1.0]
+    columns = compact["runs"][0]["requests"]
+    columns["tokenTimesMs"] = [[1.0] for _ in columns["id"]]
     assert validate_run_file(U07, compact) is not None
+
+
+def test_columns_of_different_lengths_are_refused(tmp_path):
+    compact, _ = simulate(U07, tmp_path, "--trace", "mixed", "--policy", "fcfs", fmt="compact")
+    compact["runs"][0]["requests"]["arrivalMs"].pop()
+    with pytest.raises(ValueError, match=r"requests\.arrivalMs has 2 entries, not 3"):
+        expand_document(compact)
+
+
+def test_idle_starts_and_absent_fields_round_trip():
+    """A gap in the arrivals (the device idles) and optional fields only some requests have."""
+    rows = [
+        {"id": "a", "arrivalMs": 5.0, "inputTokens": 4, "outputTokens": 3, "tenant": "t1"},
+        {"id": "b", "arrivalMs": 6.0, "inputTokens": 2, "outputTokens": 2, "deadlineMs": 90.0},
+        {"id": "c", "arrivalMs": 500.0, "inputTokens": 3, "outputTokens": 4},
+    ]
+    full, timeline = unit08_run(rows, "budgeted", 8, 0, None)
+    compact = compact_run(full, timeline)
+    assert [start for _, start in compact["idleStarts"]] == [5.0, 500.0]
+    assert compact["requests"]["tenant"] == ["t1", None, None]
+    assert compact["requests"]["deadlineMs"] == [None, 90.0, None]
+    assert expand_run(compact) == full
 
 
 @pytest.mark.parametrize(

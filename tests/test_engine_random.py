@@ -29,13 +29,19 @@ request_rows = st.lists(
     max_size=10,
 )
 devices = st.builds(
-    lambda k, m, page, per_seq: DeviceProfile(
-        decode_ms_per_seq=per_seq, max_active=k, kv_pages=m, page_tokens=page
+    lambda k, m, page, per_seq, context: DeviceProfile(
+        decode_ms_per_seq=per_seq,
+        max_active=k,
+        kv_pages=m,
+        page_tokens=page,
+        prefill_ms_per_context_token=context[0],
+        decode_ms_per_context_token=context[1],
     ),
     st.one_of(st.none(), st.integers(1, 5)),
     st.one_of(st.none(), st.integers(3, 30)),
     st.sampled_from([1, 2, 4, 16]),
     st.sampled_from([0.0, 0.5]),
+    st.sampled_from([(0.0, 0.0), (0.0625, 0.0), (0.0, 0.125), (0.03125, 0.25)]),  # exact sums
 )
 limits = st.fixed_dictionaries(
     {

@@ -1,7 +1,7 @@
 """Each fault switch keeps the schedule and the token times, and breaks one reported field."""
 
 import pytest
-from labtools import run_ref
+from labtools import log_contexts, run_ref
 from servesim import DeviceProfile, rules
 from servesim.faults import FAULTS
 from servesim.metrics import request_metrics
@@ -24,8 +24,8 @@ def fields_disagreeing_with_timeline(run: dict) -> set[str]:
                 bad.add(key)
     token_times = {t for req in run["requests"] for t in req["tokenTimesMs"]}
     device = DeviceProfile.from_json(run["device"])
-    for event in run["events"]:
-        expected = event["startMs"] + rules.step_duration_ms(device, _batch(event), {})
+    for event, context in zip(run["events"], log_contexts(run), strict=True):
+        expected = event["startMs"] + rules.step_duration_ms(device, _batch(event), context)
         if event["endMs"] != expected or (event["endMs"] not in token_times and event["decode"]):
             bad.add("events.endMs")
     return bad
@@ -47,11 +47,16 @@ def test_every_fault_is_listed_here():
     assert len(FAULTS) >= 4
 
 
+# a profile with context costs (dyadic, so every time is exact) next to the unit's device
+CONTEXT = {"prefill_ms_per_context_token": 0.125, "decode_ms_per_context_token": 0.0625}
+
+
 @pytest.mark.parametrize("fault", sorted(EXPECTED_FIELD))
 @pytest.mark.parametrize(("policy", "params"), [("fcfs", {}), ("chunked", {"chunk": 2})])
-def test_fault_changes_statistics_not_schedule(fault, policy, params):
-    clean = run_ref("mixed", policy, **params)
-    faulty = run_ref("mixed", policy, fault=fault, **params)
+@pytest.mark.parametrize("device", [None, CONTEXT], ids=["lab-device", "context-costs"])
+def test_fault_changes_statistics_not_schedule(fault, policy, params, device):
+    clean = run_ref("mixed", policy, device=device, **params)
+    faulty = run_ref("mixed", policy, fault=fault, device=device, **params)
     assert faulty["fault"] == fault and clean["fault"] is None
     assert schedule(faulty) == schedule(clean)
     assert [r["tokenTimesMs"] for r in faulty["requests"]] == [

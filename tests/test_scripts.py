@@ -7,13 +7,13 @@ import subprocess
 
 from grader.units import REPO_ROOT
 
-SLOW = re.compile(r"^\s*(apt-get install|apt-get update|python3 -m venv|pip )")
+SLOW = re.compile(r"^\s*(apt-get install|apt-get update|python3 -m venv|pip |npm )")
 
 
 def test_every_install_step_is_announced():
     lines = (REPO_ROOT / "scripts" / "setup.sh").read_text(encoding="utf-8").splitlines()
     slow = [i for i, line in enumerate(lines) if SLOW.match(line)]
-    assert len(slow) >= 5  # apt update/install, venv, torch, the package
+    assert len(slow) >= 6  # apt update/install, npm, venv, torch, the package
     for i in slow:
         before = [line.strip() for line in lines[max(0, i - 2) : i]]
         assert any(b.startswith("step ") for b in before), f"setup.sh line {i + 1} runs silently"

@@ -5,7 +5,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ..grading.grade import GradingError
 from ..units import UnitError
 from .common import add_unit, load_with_engine, show_path, stale_golden
 
@@ -50,7 +49,7 @@ ENVIRONMENT_EXIT = 3  # grading could not run because of the grader's environmen
 
 
 def _grade(args, extra: list[str]) -> int:
-    from ..grading.grade import EnvironmentFailure, grade_submission, limits_for
+    from ..grading.grade import EnvironmentFailure, GradingError, grade_submission, limits_for
 
     if len(args.submission) > 1 or args.out:
         from ..grading import cohort

@@ -6,7 +6,6 @@ import sys
 from collections.abc import Callable
 
 from .. import reference
-from ..course import starter
 from ..units import load_unit
 from .common import add_unit, load_with_engine, show_path
 
@@ -29,8 +28,16 @@ def _run_script(command: str, load_main: Callable, args, extra: list[str]) -> in
     engine = getattr(args, "engine", None)
     if engine is None:
         return script_main(extra, policies_module=policies, lab_dir=unit.lab_dir)
+    from ..jsonio import dumps_run_file
+
     run_one = fast_runner(unit, engine)
-    return script_main(extra, policies_module=policies, lab_dir=unit.lab_dir, run_one=run_one)
+    return script_main(
+        extra,
+        policies_module=policies,
+        lab_dir=unit.lab_dir,
+        run_one=run_one,
+        encode=dumps_run_file,
+    )
 
 
 def fast_runner(unit, engine: str):
@@ -117,6 +124,8 @@ def add_run_gpu(commands) -> None:
 
 
 def _starter_sync(args, extra: list[str]) -> int:
+    from ..course import starter
+
     unit = load_with_engine(args.unit)
     if args.check:
         stale = starter.stale_files(unit)

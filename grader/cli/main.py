@@ -17,10 +17,6 @@ import os
 import sys
 from pathlib import Path
 
-from servesim import TraceError
-
-from ..grading.grade import GradingError
-from ..traces.errors import SpecError
 from ..units import ROOT_ENV, UnitError
 from . import grade, lab, release, site, trace, units
 
@@ -36,8 +32,19 @@ _SUBCOMMANDS = (
     grade.add_grade,
     trace.add_trace,
 )
-# bad input (one line, exit 2) rather than a bug in infralab
-USER_ERRORS = (UnitError, GradingError, SpecError, TraceError, OSError)
+
+
+def user_errors() -> tuple[type[Exception], ...]:
+    """Bad input (one line, exit 2) rather than a bug in infralab.
+
+    Imported when an error arrives, so that a command loads only the modules it uses.
+    """
+    from servesim import TraceError
+
+    from ..grading.grade import GradingError
+    from ..traces.errors import SpecError
+
+    return (UnitError, GradingError, SpecError, TraceError, OSError)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -80,7 +87,9 @@ def main(argv=None) -> int:
     try:
         with _course_root(args.root):
             return args.handler(args, extra)
-    except USER_ERRORS as exc:
+    except Exception as exc:
+        if not isinstance(exc, user_errors()):
+            raise
         print(f"infralab: error: {exc}", file=sys.stderr)
         return 2
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ..grading.grade import GradingError
 from ..units import UnitError, load_unit
 from .common import add_unit, show_path, with_extra
 
@@ -63,6 +62,7 @@ def _trace_check(args, extra: list[str]) -> int:
 
 
 def _trace_mutants(args, extra: list[str]) -> int:
+    from ..grading.grade import GradingError
     from ..traces import mutants
 
     unit = load_unit(args.unit)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from ..cases import load_grading
 from ..units import UnitError, course_root, load_unit, unit_ids
 from .common import show_path
 
 
 def _units(args, extra: list[str]) -> int:
+    from ..cases import load_grading
+
     ids = unit_ids()
     if not ids:
         raise UnitError(f"no unit in {course_root() / 'labs'} (no labs/<unit>/unit.yaml)")

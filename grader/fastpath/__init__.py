@@ -15,7 +15,7 @@ from __future__ import annotations
 import gc
 from contextlib import contextmanager
 
-from servesim.compact import COMPACT, expand_run
+from servesim.compact import COMPACT, expand_run, idle_starts
 
 from . import summary
 from .executor import Steps, Unsupported, Workload, execute
@@ -89,39 +89,36 @@ def compact_run(policy: str, params: dict, device, trace, steps: Steps, extended
         [c[0] for c in steps.chunks],
         tokens,
     )
-    slices = [
-        [[step, first, out - 1]]
-        for step, first, out in zip(steps.first_step, steps.first_decode, output)
-    ]
-    requests = [
-        {"id": r.id, "arrivalMs": r.arrival_ms, "inputTokens": r.input_tokens}
-        | {"outputTokens": r.output_tokens, "slices": own}
-        for r, own in zip(reqs, slices)
-    ]
+    columns = {
+        "id": [r.id for r in reqs],
+        "arrivalMs": [r.arrival_ms for r in reqs],
+        "inputTokens": [r.input_tokens for r in reqs],
+        "outputTokens": output,
+    }
     run = {"policy": policy, "params": dict(params), "device": device.to_json(), "fault": None}
-    if extended:
-        _extend(run, requests, figures, tokens[1].tolist(), sum(r.input_tokens for r in reqs))
+    if extended:  # unit 08's fields: every request completed, none was preempted
+        run["limits"] = {"budget": None, "queueCap": None}
+        count = len(reqs)
+        columns |= {"status": ["completed"] * count, "statusMs": tokens[1].tolist()}
+        columns |= {"recomputes": [0] * count, "recomputedTokens": [0] * count}
+        figures |= {"completed": count, "rejected": 0, "cancelled": 0, "recomputes": 0}
+        prompt = sum(columns["inputTokens"])
+        figures |= {"recomputedTokens": 0, "promptTokens": prompt, "recomputeRatio": 0.0}
+    slices = [
+        [n, step, first, out - 1]
+        for n, (step, first, out) in enumerate(zip(steps.first_step, steps.first_decode, output))
+    ]
     return run | {
         "format": COMPACT,
-        "stepStartMs": steps.starts,
         "stepEndMs": steps.ends,
+        "idleStarts": idle_starts(steps.starts, steps.ends),
         "decodeSteps": steps.decode_steps,
-        "chunks": [list(c) for c in steps.chunks],
+        "chunks": steps.chunks,
         **({"preempts": []} if extended else {}),
-        "requests": requests,
+        "slices": slices,
+        "requests": columns,
         "summary": figures,
     }
-
-
-def _extend(run: dict, requests: list[dict], figures: dict, last: list, prompt: int) -> None:
-    """Unit 08's fields for a run where every request completed without preemption."""
-    run["limits"] = {"budget": None, "queueCap": None}
-    for req, finish in zip(requests, last):
-        slices = req.pop("slices")
-        req |= {"status": "completed", "statusMs": finish, "recomputes": 0}
-        req |= {"recomputedTokens": 0, "slices": slices}
-    figures |= {"completed": len(requests), "rejected": 0, "cancelled": 0, "recomputes": 0}
-    figures |= {"recomputedTokens": 0, "promptTokens": prompt, "recomputeRatio": 0.0}
 
 
 __all__ = ["Unsupported", "compact_run", "covers", "reference_run"]

@@ -48,7 +48,7 @@ class Steps:
     starts: list[float] = field(default_factory=list)
     ends: list[float] = field(default_factory=list)
     decode_steps: list[int] = field(default_factory=list)
-    chunks: list[tuple[int, int, int, int]] = field(default_factory=list)  # step, req, from, n
+    chunks: list[list[int]] = field(default_factory=list)  # [step, request, from, tokens]
     first_step: list[int] = field(default_factory=list)  # the step of each first token
     first_decode: list[int] = field(default_factory=list)  # its first decode's decode index
 
@@ -143,7 +143,7 @@ def _prefill(work: Workload, st: QueueState, plan, out: Steps, leaving) -> None:
         if not done:
             st.reserved += work.reserve[pos]
         req = work.order[pos]
-        out.chunks.append((step, req, done, tokens))
+        out.chunks.append([step, req, done, tokens])
         if done + tokens < work.prompt[pos]:
             st.head_done = done + tokens
             continue

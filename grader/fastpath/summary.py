@@ -1,9 +1,11 @@
 """Run summaries over millions of token times with numpy, equal to ``servesim.metrics``.
 
-``servesim.metrics.summarize`` walks Python lists; here the same figures come from arrays:
-token times are gathered from the step end times by each request's slices, gaps and
-per-request metrics are array differences (the same IEEE operations, so the same values),
-percentiles are order statistics (``numpy.partition``) at the nearest ranks, and every mean
+``servesim.metrics.summarize`` walks Python lists; here the same figures come from arrays. A
+request's decode tokens are one contiguous range of the decode steps, so its inter-token gaps
+are its entry gap (first decode minus first token) followed by a slice of the gaps between
+consecutive decode steps: the same IEEE subtractions the lab makes, so the same values.
+Percentiles are order statistics at the nearest ranks, read off the distinct step gaps weighted
+by how many requests span each of them (a few thousand values instead of millions); every mean
 is Python's own ``sum`` over the values in the lab's order, so the result is the same to the
 last bit as the lab's summary of the same run.
 """
@@ -12,10 +14,20 @@ from __future__ import annotations
 
 import math
 import sys
+from dataclasses import dataclass
 
 import numpy as np
 
 PERCENTILES = (50, 90, 99)
+
+
+def _stats(count: int, mean: float, nth) -> dict:
+    """The distribution dict; ``nth(rank)`` is the value of 0-based rank ``rank``."""
+    ranks = [max(1, math.ceil(p / 100 * count)) - 1 for p in PERCENTILES]
+    stats = {"count": count, "mean": mean}
+    stats |= {f"p{p}": nth(r) for p, r in zip(PERCENTILES, ranks)}
+    stats["max"] = nth(count - 1)
+    return stats
 
 
 def distribution(values: np.ndarray) -> dict | None:
@@ -25,10 +37,7 @@ def distribution(values: np.ndarray) -> dict | None:
         return None
     ranks = [max(1, math.ceil(p / 100 * count)) - 1 for p in PERCENTILES]
     ordered = np.partition(values, sorted({*ranks, count - 1}))
-    stats = {"count": count, "mean": python_sum(values) / count}
-    stats |= {f"p{p}": float(ordered[r]) for p, r in zip(PERCENTILES, ranks)}
-    stats["max"] = float(ordered[count - 1])
-    return stats
+    return _stats(count, python_sum(values) / count, lambda rank: float(ordered[rank]))
 
 
 def python_sum(values: np.ndarray) -> float:
@@ -49,30 +58,66 @@ def python_sum(values: np.ndarray) -> float:
 _BLOCK = 1 << 18
 
 
+@dataclass(frozen=True)
+class Gaps:
+    """Every inter-token gap of a run, in two forms.
+
+    ``ordered``: request by request in trace order (what the lab's mean adds up);
+    ``values`` with ``weights``: each distinct source of a gap (a step-to-step gap or a
+    request's entry gap) and how many gaps it stands for (what the order statistics read).
+    """
+
+    ordered: np.ndarray
+    values: np.ndarray
+    weights: np.ndarray
+
+    def distribution(self) -> dict | None:
+        """``servesim.metrics.distribution`` of every gap."""
+        count = len(self.ordered)
+        if not count:
+            return None
+        order = np.argsort(self.values, kind="stable")
+        values, reach = self.values[order], np.cumsum(self.weights[order])
+
+        def nth(rank: int) -> float:  # the first value whose cumulated weight passes ``rank``
+            return float(values[np.searchsorted(reach, rank, side="right")])
+
+        return _stats(count, python_sum(self.ordered) / count, nth)
+
+    @property
+    def max(self) -> float | None:
+        return float(self.values[self.weights > 0].max()) if len(self.ordered) else None
+
+
 def request_tokens(ends, decode_steps, first_step, first_decode, output):
     """Token-time arrays of a run whose requests each entered the running set once.
 
-    Returns ``(first, last, gaps, count)``: each request's first and last token time and its
-    number of gaps (trace order), and every inter-token gap, request by request in trace order.
+    Returns ``(first, last, count, gaps)``: each request's first and last token time and its
+    number of gaps (trace order), and every inter-token gap (``Gaps``).
     """
     ends = np.asarray(ends, dtype=np.float64)
     decode_ends = ends[np.asarray(decode_steps, dtype=np.int64)]
     first = ends[np.asarray(first_step, dtype=np.int64)]
     count = np.asarray(output, dtype=np.int64) - 1
-    offsets = np.cumsum(count) - count
-    total = int(count.sum())
-    index = np.repeat(np.asarray(first_decode, dtype=np.int64) - offsets, count)
-    index += np.arange(total)
-    times = decode_ends[index]
-    del index
-    gaps = np.empty_like(times)
-    np.subtract(times[1:], times[:-1], out=gaps[1:])
     has = count > 0
-    starts = offsets[has]  # each request's first decode follows its first token
-    gaps[starts] = times[starts] - first[has]
+    start, span = np.asarray(first_decode, dtype=np.int64)[has], count[has]
+    step_gaps = np.zeros_like(decode_ends)  # decode step k's end minus decode step k-1's
+    np.subtract(decode_ends[1:], decode_ends[:-1], out=step_gaps[1:])
+    entry = decode_ends[start] - first[has]
     last = first.copy()
-    last[has] = times[starts + count[has] - 1]
-    return first, last, gaps, count
+    last[has] = decode_ends[start + span - 1]
+
+    # request r's gaps: its entry gap, then step_gaps[start + 1 : start + span]
+    slices = [step_gaps[a : a + c] for a, c in zip(start.tolist(), span.tolist())]
+    ordered = np.concatenate(slices) if slices else np.empty(0)
+    ordered[np.cumsum(span) - span] = entry
+    steps = len(decode_ends)
+    spanning = np.cumsum(  # how many requests have the gap ending at decode step k
+        np.bincount(start + 1, minlength=steps + 1) - np.bincount(start + span, minlength=steps + 1)
+    )[1:steps]
+    values = np.concatenate((step_gaps[1:], entry))
+    weights = np.concatenate((spanning, np.ones(len(entry), dtype=np.int64)))
+    return first, last, count, Gaps(ordered, values, weights)
 
 
 def summarize(arrival, starts, ends, decode_steps, chunk_steps, tokens) -> dict:
@@ -80,7 +125,7 @@ def summarize(arrival, starts, ends, decode_steps, chunk_steps, tokens) -> dict:
 
     ``tokens`` is ``request_tokens``'s result; ``chunk_steps`` the step of every chunk.
     """
-    first, last, gaps, count = tokens
+    first, last, count, gaps = tokens
     arrival = np.asarray(arrival, dtype=np.float64)
     defined = count > 0
     tpot = (last[defined] - first[defined]) / count[defined]
@@ -93,10 +138,10 @@ def summarize(arrival, starts, ends, decode_steps, chunk_steps, tokens) -> dict:
         "decodeSubmissions": len(decode_steps),
         "busyMs": python_sum(ends - starts),
         "ttftMs": distribution(first - arrival),
-        "itlMs": distribution(gaps),
+        "itlMs": gaps.distribution(),
         "tpotMs": distribution(tpot),
         "e2eMs": distribution(last - arrival),
-        "maxItlMs": float(gaps.max()) if len(gaps) else None,
+        "maxItlMs": gaps.max,
         "weighting": {
             "ttftMs": "request",
             "itlMs": "token gap",

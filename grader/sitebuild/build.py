@@ -32,6 +32,7 @@ from ..units import LABS_DIR, REPO_ROOT, Unit, UnitError, load_unit
 from . import math as texmath
 from .claims import BuildError, ClaimLog
 from .handout import render_handout
+from .lang import mark_english
 from .plugins import Page, SiteSpec, page_context, site_spec
 from .runs import event_ms
 
@@ -150,7 +151,7 @@ class _Renderer:
             raise BuildError(f"{template}{where}: {exc}") from None
         target = self.out / rel
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(html, encoding="utf-8")
+        target.write_text(mark_english(html), encoding="utf-8")
         self.report.pages.append(rel)
         self.report.claims.extend(claims.checked)
 

@@ -3,9 +3,14 @@
 Unit-agnostic: a site plug-in hands over numbers and labels. The charts are drawn on a narrow
 viewBox (about phone width) so their text stays readable when a 390 px screen shows them at full
 width; colours come from CSS classes (``series-0``...) so the page's light and dark themes apply.
-Each chart carries <title> and <desc> for screen readers. A value of ``math.inf`` (for example a
-p99 that does not exist because too many requests failed) is drawn as a hollow marker on the top
-edge and said so in the legend.
+
+Accessible by construction: each chart carries <title> and <desc> for screen readers; colour is
+never the only way to tell series apart (each has its own dash pattern and marker shape, bars of
+the second series are hatched, lines are labelled at their end, bars carry their values); and
+every plotted value is also in a data table under the chart (:class:`Chart` renders both). A
+value of ``math.inf`` (for example a p99 that does not exist because too many requests failed)
+is drawn as a hollow marker on the top edge, said so in the legend, and written ``inf_label``
+in tooltips and the table.
 """
 
 from __future__ import annotations
@@ -18,6 +23,22 @@ WIDTH = 400
 LEFT, RIGHT, TOP, BOTTOM = 52, 12, 14, 40
 PLOT_H = 200
 LEGEND_ROW = 20
+DASHES = ("", "7 4", "2 3", "9 3 2 3")  # stroke-dasharray by series index
+MARKERS = ("circle", "square", "triangle", "diamond")
+LABEL_GAP = 13  # least vertical distance between two direct labels
+
+
+@dataclass(frozen=True)
+class Chart:
+    """A chart as the page shows it: the SVG, then its data as a table in a <details>."""
+
+    svg: str
+    table: str
+
+    def __html__(self) -> str:
+        return self.svg + self.table
+
+    __str__ = __html__
 
 
 @dataclass(frozen=True)
@@ -40,7 +61,9 @@ def nice_ticks(high: float, count: int = 5) -> list[float]:
     return [step * i for i in range(math.ceil(high / step - 1e-9) + 1)]
 
 
-def _fmt(value: float) -> str:
+def _fmt(value: float, inf_label: str = "∞") -> str:
+    if math.isinf(value):
+        return inf_label if value > 0 else "−∞"
     if abs(value) >= 10000:
         return f"{value / 1000:g}k"
     return f"{value:.6g}"
@@ -83,23 +106,91 @@ def _axes(x_ticks, y_ticks, sx, sy, x_label: str, y_label: str, x_text=None) -> 
     return out
 
 
-def _legend(names: list[str], y0: float, shape: str, extra: str | None) -> list[str]:
+def _dash(i: int) -> str:
+    dash = DASHES[i % len(DASHES)]
+    return f' stroke-dasharray="{dash}"' if dash else ""
+
+
+def _marker(i: int, x: float, y: float, extra: str = "", r: float = 3.6) -> str:
+    """The opening of series ``i``'s marker at (x, y): circle, square, triangle or diamond."""
+    shape = MARKERS[i % len(MARKERS)]
+    if shape == "circle":
+        d = f"M{x - r:.1f} {y:.1f}a{r} {r} 0 1 0 {2 * r} 0a{r} {r} 0 1 0 {-2 * r} 0Z"
+    else:
+        corners = {
+            "square": [(-1, -1), (1, -1), (1, 1), (-1, 1)],
+            "triangle": [(0, -1.3), (1.2, 1), (-1.2, 1)],
+            "diamond": [(0, -1.3), (1.3, 0), (0, 1.3), (-1.3, 0)],
+        }[shape]
+        d = "M" + "L".join(f"{x + dx * r:.1f} {y + dy * r:.1f}" for dx, dy in corners) + "Z"
+    return f'<path class="marker{extra}" d="{d}"'
+
+
+def _hatch_defs(element_id: str, count: int) -> str:
+    """Diagonal hatching for every second series of bars (colour is not the only cue)."""
+    return (
+        f'<defs><pattern id="{element_id}-hatch" width="6" height="6" '
+        'patternUnits="userSpaceOnUse" patternTransform="rotate(45)">'
+        '<line class="hatch-fill" x1="0" y1="0" x2="0" y2="6"/></pattern></defs>'
+        if count > 1
+        else ""
+    )
+
+
+def _bar_shape(element_id: str, k: int, x: float, y: float, w: float, h: float) -> str:
+    rect = f'<rect x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{h:.1f}"'
+    if k % 2 == 0:
+        return rect + "/>"
+    return rect + f'/>{rect} class="hatch" fill="url(#{element_id}-hatch)"/>'
+
+
+def _legend(
+    names: list[str], y0: float, shape: str, extra: str | None, element_id: str, markers=None
+) -> list[str]:
+    """One row per series (its line with dash and marker, or its bar), then ``extra``."""
+    markers = markers or [True] * len(names)
     out = []
     for i, name in enumerate(names):
         y = y0 + LEGEND_ROW * i
-        key = (
-            f'<line class="series-{i}" x1="{LEFT}" y1="{y}" x2="{LEFT + 22}" y2="{y}"/>'
-            if shape == "line"
-            else f'<rect class="series-{i}" x="{LEFT}" y="{y - 6}" width="14" height="12"/>'
-        )
+        if shape == "line":
+            key = f'<line x1="{LEFT}" y1="{y}" x2="{LEFT + 26}" y2="{y}"{_dash(i)}/>'
+            key += _marker(i, LEFT + 13, y) + "/>" if markers[i] else ""
+        else:
+            key = _bar_shape(element_id, i, LEFT, y - 6, 14, 12)
         out.append(
-            f'<g class="legend-item">{key}<text x="{LEFT + 28}" y="{y + 4}">'
+            f'<g class="legend-item series-{i}">{key}<text x="{LEFT + 32}" y="{y + 4}">'
             f"{escape(name)}</text></g>"
         )
     if extra:
         y = y0 + LEGEND_ROW * len(names)
         out.append(f'<text class="legend-note" x="{LEFT}" y="{y + 4}">{escape(extra)}</text>')
     return out
+
+
+def _spread(wanted: list[float], low: float, high: float) -> list[float]:
+    """Positions as close to ``wanted`` as possible, at least LABEL_GAP apart, within bounds."""
+    order = sorted(range(len(wanted)), key=lambda i: wanted[i])
+    placed = [0.0] * len(wanted)
+    floor = low
+    for i in order:
+        placed[i] = max(wanted[i], floor)
+        floor = placed[i] + LABEL_GAP
+    ceiling = high
+    for i in reversed(order):
+        placed[i] = min(placed[i], ceiling)
+        ceiling = placed[i] - LABEL_GAP
+    return placed
+
+
+def _direct_labels(series: list[Series], sx, sy) -> list[str]:
+    """The name of each (non-step) line next to its last point, labels kept apart."""
+    ends = [(i, s) for i, s in enumerate(series) if s.points and not s.step]
+    ys = _spread([sy(s.points[-1][1]) + 4 for _, s in ends], TOP + 10, TOP + PLOT_H - 4)
+    return [
+        f'<text class="direct-label series-{i}" x="{sx(s.points[-1][0]) - 7:.1f}" y="{y:.1f}" '
+        f'text-anchor="end">{escape(s.name)}</text>'
+        for (i, s), y in zip(ends, ys)
+    ]
 
 
 def _line_path(values, sx, sy, step: bool) -> str:
@@ -109,6 +200,57 @@ def _line_path(values, sx, sy, step: bool) -> str:
             parts.append(f"{sx(x):.1f},{sy(values[i - 1][1]):.1f}")
         parts.append(f"{sx(x):.1f},{sy(y):.1f}")
     return " ".join(parts)
+
+
+def _value_at(s: Series, x: float) -> float | None:
+    """The value series ``s`` shows at ``x`` (the last point there), or for a step series the
+    value it holds since its previous point; None where a line has no point."""
+    held, exact = None, False
+    for px, py in s.points:
+        if px > x:
+            break
+        held, exact = py, px == x
+    return held if exact or s.step else None
+
+
+def data_table(
+    title: str, x_label: str, series: list[Series], inf_label: str, mark_label: str | None
+) -> str:
+    """Every plotted value as a table: one row per x (of any series or mark), a column per
+    series; a step series shows the value it holds at that x. Rows where nothing changes are
+    left out."""
+    xs = sorted(
+        {x for s in series for x, _ in s.points} | {x for s in series for x, _, _ in s.marks}
+    )
+    marks = {}
+    for s in series:
+        for x, _, tip in s.marks:
+            marks.setdefault(x, []).append(tip)
+    head = "".join(f'<th scope="col">{escape(s.name)}</th>' for s in series)
+    if marks:
+        head += f'<th scope="col">{escape(mark_label or "标记")}</th>'
+    rows, previous = [], None
+    for x in xs:
+        values = [_value_at(s, x) for s in series]
+        if values == previous and x not in marks:
+            continue
+        previous = values
+        cells = "".join(
+            f"<td>{'—' if v is None else escape(_fmt(v, inf_label))}</td>" for v in values
+        )
+        if marks:
+            cells += f"<td>{escape('；'.join(marks.get(x, [])))}</td>"
+        rows.append(f'<tr><th scope="row">{_fmt(x)}</th>{cells}</tr>')
+    return _table(title, x_label, head, rows)
+
+
+def _table(title: str, first: str, head: str, rows: list[str]) -> str:
+    return (
+        '<details class="chart-data"><summary>图中数据（表格）</summary>'
+        f'<table class="data numbers"><caption>{escape(title)}</caption>'
+        f'<thead><tr><th scope="col">{escape(first)}</th>{head}</tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table></details>"
+    )
 
 
 def line_chart(
@@ -121,9 +263,11 @@ def line_chart(
     y_label: str,
     hline: tuple[float, str] | None = None,
     inf_note: str = "空心点在上沿：数值为无穷大",
+    inf_label: str = "∞",
     mark_note: str | None = None,
-) -> str:
-    """An SVG line chart; ``hline`` is a labelled horizontal limit such as a pool size."""
+) -> Chart:
+    """An SVG line chart and its data table; ``hline`` is a labelled horizontal limit such as a
+    pool size; ``inf_label`` is how an infinite value is written in tooltips and the table."""
     xs = [x for s in series for x, _ in s.points]
     ys = [y for s in series for _, y in s.points if math.isfinite(y)]
     if hline:
@@ -151,13 +295,14 @@ def line_chart(
         )
     for i, s in enumerate(series):
         out.append(f'<g class="series series-{i}" data-series="{escape(s.name)}">')
-        out.append(f'<polyline points="{_line_path(s.points, sx, sy, s.step)}"/>')
+        out.append(f'<polyline points="{_line_path(s.points, sx, sy, s.step)}"{_dash(i)}/>')
         if not s.step:
             for x, y in s.points:
                 hollow = "" if math.isfinite(y) else " hollow"
                 out.append(
-                    f'<circle class="dot{hollow}" cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="3.5">'
-                    f"<title>{escape(s.name)}: {_fmt(x)} → {_fmt(y)}</title></circle>"
+                    _marker(i, sx(x), sy(y), hollow)
+                    + f"><title>{escape(s.name)}: {_fmt(x)} → {escape(_fmt(y, inf_label))}"
+                    "</title></path>"
                 )
         for x, y, tip in s.marks:
             out.append(
@@ -166,11 +311,13 @@ def line_chart(
                 f"<title>{escape(tip)}</title></path>"
             )
         out.append("</g>")
+    out += _direct_labels(series, sx, sy)
     legend_top = TOP + PLOT_H + BOTTOM + 8
     note = " · ".join(notes) if notes else None
-    out += _legend([s.name for s in series], legend_top, "line", note)
+    marked = [not s.step for s in series]
+    out += _legend([s.name for s in series], legend_top, "line", note, element_id, marked)
     out.append("</svg>")
-    return "".join(out)
+    return Chart("".join(out), data_table(title, x_label, series, inf_label, mark_note))
 
 
 def bar_chart(
@@ -182,10 +329,11 @@ def bar_chart(
     desc: str,
     x_label: str,
     y_label: str,
-) -> str:
-    """Grouped bars: one group per label in ``groups``, one bar per series in each group."""
+) -> Chart:
+    """Grouped bars: one group per label in ``groups``, one bar per series in each group, each
+    bar labelled with its value; the data table has a row per group, a column per series."""
     high = max((v for _, values in series for v in values), default=1)
-    y_ticks = nice_ticks(high * 1.05)
+    y_ticks = nice_ticks(high * 1.12)  # room for the value labels above the bars
     plot_w = WIDTH - LEFT - RIGHT
     slot = plot_w / len(groups)
     bar = min(28.0, slot * 0.7 / max(len(series), 1))
@@ -198,17 +346,26 @@ def bar_chart(
 
     height = TOP + PLOT_H + BOTTOM + LEGEND_ROW * len(series) + 6
     out = _open(element_id, height, title, desc, "bar-chart")
+    out.append(_hatch_defs(element_id, len(series)))
     out += _axes(range(len(groups)), y_ticks, sx, sy, x_label, y_label, x_text=groups)
     for k, (name, values) in enumerate(series):
         out.append(f'<g class="series series-{k}" data-series="{escape(name)}">')
         for i, value in enumerate(values):
             x0 = sx(i) - bar * len(series) / 2 + bar * k
             out.append(
-                f'<rect x="{x0:.1f}" y="{sy(value):.1f}" width="{bar - 2:.1f}" '
-                f'height="{TOP + PLOT_H - sy(value):.1f}"><title>{escape(name)} · '
-                f"{escape(groups[i])}: {_fmt(value)}</title></rect>"
+                f"<g><title>{escape(name)} · {escape(groups[i])}: {_fmt(value)}</title>"
+                + _bar_shape(element_id, k, x0, sy(value), bar - 2, TOP + PLOT_H - sy(value))
+                + f'<text class="value-label" x="{x0 + (bar - 2) / 2:.1f}" '
+                f'y="{sy(value) - 4:.1f}" text-anchor="middle">{_fmt(round(value, 2))}</text></g>'
             )
         out.append("</g>")
-    out += _legend([name for name, _ in series], TOP + PLOT_H + BOTTOM + 8, "bar", None)
+    out += _legend([name for name, _ in series], TOP + PLOT_H + BOTTOM + 8, "bar", None, element_id)
     out.append("</svg>")
-    return "".join(out)
+    head = "".join(f'<th scope="col">{escape(name)}</th>' for name, _ in series)
+    rows = [
+        f'<tr><th scope="row">{escape(group)}</th>'
+        + "".join(f"<td>{_fmt(values[i])}</td>" for _, values in series)
+        + "</tr>"
+        for i, group in enumerate(groups)
+    ]
+    return Chart("".join(out), _table(title, x_label, head, rows))

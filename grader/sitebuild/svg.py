@@ -24,6 +24,8 @@ BELOW_H = 76  # first-token labels (two rows) and the gap note under each lane
 TOP = 26
 LABEL_SPACING = 72  # px between first-token labels ("L 首 token") before they alternate rows
 ARRIVAL_SPACING = 24  # the same for arrival labels (a request id)
+NARROW_SPACING = 60  # the same for the labels of bars too narrow to hold them
+MIN_BAR = 3  # the least width a bar is drawn with, so a one-token prefill stays visible
 FIRST_TOKEN = "首 token"
 ARRIVAL = "到达"
 
@@ -126,8 +128,14 @@ def _gap_note(gap: Gap, y: float, x) -> str:
 
 
 def _bars(run: PolicyRun, y: float, x) -> list[str]:
-    out = []
-    for event in run.events:
+    """One bar per submission, labelled inside; a bar too narrow for its label (a one-token
+    prefill) is drawn at least MIN_BAR wide and labelled just right of it, over the lane, in
+    one of two rows so that neighbouring labels do not collide."""
+    out, outside = [], []
+    events = run.events
+    narrow = [i for i, e in enumerate(events) if not _fits(e, x)]
+    rows = dict(zip(narrow, _rows([x(events[i]["endMs"]) for i in narrow], NARROW_SPACING)))
+    for i, event in enumerate(events):
         x0, x1 = x(event["startMs"]), x(event["endMs"])
         label = _bar_label(event)
         tip = (
@@ -138,16 +146,26 @@ def _bars(run: PolicyRun, y: float, x) -> list[str]:
         )
         out.append(
             f'<g class="ev ev-{_kind(event)}"><title>{escape(tip)}</title>'
-            f'<rect x="{x0:.2f}" y="{y}" width="{max(x1 - x0 - 1, 1):.2f}" '
-            f'height="{LANE_H}" rx="3"/>'
+            f'<rect x="{x0:.2f}" y="{y}" width="{max(x1 - x0 - 1, MIN_BAR):.2f}" '
+            f'height="{LANE_H}" rx="{1 if x1 - x0 < 8 else 3}"/>'
         )
-        if x1 - x0 >= 8 * len(label) + 4:
+        if i not in rows:
             out.append(
                 f'<text x="{(x0 + x1) / 2:.2f}" y="{y + LANE_H / 2 + 5}" '
                 f'text-anchor="middle">{escape(label)}</text>'
             )
+        else:  # drawn after every bar, so that the next bar does not hide it
+            row_y = y + 12 if rows[i] == 0 else y + LANE_H - 4
+            outside.append(
+                f'<text class="ev-label" x="{max(x1, x0 + MIN_BAR) + 2:.2f}" y="{row_y}">'
+                f"{escape(label)}</text>"
+            )
         out.append("</g>")
-    return out
+    return out + outside
+
+
+def _fits(event: dict, x) -> bool:
+    return x(event["endMs"]) - x(event["startMs"]) >= 8 * len(_bar_label(event)) + 4
 
 
 def timeline_svg(lanes: list[Lane], title: str, desc: str, element_id: str) -> str:

@@ -7,12 +7,19 @@ parameters (lengths, rates, sizes); every result on the page comes out of these 
 
 from __future__ import annotations
 
+import json
 import math
+import subprocess
+import sys
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
+from servesim import rules
+
+from grader.sitebuild.claims import BuildError
 from grader.sitebuild.plugins import load_module
+from grader.units import load_unit
 
 _HERE = Path(__file__).resolve().parent
 rounds = load_module(_HERE / "chapter31_rounds.py")
@@ -36,8 +43,24 @@ def attention_pairs(new: int, cached: int) -> int:
     return sum(cached + r for r in range(1, new + 1))
 
 
-def attention_pairs_formula(new: int, cached: int) -> int:
-    return new * cached + new * (new + 1) // 2
+def lab_exercise(name: str) -> dict:
+    """What ``python3 exercises.py NAME`` prints in the unit 08 lab folder (its ``--json``
+    form), run as a student runs it; the page quotes that command and checks its numbers."""
+    lab = load_unit("unit08").lab_dir
+    done = subprocess.run(
+        [sys.executable, "exercises.py", name, "--json"],
+        cwd=lab,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    if done.returncode != 0:
+        raise BuildError(f"exercises.py {name} in {lab.name}: {done.stderr.strip()}")
+    result = json.loads(done.stdout)
+    for key in ("linear", "attention"):
+        if key in result:
+            result[key] = Fraction(*result[key])
+    return result
 
 
 def pages(lengths: list[int], page_tokens: int) -> int:
@@ -167,7 +190,7 @@ def chapter_numbers() -> dict:
             "q": pairs_q,
             "s": pairs_s,
             "counted": attention_pairs(pairs_q, pairs_s),
-            "formula": attention_pairs_formula(pairs_q, pairs_s),
+            "formula": rules.attention_pairs(pairs_q, pairs_s),
             "split": split,
             "split_sum": attention_pairs(split, pairs_s)
             + attention_pairs(pairs_q - split, pairs_s + split),
@@ -219,5 +242,7 @@ def later_sections() -> dict:
 
 
 def chapter_context(unit) -> dict:
-    """Template variables of chapter31.html.j2: ``ch``, every worked example."""
-    return {"ch": chapter_numbers() | later_sections()}
+    """Template variables of chapter31.html.j2: ``ch``, every worked example, and ``lab``, what
+    the unit 08 lab's exercise command prints for the exercises that have one."""
+    lab = {name: lab_exercise(name) for name in ("31.3", "31.4")}
+    return {"ch": chapter_numbers() | later_sections(), "lab": lab}

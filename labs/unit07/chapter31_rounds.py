@@ -10,6 +10,8 @@ import math
 from dataclasses import dataclass
 from enum import Enum
 
+from servesim import rules
+
 
 @dataclass(frozen=True)
 class BatchCost:
@@ -26,7 +28,7 @@ class BatchCost:
     def round_ms(self, members: list[tuple[int, int]]) -> float:
         """Estimated time of one round whose members are ``(q_i, s_i)`` pairs."""
         tokens = sum(q for q, _ in members)
-        pairs = sum(q * s + q * (q + 1) // 2 for q, s in members)
+        pairs = sum(rules.attention_pairs(q, s) for q, s in members)  # formula 31.4
         return self.fixed_ms + self.per_token_ms * tokens + self.per_pair_ms * pairs
 
     def largest_chunk(self, decodes: list[tuple[int, int]], cached: int, target_ms: float) -> int:

@@ -110,6 +110,7 @@ def sweep_figures(sweep: dict) -> tuple[str, str]:
         x_label="提供负载 (请求/s)",
         y_label="p99 TTFT (s)",
         inf_note="空心点：超过 1% 失败，p99 为无穷大",
+        inf_label="∞（没有首 token）",
     )
     return good, p99
 

@@ -1,5 +1,7 @@
 /* Multiple-choice questions: each option carries its own feedback (data-feedback) and whether
-   it is right (data-correct); clicking shows that feedback under the question. */
+   it is right (data-correct); clicking shows that feedback under the question, in a polite live
+   region (.quiz-feedback, role="status") that is on the page, empty, from the start, so that
+   the first answer is announced too. */
 (function () {
   "use strict";
   document.querySelectorAll("[data-quiz]").forEach(function (quiz) {
@@ -15,7 +17,6 @@
         });
         option.classList.add("chosen", right ? "right" : "wrong");
         option.setAttribute("aria-pressed", "true");
-        feedback.hidden = false;
         feedback.dataset.verdict = right ? "right" : "wrong";
         feedback.className = "quiz-feedback " + (right ? "right" : "wrong");
         feedback.textContent = (right ? "✓ 对。" : "✗ 不对。") + option.dataset.feedback;

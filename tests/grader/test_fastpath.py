@@ -148,6 +148,39 @@ def test_declines_what_it_does_not_cover(azure):
     assert not fastpath.covers(U08, "budgeted", kv, reference.device_profile(U08))
 
 
+@pytest.mark.parametrize("field", ["prefillMsPerContextToken", "decodeMsPerContextToken"])
+def test_context_costs_run_on_the_lab_engine(tmp_path, capsys, field):
+    """The fast path declines a device with a context cost: ``--engine auto`` writes exactly the
+    lab engine's run file (which records the cost and passes the replay); ``fast`` refuses."""
+    from grader.cli.main import main
+    from grader.verify import verify_run
+
+    trace = reference.load_trace(U08, "azure-conv-slice")
+    plain = reference.device_profile(U08)
+    device = servesim.DeviceProfile.from_json(plain.to_json() | {field: 0.0005})
+    assert fastpath.covers(U08, "budgeted", trace, plain)
+    assert not fastpath.covers(U08, "budgeted", trace, device)
+    profile = tmp_path / "device.json"
+    profile.write_text(json.dumps(device.to_json()), encoding="utf-8")
+    args = ["simulate", "--unit", "unit08", "--reference", "--trace", "azure-conv-slice"]
+    args += ["--policy", "budgeted", "--device-profile", str(profile)]
+    files = {}
+    for engine in ("auto", "lab"):
+        files[engine] = tmp_path / f"{engine}.json"
+        assert main([*args, "--engine", engine, "--output", str(files[engine])]) == 0
+    assert files["auto"].read_bytes() == files["lab"].read_bytes()
+    doc = json.loads(files["auto"].read_text(encoding="utf-8"))
+    run = doc["runs"][0]
+    assert run["device"][field] == 0.0005
+    assert verify_run(run, doc["trace"], device.to_json(), unit=U08) == []
+    lab_plain = reference.run_reference(U08, trace, "budgeted", {"budget": 512}, plain)
+    assert run["summary"]["allDoneMs"] > lab_plain["summary"]["allDoneMs"]
+    capsys.readouterr()
+    assert main([*args, "--engine", "fast", "--output", str(tmp_path / "fast.json")]) == 2
+    assert "--engine fast does not cover policy budgeted" in capsys.readouterr().err
+    assert not (tmp_path / "fast.json").exists()
+
+
 NO_NUMPY = "import sys; sys.modules['numpy'] = None; from grader.cli import main; sys.exit(main())"
 
 

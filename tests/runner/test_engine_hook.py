@@ -52,8 +52,9 @@ def test_context_costs_and_json(unit):
     doc = base.to_json() | {"prefillMsPerContextToken": 0.5, "decodeMsPerContextToken": 0.25}
     profile = servesim.DeviceProfile.from_json(json.loads(json.dumps(doc)))
     chunk = Batch(prefill=(PrefillChunk("a", 3),))
-    # each of the 3 tokens sees the 4 cached positions and the earlier tokens of its chunk
-    assert profile.work_ms(chunk, {"a": 4}) == 3 * 1.0 + 0.5 * (4 + 5 + 6)
+    # formula 31.4: each of the 3 new queries sees the 4 cached keys and the chunk's keys up to
+    # and including its own: 5 + 6 + 7 pairs
+    assert profile.work_ms(chunk, {"a": 4}) == 3 * 1.0 + 0.5 * (5 + 6 + 7)
     decode = Batch(decode=("a", "b"))
     assert profile.work_ms(decode, {"a": 4, "b": 8}) == 1.0 + 0.25 * 12
     with pytest.raises(ValueError, match="decodeMsPerContextToken"):

@@ -62,3 +62,11 @@ def test_gpu_check_smoke_on_cpu(tmp_path, torch_cpu, capsys):
         shares = r["pythonSchedulingShare"] + r["executeShare"]
         assert shares == pytest.approx(1.0)
     assert "Python scheduling" in capsys.readouterr().out
+
+
+def test_calibration_fits_benchmark_smoke(torch_cpu, capsys):
+    bench = _module("calibration_fits")
+    assert bench.main(["--runs", "1", "--grid", "quick"]) == 0
+    out = capsys.readouterr().out
+    assert "run 1:" in out and "medians over 1 runs" in out
+    assert "context-aware median |error| below the affine one in" in out

@@ -70,20 +70,39 @@ def test_a_tampered_measured_run_is_caught(unit, solution, torch_cpu, tmp_path):
 
 
 def test_calibration_profile_is_accepted_by_simulate(unit, solution, torch_cpu, tmp_path, capsys):
+    from realdevice.calibration import Calibration
     from servesim.cli import main as simulate_main
 
-    doc = _run(unit, solution, tmp_path, "--calibrate", "--grid", "quick", "--quiet")
-    held = doc["calibration"]["summary"]["heldOutShapes"]
-    assert held["count"] > 0 and held["medianAbsPct"] >= 0
-    assert doc["calibration"]["lessonTraces"][0]["residuals"]
+    report = tmp_path / "report.txt"
+    argv = ["--calibrate", "--grid", "quick", "--trace", "mixed", "--report", str(report)]
+    doc = _run(unit, solution, tmp_path, *argv)
+    cal = doc["calibration"]
+    assert set(cal["fits"]) == {"affine", "context"}
+    assert cal["fits"]["affine"]["prefillMsPerContextToken"] == 0.0
+    for model in ("affine", "context"):
+        held = cal["summary"]["heldOut"][model]
+        assert held["count"] == len(cal["steps"]) > 0 and held["medianAbsPct"] >= 0
+    shapes = {row["shape"] for row in cal["steps"]}
+    assert any("decode" in s and "prefill" in s for s in shapes)  # mixed steps are measured
+    assert cal["lessonTraces"][0]["residuals"]
     assert doc["device"]["overheadMs"] > 0
+    # the profile and the residuals are what the recorded measurements give
+    again = Calibration.from_document(doc)
+    assert again.profile.to_json().keys() == doc["device"].keys()
+    for name, value in again.profile.to_json().items():
+        assert doc["device"][name] == (pytest.approx(value, rel=1e-9) if value else value), name
+    for row, fresh in zip(cal["steps"], again.held["rows"], strict=True):
+        assert row["contextMs"] == pytest.approx(fresh["contextMs"], rel=1e-9)
+        assert row["affineMs"] == pytest.approx(fresh["affineMs"], rel=1e-9)
+    printed = capsys.readouterr().out
+    assert report.read_text(encoding="utf-8") in printed
+    assert again.render(cal["realDevice"]) in printed
     profile = tmp_path / "run.json"
     out = tmp_path / "sim.json"
     argv = ["--trace", "mixed", "--device-profile", str(profile), "--output", str(out)]
     assert simulate_main(argv, policies_module=solution, lab_dir=unit.lab_dir) == 0
     sim = json.loads(out.read_text(encoding="utf-8"))
     assert sim["runs"][0]["device"] == doc["device"]
-    assert "held-out shapes" in capsys.readouterr().out
 
 
 def test_bad_arguments_fail_with_one_line(unit, solution, torch_cpu, tmp_path, capsys):

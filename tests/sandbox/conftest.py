@@ -37,7 +37,13 @@ def available_modes() -> list[str]:
     return modes
 
 
-@pytest.fixture(params=["bwrap", "rlimits"])
+# The rlimits mode makes the repo's hidden traces and solutions private while a test runs
+# (chmod): its tests run one after another on one xdist worker (scripts/test.sh uses
+# --dist loadgroup), and tests that need the repo readable by other users are `serial`.
+RLIMITS_APART = pytest.mark.xdist_group("rlimits-mode-chmods-the-repo")
+
+
+@pytest.fixture(params=["bwrap", pytest.param("rlimits", marks=RLIMITS_APART)])
 def mode(request, monkeypatch, unit):
     """Run the test once per isolation mode the host supports: bwrap where it works; rlimits
     only as root (a dedicated uid), with the unit's hidden material made private for the test
@@ -63,9 +69,9 @@ def private_material(unit):
         for folder in folders:
             folder.chmod(modes[folder] & ~0o007)
         yield
-    finally:
+    finally:  # give back only the bits taken, so overlapping uses cannot leave them private
         for folder, old in modes.items():
-            folder.chmod(old)
+            folder.chmod(folder.stat().st_mode & 0o7777 | old & 0o007)
 
 
 def as_root() -> bool:

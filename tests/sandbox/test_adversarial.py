@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ADVERSARIAL
+from labtools import READABLE_REPO
 
 from grader import sandbox
 from grader.cases import load_grading
@@ -194,6 +195,7 @@ def test_correct_submission_full_marks_as_root(unit, grading, solution, mode):
     assert report.isolation == mode + ("+uid" if os.geteuid() == 0 else "")
 
 
+@READABLE_REPO
 def test_correct_submission_full_marks_with_an_unprivileged_grader(unit, grading, solution):
     """The whole grader (CLI) runs as uid 65534: no uid switch, bubblewrap or plain rlimits."""
     if os.geteuid() != 0:

@@ -16,6 +16,7 @@ import zipfile
 
 import pytest
 from conftest import ADVERSARIAL, as_root
+from labtools import READABLE_REPO, WALL_CLOCK
 
 from grader import sandbox
 from grader.grading.grade import EnvironmentFailure, GradingError, grade_submission
@@ -64,6 +65,7 @@ def test_disk_quota_caps_a_submission(unit):
     assert result.returncode == 0 and result.output
 
 
+@WALL_CLOCK
 def test_deadlines_cannot_be_extended(unit, mode):
     """A case that ignores its CPU timer and the soft CPU limit is stopped by the wall
     deadline of its own case; the submission deadline bounds the reruns after it."""
@@ -163,6 +165,7 @@ def test_weak_modes_are_refused(monkeypatch, tmp_path, unit):
     assert sandbox.require_safe_isolation([public], batch=True) == "bwrap"
 
 
+@READABLE_REPO
 def test_grading_refuses_an_exposed_repo_in_the_rlimits_mode(monkeypatch, unit, solution):
     if not as_root():
         pytest.skip("rlimits+uid needs root")

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ADVERSARIAL, as_root, available_modes
+from labtools import READABLE_REPO, WALL_CLOCK
 
 from grader import sandbox
 from grader.sandbox import Limits, run_simulation
@@ -122,6 +123,7 @@ def test_fallback_child_is_unprivileged_and_limited(unit, mode, tmp_path, monkey
         assert facts["listable"] == []
 
 
+@WALL_CLOCK
 def test_infinite_loop_stops_at_cpu_limit(unit, mode):
     started = time.monotonic()
     result = run(unit, (ADVERSARIAL / "infinite_loop.py").read_bytes())
@@ -131,6 +133,7 @@ def test_infinite_loop_stops_at_cpu_limit(unit, mode):
     assert "limit exceeded" in result.summary
 
 
+@WALL_CLOCK
 def test_sleeping_child_stops_at_wall_limit(unit, mode):
     source = "import time\ntime.sleep(60)\n"
     started = time.monotonic()
@@ -207,6 +210,7 @@ def test_unknown_mode_is_one_clear_error(monkeypatch, unit, solution):
         run(unit, solution)
 
 
+@READABLE_REPO
 def test_sandbox_runs_for_an_unprivileged_grader(unit):
     """The sandbox also works when the grader itself is not root (bwrap or plain rlimits)."""
     if not as_root():

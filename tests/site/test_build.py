@@ -235,6 +235,18 @@ def test_chapter_exercises_have_worked_solutions_with_computed_numbers(built_sit
     assert len(chapter_claims) >= 30
 
 
+def test_chapter_exercises_31_3_and_31_4_name_the_lab_command(built_site):
+    """Their solutions say which unit 08 lab command reproduces them; the build ran it."""
+    site, report = built_site
+    solutions = _solutions((site / "unit07" / "chapter31.html").read_text(encoding="utf-8"))
+    for n in (3, 4):
+        assert f"python3 exercises.py 31.{n}" in solutions[f"ex-31-{n}"]
+    claims = {m for page, m in report.claims if page.endswith("chapter31.html")}
+    assert "exercises.py 31.3 in the unit 08 lab prints the utilisation shown here" in claims
+    assert "exercises.py 31.4 in the unit 08 lab prints the pair count shown here" in claims
+    assert "the engine charges the same attention pairs for every chunking" in claims
+
+
 def _quizzes(html: str) -> dict[str, list[tuple[bool, str]]]:
     found = {}
     for quiz_id, body in re.findall(

@@ -19,7 +19,10 @@ def test_padding_utilisation_of_the_textbook_example():
 
 @pytest.mark.parametrize(("q", "s"), [(1, 0), (5, 3), (256, 257)])
 def test_attention_pairs_formula_matches_a_count(q, s):
-    assert chapter.attention_pairs(q, s) == chapter.attention_pairs_formula(q, s)
+    """The engine's rule (formula 31.4) against the page's query-by-query count."""
+    from servesim import rules
+
+    assert chapter.attention_pairs(q, s) == rules.attention_pairs(q, s)
 
 
 def test_kv_page_example():

@@ -27,7 +27,7 @@ from servesim.runfile import build_document, dumps, write_atomic
 from servesim.table import render as render_table
 from servesim.trace import TraceError, read_trace_file, resolve_trace
 
-from . import calibrate, fit, report
+from . import calibrate, calibration, fit, report
 from .backend import DTYPES, RealDevice
 from .config import MODELS
 from .executor import ExecutionError
@@ -65,6 +65,7 @@ def build_run_parser(lab):
         help="calibration grid (default: the device type's; quick: a small one for tests)",
     )
     real.add_argument("--quiet", action="store_true", help="calibration: no per-submission rows")
+    real.add_argument("--report", help="calibration: also write the printed report to this file")
     return parser
 
 
@@ -120,6 +121,8 @@ def main(argv=None, policies_module=None, lab_dir: Path | None = None) -> int:
         parser.error("--trace is required (or --calibrate)")
     if args.calibrate and not args.output:
         parser.error("--calibrate needs --output (the profile file)")
+    if args.report and not args.calibrate:
+        parser.error("--report goes with --calibrate")
     try:
         profile = device_from_args(lab, args)
         traces = (
@@ -147,6 +150,9 @@ def main(argv=None, policies_module=None, lab_dir: Path | None = None) -> int:
     if args.output:
         write_atomic(Path(args.output), dumps(document))
         print(f"wrote {args.output}")
+    if args.calibrate and args.report:
+        write_atomic(Path(args.report), text + "\n")
+        print(f"wrote {args.report}")
     return 0
 
 
@@ -181,50 +187,20 @@ def _run(real, profile, trace, policies, args):
 
 
 def _calibrate(real, base, traces, policies, grid, *, quiet: bool):
-    samples, shapes = calibrate.measure(real, grid)
-    profile = fit.fit_profile(fit.medians(samples, shapes), base)
-    held = fit.held_out(samples, shapes, base)
-    entries = [report.compare(trace, spec, profile, real) for trace in traces for spec in policies]
+    result = calibration.run(real, grid, base)
+    entries = [
+        report.compare(trace, spec, result.profile, real) for trace in traces for spec in policies
+    ]
+    document = result.document(real, grid, entries)
     trace_rows = [row for e in entries for row in e["residuals"]]
-    summary = {
-        "gridFit": fit.error_summary(fit.residuals(profile, samples)),
-        "heldOutShapes": held,
-        "traceSubmissions": fit.error_summary(trace_rows),
-    }
-    document = {
-        "device": profile.to_json(),
-        "calibration": {
-            "realDevice": real.describe(),
-            "grid": grid.to_json(),
-            "summary": summary,
-            "samples": [
-                {"shape": shape, **row}
-                for shape, row in zip(shapes, fit.residuals(profile, samples), strict=True)
-            ],
-            "lessonTraces": entries,
-        },
-    }
-    coef = "\n".join(
-        f"  {k}: {v:.6g}" for k, v in profile.to_json().items() if isinstance(v, float)
-    )
+    document["calibration"]["summary"]["traceSubmissions"] = fit.error_summary(trace_rows)
     lines = [
-        f"calibrated {real.config.name} on {real.describe()['backend']}: "
-        f"{len(samples)} grid samples",
-        coef,
-        _error_line("grid fit", summary["gridFit"]),
-        _error_line(f"held-out shapes ({held['heldOutShapes']})", held),
-        _error_line("lesson-trace submissions", summary["traceSubmissions"]),
+        result.render(real.describe(), per_step=not quiet),
         "",
+        "the context-aware profile on whole runs (live, lesson traces):",
         report.render(entries, per_submission=not quiet),
     ]
     return document, "\n".join(lines)
-
-
-def _error_line(label: str, err: dict) -> str:
-    return (
-        f"{label}: {err['count']} steps, |predicted - measured| / measured: median "
-        f"{err['medianAbsPct']:.1f}%, mean {err['meanAbsPct']:.1f}%, p90 {err['p90AbsPct']:.1f}%"
-    )
 
 
 if __name__ == "__main__":  # pragma: no cover

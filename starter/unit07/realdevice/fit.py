@@ -1,26 +1,30 @@
-"""Fit a ``DeviceProfile`` to measured submissions and say how well it predicts.
+"""Fit device profiles to measured steps and say how well each one predicts steps it never saw.
 
-The model is the virtual device's own formula (``DeviceProfile.duration_ms``) with the two
-per-context-token costs switched on::
+Both models are the virtual device's own formula (``servesim.rules.work_ms`` over a step's
+``StepTerms``), with different coefficients free:
 
-    duration = overhead + prefill_ms_per_token * L
-             + prefill_ms_per_context_token * (L * C + L * (L - 1) / 2)
-             + [decode] decode_batch_ms + decode_ms_per_seq * B
-                        + decode_ms_per_context_token * sum(c)
+- ``affine``, the lab's device: ``overhead + prefill_ms_per_token * P``
+  ``+ [decode] decode_batch_ms + decode_ms_per_seq * n``;
+- ``context``, the same plus the two context terms: ``prefill_ms_per_context_token`` per
+  attention pair of the prefill chunks (``q * s + q * (q + 1) / 2`` each, formula 31.4) and
+  ``decode_ms_per_context_token`` per cached position a decoded sequence reads.
 
 Least squares on relative error (each row divided by its measurement, so 1 ms steps count as
 much as 100 ms ones), with every coefficient kept >= 0 by dropping negative ones and refitting.
 Each grid shape is represented by its median sample, so a step slowed down by something else on
-the machine does not pull the fit.
+the machine does not pull the fit. ``held_out`` splits the shapes into folds and predicts every
+step with the fits that did not see its shape.
 """
 
 from __future__ import annotations
 
 import random
 import statistics
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import torch
+from servesim import rules
+from servesim.rules import StepTerms
 
 COEFFICIENTS = (
     "overhead_ms",
@@ -30,18 +34,35 @@ COEFFICIENTS = (
     "decode_ms_per_seq",
     "decode_ms_per_context_token",
 )
+CONTEXT_TERMS = ("prefill_ms_per_context_token", "decode_ms_per_context_token")
+MODELS = {
+    "affine": tuple(c for c in COEFFICIENTS if c not in CONTEXT_TERMS),
+    "context": COEFFICIENTS,
+}
 
 
-def features(sub) -> list[float]:
-    decode = 1.0 if sub.decode_seqs else 0.0
+@dataclass(frozen=True)
+class Sample:
+    """A measured step as the fit sees it (a ``backend.Submission`` has the same two fields)."""
+
+    terms: StepTerms
+    measured_ms: float
+
+
+def features(terms: StepTerms) -> list[float]:
     return [
         1.0,
-        float(sub.prefill_tokens),
-        float(sub.prefill_context),
-        decode,
-        float(sub.decode_seqs),
-        float(sub.decode_context),
+        float(terms.prefill_tokens),
+        float(terms.attention_pairs),
+        1.0 if terms.decode_seqs else 0.0,
+        float(terms.decode_seqs),
+        float(terms.decode_context),
     ]
+
+
+def predicted_ms(profile, terms: StepTerms) -> float:
+    """What ``profile`` charges for a step with ``terms`` (the engine's rule)."""
+    return profile.overhead_ms + rules.work_ms(profile, terms)
 
 
 def medians(samples, shapes: list[str]) -> list:
@@ -56,12 +77,14 @@ def medians(samples, shapes: list[str]) -> list:
     return picked
 
 
-def fit_profile(samples, base):
-    """``base`` (a DeviceProfile) with its cost coefficients fitted to ``samples``."""
-    x = torch.tensor([features(s) for s in samples], dtype=torch.float64)
+def fit_profile(samples, base, model: str = "context"):
+    """``base`` (a DeviceProfile) with the coefficients of ``model`` fitted to ``samples`` and
+    the others set to 0."""
+    free = [COEFFICIENTS.index(name) for name in MODELS[model]]
+    x = torch.tensor([features(s.terms) for s in samples], dtype=torch.float64)
     y = torch.tensor([s.measured_ms for s in samples], dtype=torch.float64)
     weight = 1.0 / y
-    active = [j for j in range(x.shape[1]) if x[:, j].abs().sum() > 0]
+    active = [j for j in free if x[:, j].abs().sum() > 0]
     coef = torch.zeros(x.shape[1], dtype=torch.float64)
     while active:
         a = x[:, active] * weight[:, None]
@@ -76,27 +99,43 @@ def fit_profile(samples, base):
     return replace(base, **values)
 
 
+def error_pct(predicted: float, measured: float) -> float:
+    return 100.0 * (predicted - measured) / measured
+
+
 def residuals(profile, samples) -> list[dict]:
-    """Per submission: measured, predicted by ``profile`` (its own formula), and the error."""
+    """Per submission: its terms, measured, predicted by ``profile``, and the error."""
     rows = []
     for sub in samples:
-        predicted = profile.duration_ms(sub.batch, sub.context)
+        predicted = predicted_ms(profile, sub.terms)
         rows.append(
             {
-                "prefillTokens": sub.prefill_tokens,
-                "prefillContext": sub.prefill_context,
-                "decodeSeqs": sub.decode_seqs,
-                "decodeContext": sub.decode_context,
+                **terms_json(sub.terms),
                 "measuredMs": sub.measured_ms,
                 "predictedMs": predicted,
-                "errorPct": 100.0 * (predicted - sub.measured_ms) / sub.measured_ms,
+                "errorPct": error_pct(predicted, sub.measured_ms),
             }
         )
     return rows
 
 
-def error_summary(rows: list[dict]) -> dict:
-    errors = sorted(abs(r["errorPct"]) for r in rows)
+def terms_json(terms: StepTerms) -> dict:
+    return {
+        "prefillTokens": terms.prefill_tokens,
+        "attentionPairs": terms.attention_pairs,
+        "decodeSeqs": terms.decode_seqs,
+        "decodeContext": terms.decode_context,
+    }
+
+
+def terms_from_json(row: dict) -> StepTerms:
+    return StepTerms(
+        row["prefillTokens"], row["attentionPairs"], row["decodeSeqs"], row["decodeContext"]
+    )
+
+
+def error_summary(rows: list[dict], key: str = "errorPct") -> dict:
+    errors = sorted(abs(r[key]) for r in rows)
     return {
         "count": len(errors),
         "medianAbsPct": statistics.median(errors),
@@ -105,16 +144,39 @@ def error_summary(rows: list[dict]) -> dict:
     }
 
 
-def held_out(samples, shapes: list[str], base, share: float = 0.25, seed: int = 0) -> dict:
-    """Leave out a random ``share`` of the grid's shapes (all repeats of each), fit on the rest,
-    and report the error on the shapes left out."""
+def held_out(samples, shapes: list[str], base, folds: int = 4, seed: int = 0) -> dict:
+    """Every model fitted ``folds`` times, each time without one fold of the grid's shapes
+    (shapes dealt to folds after a seeded shuffle, all repeats of a shape together); every step
+    is predicted by the fit that left its shape out.
+
+    Returns ``rows`` (one per step: shape, terms, measured, each model's held-out prediction and
+    error) and ``errors`` (each model's summary over all rows).
+    """
     distinct = sorted(set(shapes))
-    left_out = set(random.Random(seed).sample(distinct, max(1, round(share * len(distinct)))))
-    train = [(s, shape) for s, shape in zip(samples, shapes, strict=True) if shape not in left_out]
-    test = [s for s, shape in zip(samples, shapes, strict=True) if shape in left_out]
-    profile = fit_profile(medians(*zip(*train, strict=True)), base)
+    random.Random(seed).shuffle(distinct)
+    fold_of = {shape: i % folds for i, shape in enumerate(distinct)}
+    predicted: dict[str, list[float]] = {model: [0.0] * len(samples) for model in MODELS}
+    for fold in range(min(folds, len(distinct))):
+        train = [
+            (s, shape) for s, shape in zip(samples, shapes, strict=True) if fold_of[shape] != fold
+        ]
+        picked = medians(*zip(*train, strict=True))
+        for model in MODELS:
+            profile = fit_profile(picked, base, model)
+            for i, shape in enumerate(shapes):
+                if fold_of[shape] == fold:
+                    predicted[model][i] = predicted_ms(profile, samples[i].terms)
+    rows = []
+    for i, (sample, shape) in enumerate(zip(samples, shapes, strict=True)):
+        row = {"shape": shape, **terms_json(sample.terms), "measuredMs": sample.measured_ms}
+        for model in MODELS:
+            row[f"{model}Ms"] = predicted[model][i]
+            row[f"{model}ErrorPct"] = error_pct(predicted[model][i], sample.measured_ms)
+        rows.append(row)
     return {
-        "trainShapes": len(distinct) - len(left_out),
-        "heldOutShapes": len(left_out),
-        **error_summary(residuals(profile, test)),
+        "folds": folds,
+        "seed": seed,
+        "shapes": len(distinct),
+        "errors": {model: error_summary(rows, f"{model}ErrorPct") for model in MODELS},
+        "rows": rows,
     }

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import heapq
 import random
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from .sequence import Sequence
 from .trace import Request, Trace
@@ -89,7 +89,7 @@ class Arrivals:
         drawn: Request = self._rng.choice(self._closed.sizes.requests)
         rid = f"c{len(self.sequences):0{self._width}d}"
         self._user[rid] = user
-        self._push(Sequence.of(replace(drawn, id=rid, arrival_ms=at_ms), len(self.sequences)))
+        self._push(Sequence.of(drawn._replace(id=rid, arrival_ms=at_ms), len(self.sequences)))
 
     def _push(self, seq: Sequence) -> None:
         self.sequences.append(seq)

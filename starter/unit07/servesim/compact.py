@@ -2,16 +2,23 @@
 
 A full run entry lists every token time and every submission's batch; on a large trace that is
 hundreds of megabytes. A compact entry (``"format": "compact"``, see ``schemas/``) keeps every
-field of the full entry except the per-token ones, and stores the timeline as:
+field of the full entry except the per-token ones, and stores the timeline as tables:
 
-- ``stepStartMs`` / ``stepEndMs``: when each submission started and ended;
+- ``stepEndMs``: when each submission ended;
+- ``idleStarts``: ``[step, startMs]`` for each submission that did not start when the previous
+  one ended (the device idled until an arrival); every other one starts at the previous end,
+  submission 0 at 0 ms;
 - ``decodeSteps``: the indices of the submissions that decode (in increasing order);
 - ``chunks``: every prefill chunk as ``[step, request index, fromToken, tokens]``, in step
   order and, within a step, in the batch's order;
 - ``preempts`` (runs whose events list preemptions): ``[step, request index]`` likewise;
-- per request, ``slices``: ``[step, decodeIndex, count]`` for each time it entered the running
-  set: its token from the prefill that ended at submission ``step``, then ``count`` decode
-  tokens at submissions ``decodeSteps[decodeIndex : decodeIndex + count]``.
+- ``slices``: ``[request index, step, decodeIndex, count]`` for each time a request entered the
+  running set (by request, then in time order): its token from the prefill that ended at
+  submission ``step``, then ``count`` decode tokens at submissions
+  ``decodeSteps[decodeIndex : decodeIndex + count]``;
+- ``requests``: the requests' own fields as columns (``{"id": [...], "arrivalMs": [...],
+  ...}``, one entry per request in trace order); a field only some requests have is null for
+  the others.
 
 A decode batch holds every running request, in the order they entered the running set (the
 earlier entering submission first; within one submission, its chunk order). The engine keeps
@@ -41,12 +48,33 @@ def compact_run(run: dict, timeline) -> dict | None:
     fields = _timeline_fields(timeline, preempts="limits" in run)
     if fields is None:
         return None
-    requests = [
-        {**{k: v for k, v in req.items() if k not in TOKEN_FIELDS}, "slices": own}
-        for req, own in zip(run["requests"], fields.pop("slices"), strict=True)
-    ]
     head = {k: v for k, v in run.items() if k not in ("requests", "events", "summary")}
+    requests = request_columns(run["requests"])
     return {**head, "format": COMPACT, **fields, "requests": requests, "summary": run["summary"]}
+
+
+def request_columns(requests: list[dict]) -> dict[str, list]:
+    """The requests' own fields (not the per-token ones) as columns, null where one is absent."""
+    names = dict.fromkeys(k for req in requests for k in req if k not in TOKEN_FIELDS)
+    return {name: [req.get(name) for req in requests] for name in names}
+
+
+def idle_starts(starts: list[float], ends: list[float]) -> list[list]:
+    """``[step, start]`` of each step that does not start when the previous one ended."""
+    return [
+        [step, start]
+        for step, (start, before) in enumerate(zip(starts, [0.0, *ends]))
+        if start != before
+    ]
+
+
+def step_starts(run: dict) -> list[float]:
+    """Every step's start time of a compact entry."""
+    ends = run["stepEndMs"]
+    starts = [0.0, *ends[:-1]] if ends else []
+    for step, start in run["idleStarts"]:
+        starts[step] = start
+    return starts
 
 
 def _timeline_fields(timeline, preempts: bool) -> dict | None:
@@ -65,9 +93,9 @@ def _timeline_fields(timeline, preempts: bool) -> dict | None:
             if rid in running:  # its slice ends: it decoded up to the previous decode step
                 del running[rid]
                 own = slices[n][-1]
-                leaving[own[1] + own[2] - 1].remove(rid)
-                own[2] = len(decode_steps) - own[1]
-                emitted[n] += 1 + own[2]
+                leaving[own[2] + own[3] - 1].remove(rid)
+                own[3] = len(decode_steps) - own[2]
+                emitted[n] += 1 + own[3]
         if batch.decode:
             if batch.decode != tuple(running):
                 return None
@@ -81,49 +109,62 @@ def _timeline_fields(timeline, preempts: bool) -> dict | None:
             if start + chunk.tokens < seq.input_tokens + emitted[n]:
                 continue  # the prefill (or recompute) is not complete yet
             left = seq.output_tokens - emitted[n] - 1
-            slices[n].append([step, len(decode_steps), left])
+            slices[n].append([n, step, len(decode_steps), left])
             if left:
                 running[chunk.id] = None
                 leaving.setdefault(len(decode_steps) + left - 1, []).append(chunk.id)
             else:
                 emitted[n] += 1
+    ends = [event.end_ms for event in timeline.events]
     fields = {
-        "stepStartMs": [event.start_ms for event in timeline.events],
-        "stepEndMs": [event.end_ms for event in timeline.events],
+        "stepEndMs": ends,
+        "idleStarts": idle_starts([event.start_ms for event in timeline.events], ends),
         "decodeSteps": decode_steps,
         "chunks": chunks,
     }
     if preempts:
         fields["preempts"] = preempted
-    return fields | {"slices": slices}
+    return fields | {"slices": [row for own in slices for row in own]}
 
 
-def token_times(run: dict, request: dict) -> list[float]:
-    """One request's token times, read off the step end times by its slices."""
+def token_times(run: dict) -> list[list[float]]:
+    """Every request's token times, read off the step end times by its slices."""
     ends, decode_steps = run["stepEndMs"], run["decodeSteps"]
-    times = []
-    for step, first, count in request["slices"]:
-        times.append(ends[step])
-        times.extend(ends[s] for s in decode_steps[first : first + count])
+    times: list[list[float]] = [[] for _ in run["requests"]["id"]]
+    for n, step, first, count in run["slices"]:
+        own = times[n]
+        own.append(ends[step])
+        own.extend(ends[s] for s in decode_steps[first : first + count])
     return times
+
+
+def request_records(run: dict) -> list[dict]:
+    """The requests of a compact entry as the full entry's records, without token fields."""
+    columns = run["requests"]
+    total = len(columns["id"])
+    for name, column in columns.items():
+        if len(column) != total:
+            raise ValueError(f"compact run: requests.{name} has {len(column)} entries, not {total}")
+    names = list(columns)
+    return [
+        {name: value for name, value in zip(names, row) if value is not None}
+        for row in zip(*columns.values())
+    ]
 
 
 def expand_run(run: dict) -> dict:
     """The full run entry a compact one stands for; a full entry comes back as it is."""
     if not is_compact(run):
         return run
-    requests = []
-    for req in run["requests"]:
-        times = token_times(run, req)
-        entry = {k: v for k, v in req.items() if k != "slices"}
+    requests = request_records(run)
+    for entry, times in zip(requests, token_times(run)):
         entry["tokenTimesMs"] = times
         if entry.get("status", "completed") == "completed":
-            entry |= request_metrics(req["arrivalMs"], times)
+            entry.update(request_metrics(entry["arrivalMs"], times))
         else:
-            entry |= _NO_METRICS
-        requests.append(entry)
+            entry.update(_NO_METRICS)
     out = {k: v for k, v in run.items() if k in ("policy", "params", "device", "fault")}
-    out |= {"requests": requests, "events": _events(run)}
+    out |= {"requests": requests, "events": _events(run, [req["id"] for req in requests])}
     out |= {k: run[k] for k in _AFTER_EVENTS if k in run}
     out["summary"] = run["summary"]
     return out
@@ -132,22 +173,19 @@ def expand_run(run: dict) -> dict:
 _NO_METRICS = {k: None for k in TOKEN_FIELDS[1:]} | {"itlMs": []}
 
 
-def _events(run: dict) -> list[dict]:
-    ids = [req["id"] for req in run["requests"]]
-    starts, ends = run["stepStartMs"], run["stepEndMs"]
+def _events(run: dict, ids: list[str]) -> list[dict]:
+    starts, ends = step_starts(run), run["stepEndMs"]
     decode: list[list[str]] = [[] for _ in ends]
     prefill: list[list[dict]] = [[] for _ in ends]
     position = {}  # (step, request) -> place of its chunk in that step's batch
     for step, n, start, tokens in run["chunks"]:
         position[step, n] = len(prefill[step])
         prefill[step].append({"id": ids[n], "fromToken": start, "tokens": tokens})
-    entries = [
-        (step, position[step, n], n, first, count)
-        for n, req in enumerate(run["requests"])
-        for step, first, count in req["slices"]
-    ]
+    entries = sorted(
+        (step, position[step, n], n, first, count) for n, step, first, count in run["slices"]
+    )
     decode_steps = run["decodeSteps"]
-    for _, _, n, first, count in sorted(entries):  # the order requests entered the running set
+    for _, _, n, first, count in entries:  # the order requests entered the running set
         for step in decode_steps[first : first + count]:
             decode[step].append(ids[n])
     events = [

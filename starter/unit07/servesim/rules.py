@@ -6,7 +6,9 @@ real-device runner and the tests all call these functions, so a rule changes in 
 They take plain numbers (and a ``DeviceProfile``-like object), never the engine's state.
 
 - Duration of a step: ``overheadMs + prefillMsPerToken * P + (decodeBatchMs + decodeMsPerSeq * n)``
-  (the decode part only when n > 0), plus the per-context-token terms of calibrated profiles.
+  (the decode part only when n > 0), plus two context terms, zero unless a profile sets them
+  (calibrated ones do): ``prefillMsPerContextToken`` per attention pair of the prefill chunks
+  (formula 31.4) and ``decodeMsPerContextToken`` per cached position a decoded sequence reads.
 - Cache: a sequence holds ``prefilled + decodes`` positions (prefill tokens of its current
   prefill target, plus one per decode since); ``ceil(c / pageTokens)`` pages for c positions.
 - Caps checked after the step (before releases): at most K holders, their pages within M; the
@@ -26,20 +28,71 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 
-def step_work_ms(device, batch, context: Mapping[str, int]) -> float:
-    """Device time of ``batch`` without the submission overhead.
+@dataclass(frozen=True)
+class StepTerms:
+    """What a step's cost depends on, summed over its members (the chapter's {q_i, s_i}).
 
-    ``context`` maps each request in the batch to the positions already in its KV cache; it is
-    read only by calibrated profiles (per-context-token costs, zero in the lab's devices).
+    ``attention_pairs``: formula 31.4 summed over the prefill chunks, ``q * s + q * (q + 1) / 2``
+    for a chunk of q new positions after s cached ones (query r of the chunk sees the s cached
+    keys and the r new ones up to itself). ``decode_context``: the cached positions each decoded
+    sequence reads, summed. Terms add (``+``), so a policy can price a candidate step member by
+    member with ``chunk_terms`` and ``decode_terms``.
     """
-    work = device.prefill_ms_per_token * batch.prefill_tokens
-    if batch.decode:
-        work += device.decode_batch_ms + device.decode_ms_per_seq * len(batch.decode)
+
+    prefill_tokens: int = 0
+    attention_pairs: int = 0
+    decode_seqs: int = 0
+    decode_context: int = 0
+
+    def __add__(self, other: StepTerms) -> StepTerms:
+        return StepTerms(
+            self.prefill_tokens + other.prefill_tokens,
+            self.attention_pairs + other.attention_pairs,
+            self.decode_seqs + other.decode_seqs,
+            self.decode_context + other.decode_context,
+        )
+
+
+def attention_pairs(new: int, cached: int) -> int:
+    """Key-query pairs of causal attention for ``new`` positions after ``cached`` ones (31.4)."""
+    return new * cached + new * (new + 1) // 2
+
+
+def chunk_terms(tokens: int, cached: int) -> StepTerms:
+    """A prefill chunk of ``tokens`` positions on top of ``cached`` ones."""
+    return StepTerms(prefill_tokens=tokens, attention_pairs=attention_pairs(tokens, cached))
+
+
+def decode_terms(cached: int) -> StepTerms:
+    """One decoded sequence whose cache holds ``cached`` positions."""
+    return StepTerms(decode_seqs=1, decode_context=cached)
+
+
+def step_terms(batch, context: Mapping[str, int]) -> StepTerms:
+    """The terms of ``batch``; ``context`` maps each member to its cached positions."""
+    return StepTerms(
+        batch.prefill_tokens,
+        sum(attention_pairs(chunk.tokens, context[chunk.id]) for chunk in batch.prefill),
+        len(batch.decode),
+        sum(context[rid] for rid in batch.decode),
+    )
+
+
+def work_ms(device, terms: StepTerms) -> float:
+    """Device time of a step with ``terms``, without the submission overhead: the estimate
+    t-hat of section 31.3, with the profile's coefficients."""
+    work = _affine_work_ms(device, terms.prefill_tokens, terms.decode_seqs)
     if device.prefill_ms_per_context_token:
-        work += device.prefill_ms_per_context_token * prefill_context_pairs(batch, context)
+        work += device.prefill_ms_per_context_token * terms.attention_pairs
     if device.decode_ms_per_context_token:
-        cached = sum(context[rid] for rid in batch.decode)
-        work += device.decode_ms_per_context_token * cached
+        work += device.decode_ms_per_context_token * terms.decode_context
+    return work
+
+
+def _affine_work_ms(device, prefill_tokens: int, decode_seqs: int) -> float:
+    work = device.prefill_ms_per_token * prefill_tokens
+    if decode_seqs:
+        work += device.decode_batch_ms + device.decode_ms_per_seq * decode_seqs
     return work
 
 
@@ -48,17 +101,20 @@ def reads_context(device) -> bool:
     return bool(device.prefill_ms_per_context_token or device.decode_ms_per_context_token)
 
 
+def step_work_ms(device, batch, context: Mapping[str, int]) -> float:
+    """Device time of ``batch`` without the submission overhead.
+
+    ``context`` maps each request in the batch to the positions already in its KV cache; it is
+    read only by profiles with context costs (zero in the lab's devices), so the engine may pass
+    an empty mapping for the others.
+    """
+    if not reads_context(device):  # the engine's hot path: no terms to gather
+        return _affine_work_ms(device, batch.prefill_tokens, len(batch.decode))
+    return work_ms(device, step_terms(batch, context))
+
+
 def step_duration_ms(device, batch, context: Mapping[str, int]) -> float:
     return device.overhead_ms + step_work_ms(device, batch, context)
-
-
-def prefill_context_pairs(batch, context: Mapping[str, int]) -> int:
-    """Positions each prefill token of ``batch`` finds before it, summed: a chunk of ``n``
-    tokens on top of ``c`` cached ones contributes ``n * c + n * (n - 1) / 2``."""
-    return sum(
-        chunk.tokens * context[chunk.id] + chunk.tokens * (chunk.tokens - 1) // 2
-        for chunk in batch.prefill
-    )
 
 
 def pages_for(device, tokens: int) -> int:

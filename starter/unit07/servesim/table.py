@@ -7,6 +7,8 @@ Busy time is summed from the event log as written, not taken from the summary.
 
 from __future__ import annotations
 
+from .compact import is_compact, step_starts
+
 MAX_REQUEST_ROWS = 6  # past this many requests, print distributions instead
 
 LEGEND = (
@@ -80,8 +82,8 @@ def _distribution_rows(runs: list[dict]) -> list[list[str]]:
 
 def _step_totals(run: dict) -> tuple[int, int, int, float]:
     """Submissions, prefill and decode submissions, busy time, from the run's own event log."""
-    if run.get("format") == "compact":  # servesim.compact: step times, chunks, decode steps
-        starts, ends = run["stepStartMs"], run["stepEndMs"]
+    if is_compact(run):  # servesim.compact: step times, chunks, decode steps
+        starts, ends = step_starts(run), run["stepEndMs"]
         prefill = len({chunk[0] for chunk in run["chunks"]})
         busy = sum(end - start for start, end in zip(starts, ends))
         return len(starts), prefill, len(run["decodeSteps"]), busy

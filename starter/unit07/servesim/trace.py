@@ -14,14 +14,16 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 
 class TraceError(ValueError):
     """A trace that cannot be used; the message names what is wrong."""
 
 
-@dataclass(frozen=True)
-class Request:
+class Request(NamedTuple):
+    """One request of a trace; immutable (a named tuple: cheap to make by the million)."""
+
     id: str
     arrival_ms: float
     input_tokens: int
@@ -68,38 +70,52 @@ def parse_trace(doc, source: str = "trace") -> Trace:
     seen: set[str] = set()
     parsed = []
     for index, item in enumerate(requests, start=1):
-        where = f"{source}: request #{index}"
         if not isinstance(item, dict):
-            raise TraceError(f"{where}: must be an object")
+            raise TraceError(f"{source}: request #{index}: must be an object")
         rid = item.get("id")
         if not isinstance(rid, str) or not rid:
-            raise TraceError(f"{where}: field 'id' must be a non-empty string")
-        where = f"{source}: request '{rid}' (#{index})"
+            raise TraceError(f"{source}: request #{index}: field 'id' must be a non-empty string")
         if rid in seen:
-            raise TraceError(f"{where}: field 'id' duplicates an earlier request")
-        seen.add(rid)
-        for key in ("arrivalMs", "inputTokens", "outputTokens"):
-            if key not in item:
-                raise TraceError(f"{where}: field '{key}' is missing")
-        arrival = item["arrivalMs"]
-        if not _is_number(arrival) or not math.isfinite(arrival) or arrival < 0:
             raise TraceError(
-                f"{where}: field 'arrivalMs' must be a finite number >= 0, got {arrival!r}"
+                f"{_where(source, rid, index)}: field 'id' duplicates an earlier request"
             )
-        for key in ("inputTokens", "outputTokens"):
-            value = item[key]
-            if not _is_int(value) or value < 1:
-                raise TraceError(f"{where}: field '{key}' must be an integer >= 1, got {value!r}")
-        parsed.append(
-            Request(
-                rid,
-                float(arrival),
-                item["inputTokens"],
-                item["outputTokens"],
-                **_unit08(item, where),
-            )
-        )
+        seen.add(rid)
+        arrival = item.get("arrivalMs")
+        prompt, output = item.get("inputTokens"), item.get("outputTokens")
+        if not (
+            _is_number(arrival)
+            and math.isfinite(arrival)
+            and arrival >= 0
+            and _is_int(prompt)
+            and prompt >= 1
+            and _is_int(output)
+            and output >= 1
+        ):
+            _invalid_request(item, _where(source, rid, index))
+        # unit 08's optional fields (and extra ones) make a request longer than its four
+        extra = _unit08(item, _where(source, rid, index)) if len(item) > 4 else {}
+        parsed.append(Request(rid, float(arrival), prompt, output, **extra))
     return Trace(name=name, description=description, requests=tuple(parsed), raw=doc)
+
+
+def _where(source: str, rid: str, index: int) -> str:
+    return f"{source}: request '{rid}' (#{index})"
+
+
+def _invalid_request(item: dict, where: str) -> None:
+    """Raise the error for the first problem of a request's required fields."""
+    for key in ("arrivalMs", "inputTokens", "outputTokens"):
+        if key not in item:
+            raise TraceError(f"{where}: field '{key}' is missing")
+    arrival = item["arrivalMs"]
+    if not _is_number(arrival) or not math.isfinite(arrival) or arrival < 0:
+        raise TraceError(
+            f"{where}: field 'arrivalMs' must be a finite number >= 0, got {arrival!r}"
+        )
+    for key in ("inputTokens", "outputTokens"):
+        value = item[key]
+        if not _is_int(value) or value < 1:
+            raise TraceError(f"{where}: field '{key}' must be an integer >= 1, got {value!r}")
 
 
 def _unit08(item: dict, where: str) -> dict:

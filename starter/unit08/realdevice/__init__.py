@@ -11,7 +11,9 @@ torch``); the simulator in ``servesim`` never imports it. Modules, one job each:
 - ``timing``: measures a submission (CUDA events on a GPU, a monotonic clock on CPU).
 - ``backend``: model + cache + executor + timer behind the engine's ``execute`` hook.
 - ``runner``: the ``replay`` and ``live`` modes, producing run-file entries.
-- ``calibrate``: measures step costs and fits a ``DeviceProfile``.
+- ``calibrate``: the grid of step shapes and its measurement.
+- ``fit``: the affine and the context-aware device model, fitted and held out.
+- ``calibration``: one calibration end to end, its profile file and report.
 """
 
 try:

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 
 import torch
-from servesim.rules import prefill_context_pairs
+from servesim.rules import StepTerms, step_terms
 
 from .config import MODELS, ModelConfig
 from .executor import Executor
@@ -35,10 +35,7 @@ class Submission:
 
     batch: object  # the servesim.Batch
     context: dict  # cached positions of each request in the batch, before it ran
-    prefill_tokens: int
-    prefill_context: int  # servesim.rules.prefill_context_pairs of the batch
-    decode_seqs: int
-    decode_context: int  # cached positions summed over the decoded requests
+    terms: StepTerms  # what the device rules price: servesim.rules.step_terms(batch, context)
     measured_ms: float
     wall_ms: float
 
@@ -82,18 +79,9 @@ class RealDevice:
         if self.deadline is not None and time.monotonic() > self.deadline:
             raise TimeBudgetExceeded("the time budget ran out")
         _, timing = self.stopwatch.time(lambda: self.executor.run(batch, context))
-        prefill_context = prefill_context_pairs(batch, context)
+        members = {rid: context[rid] for rid in batch.ids}
         self.submissions.append(
-            Submission(
-                batch,
-                {rid: context[rid] for rid in batch.ids},
-                batch.prefill_tokens,
-                prefill_context,
-                len(batch.decode),
-                sum(context[rid] for rid in batch.decode),
-                timing.device_ms,
-                timing.wall_ms,
-            )
+            Submission(batch, members, step_terms(batch, members), timing.device_ms, timing.wall_ms)
         )
         if not (math.isfinite(timing.device_ms) and timing.device_ms > 0):
             raise RuntimeError(f"measured duration {timing.device_ms!r} ms is not positive")

@@ -3,9 +3,10 @@
 Unit 07 uses the defaults below: a prefill token costs 1 ms, a decode batch 1 ms whatever its
 size, and every submission 0.25 ms on top. The other knobs (per-sequence decode cost, a cap on
 active sequences, a KV page budget) are there for the later parts of chapter 31; at their
-defaults they change nothing. The two per-context-token costs let a profile calibrated on a real
-device (``run_gpu.py --calibrate``) charge for attention over the KV cache; they are left out of
-``to_json`` while they are zero, so unit 07 run files do not mention them.
+defaults they change nothing. The two context costs let a profile calibrated on a real device
+(``run_gpu.py --calibrate``) charge for attention over the KV cache (``rules.StepTerms``); they
+are left out of ``to_json`` while they are zero, so run files on the lab's devices do not
+mention them, and recorded whenever they are not.
 """
 
 from __future__ import annotations
@@ -27,8 +28,8 @@ class DeviceProfile:
     max_active: int | None = None  # K: sequences holding KV at once (None: no cap)
     kv_pages: int | None = None  # M: KV pages in the pool (None: no budget)
     page_tokens: int = 16
-    prefill_ms_per_context_token: float = 0.0  # per prefill token, per position before it
-    decode_ms_per_context_token: float = 0.0  # per decoded sequence, per token in its cache
+    prefill_ms_per_context_token: float = 0.0  # per attention pair of a prefill chunk (31.4)
+    decode_ms_per_context_token: float = 0.0  # per cached position a decoded sequence reads
 
     def work_ms(self, batch: Batch, context: Mapping[str, int]) -> float:
         """Device time of a batch without the submission overhead (see ``rules.step_work_ms``)."""

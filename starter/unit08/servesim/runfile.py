@@ -102,7 +102,12 @@ def build_document(trace: Trace, runs: list[dict]) -> dict:
 
 
 def dumps(doc: dict, indent: int | None = 2) -> str:
-    return json.dumps(doc, indent=indent, ensure_ascii=False, allow_nan=False) + "\n"
+    """The text of a run file: indented, or (``indent=None``: compact runs) without spaces."""
+    separators = None if indent is not None else (",", ":")
+    text = json.dumps(
+        doc, indent=indent, separators=separators, ensure_ascii=False, allow_nan=False
+    )
+    return text + "\n"
 
 
 # A run file with more token times than this is written compact unless --format says otherwise.

@@ -125,3 +125,9 @@ class SchedulerView:
 
     def fits(self, batch: Batch) -> bool:
         return self.violation(batch) is None
+
+    def step_ms(self, batch: Batch) -> float:
+        """What the device would charge for ``batch`` now, overhead included (the t-hat of
+        section 31.3): ``rules.step_duration_ms`` with each member's cached positions."""
+        context = {rid: self.sequence(rid).context_tokens for rid in batch.ids}
+        return rules.step_duration_ms(self.device, batch, context)

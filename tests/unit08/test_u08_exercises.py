@@ -1,0 +1,70 @@
+"""The lab's exercises.py, run as a student runs it (python3 alone), against the textbook's
+worked answers to exercises 31.3 and 31.4 and against counts made here."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from u08tools import UNIT08
+
+
+def exercises(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-I", "exercises.py", *args],
+        cwd=UNIT08.lab_dir,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def numbers(*args: str) -> dict:
+    done = exercises(*args, "--json")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_exercise_31_3_gives_the_textbook_utilisation():
+    """Prompts 64, 64, 256: linear 1/2, squared attention 3/8 (the chapter's answer)."""
+    r = numbers("31.3")
+    assert (r["lengths"], r["linear"], r["attention"]) == ([64, 64, 256], [1, 2], [3, 8])
+    assert numbers("31.3", "--lengths", "10", "30")["attention"] == [5, 9]  # (100 + 900) / 1800
+    text = exercises("31.3").stdout
+    assert "= 1/2" in text and "= 3/8" in text
+
+
+@pytest.mark.parametrize(("q", "s", "split"), [(256, 257, 100), (7, 0, 3), (2, 5, 1)])
+def test_exercise_31_4_pairs_are_conserved_and_history_is_reread(q, s, split):
+    r = numbers("31.4", "--new", str(q), "--cached", str(s), "--split", str(split))
+    direct = sum(s + r for r in range(1, q + 1))  # query r sees s cached keys and r new ones
+    assert r["counted"] == r["formula"] == direct == q * s + q * (q + 1) // 2
+    assert sum(r["splitPairs"]) == direct
+    for row in r["engine"]:
+        assert sum(row["chunks"]) == q
+        assert row["pairs"] == direct  # the engine charges the same pairs for any chunking
+        starts = [s + sum(row["chunks"][:k]) for k in range(len(row["chunks"]))]
+        assert row["cachedReads"] == sum(starts)  # each chunk reads everything before it
+
+
+def test_exercise_31_4_default_numbers_and_table():
+    text = exercises("31.4").stdout
+    assert "98688" in text and "30750" in text and "67938" in text
+    assert "16 x 16" in text and "6032" in text
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["31.3", "--lengths", "0", "4"], "must be >= 1, got 0"),
+        (["31.4", "--new", "4", "--split", "4"], "--split must be below --new"),
+        (["31.4", "--cached", "x"], "not an integer: 'x'"),
+        (["31.9"], "invalid choice"),
+    ],
+)
+def test_bad_input_is_one_error(args, message):
+    done = exercises(*args)
+    assert done.returncode == 2 and done.stdout == ""
+    assert message in done.stderr and "Traceback" not in done.stderr
