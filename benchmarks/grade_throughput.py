@@ -7,8 +7,10 @@
 Submissions cycle through correct (the reference), wrong (the mutant corpus) and crashing
 ones (a policy that raises, one that exits at import, the untouched starter). Each repeat
 grades all of them with ``infralab grade``'s batch path (``--jobs`` processes, default the
-number of cores) and prints per-submission latency (median, p90) and submissions per minute;
-the summary gives the median over repeats. ``--profile N`` then grades N submissions one at a
+number of cores) and prints per-submission latency (median, p90), submissions per minute, and
+the CPU time per submission of the grader and every child it waited for, with the rate that
+gives on this many idle cores (what a busy shared host cannot show by wall time); the summary
+gives the median over repeats. ``--profile N`` then grades N submissions one at a
 time with timers around the three stages: process start (a sandboxed child running a trivial
 case), the child (start + engine over all cases) and the parent's verification.
 ``--hostile`` then grades every adversarial submission of the test suite alone, with the
@@ -19,7 +21,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import os
+import resource
 import shutil
 import statistics
 import sys
@@ -49,7 +53,7 @@ def make_submissions(unit, root: Path, count: int) -> list[tuple[Path, str]]:
     kinds: list[tuple[str, bytes]] = [
         ("correct", (unit.solutions_dir / "policies.py").read_bytes())
     ]
-    mutants = sorted((ROOT / "grader" / "mutants" / unit.id).glob("*.py"))
+    mutants = sorted((ROOT / "labs" / unit.id / "mutants").glob("*.py"))
     kinds += [(f"wrong-{p.stem}", p.read_bytes()) for p in mutants if p.stem != "__init__"]
     kinds += [(f"crash-{k}", v.encode()) for k, v in CRASHING.items()]
     kinds.append(("crash-starter", (unit.lab_dir / "policies.py").read_bytes()))
@@ -76,29 +80,39 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[int(rank) - 1]
 
 
+def cpu_seconds() -> float:
+    """CPU time of this process and of every descendant it (and they) waited for."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 def one_repeat(unit, subs, out: Path, jobs: int, limits) -> dict:
-    started = time.monotonic()
+    started, cpu = time.monotonic(), cpu_seconds()
     result = batch.grade_batch(
         unit, [p for p, _ in subs], out, jobs=jobs, force=True, limits=limits
     )
     wall = time.monotonic() - started
+    cpu_per_sub = (cpu_seconds() - cpu) / len(subs)
     latencies = []
-    for path, _ in subs:
-        doc = batch.read_report(batch.report_path(out, batch.submission_name(path)))
-        latencies.append(doc["seconds"])
+    for path, _ in subs:  # the staff view: student views carry no times
+        staff = out / batch.STAFF / f"{batch.submission_name(path)}.json"
+        latencies.append(json.loads(staff.read_text(encoding="utf-8"))["seconds"])
     assert not result.failed, result.failed
     return {
         "wall_s": wall,
         "per_min": len(subs) / wall * 60,
         "median_s": statistics.median(latencies),
         "p90_s": percentile(latencies, 90),
+        "cpu_s": cpu_per_sub,
+        "capacity_per_min": (os.cpu_count() or 1) * 60 / cpu_per_sub,
     }
 
 
 def profile(unit, subs, count: int) -> dict:
     """Seconds per submission in each stage, graded one at a time (no parallelism)."""
     stages = {"child": 0.0, "verify": 0.0}
-    run_all, judge = grading._run_all_cases, grading.judge
+    run_all, judge = grading._run_all_cases, grading.judge_cases
 
     def timed_run_all(*args, **kwargs):
         t = time.perf_counter()
@@ -114,14 +128,14 @@ def profile(unit, subs, count: int) -> dict:
         finally:
             stages["verify"] += time.perf_counter() - t
 
-    grading._run_all_cases, grading.judge = timed_run_all, timed_judge
+    grading._run_all_cases, grading.judge_cases = timed_run_all, timed_judge
     try:
         total = time.perf_counter()
         for path, _ in subs[:count]:
             grading.grade_submission(unit, path, jobs=1)
         total = time.perf_counter() - total
     finally:
-        grading._run_all_cases, grading.judge = run_all, judge
+        grading._run_all_cases, grading.judge_cases = run_all, judge
     # process start: a sandboxed child with one trivial case, same files as a real one
     trace = unit.lab_dir / "traces" / "prefill-only.json"
     solution = {"policies.py": (unit.solutions_dir / "policies.py").read_bytes()}
@@ -137,7 +151,7 @@ def profile(unit, subs, count: int) -> dict:
         "total": total / n,
         "process start (sandboxed child, trivial case)": start,
         "engine (child time beyond start, all cases)": max(0.0, child - start),
-        "verification (parent: schema, replay, golden)": stages["verify"] / n,
+        "verification (judging child: schema, replay, golden)": stages["verify"] / n,
         "other (loading golden, submission, report)": total / n - child - stages["verify"] / n,
     }
 
@@ -179,7 +193,8 @@ def main(argv=None) -> int:
     print(
         f"{args.count} submissions x {cases} cases, jobs={args.jobs}, "
         f"isolation {sandbox.isolation_mode()}, {os.cpu_count()} cores, "
-        f"{'one child per case' if args.per_case else 'one child per submission'}"
+        f"{'one child per case' if args.per_case else 'one child per submission'}, "
+        f"load average {os.getloadavg()[0]:.1f} (other work on the host slows every figure)"
     )
     work = Path(tempfile.mkdtemp(prefix="infralab-bench-"))
     try:
@@ -191,13 +206,18 @@ def main(argv=None) -> int:
             print(
                 f"run {n + 1}: {row['per_min']:.0f} submissions/min "
                 f"(wall {row['wall_s']:.1f} s), latency median {row['median_s']:.3f} s, "
-                f"p90 {row['p90_s']:.3f} s"
+                f"p90 {row['p90_s']:.3f} s; {row['cpu_s']:.3f} CPU s per submission "
+                f"(grader and children), so {row['capacity_per_min']:.0f}/min on "
+                f"{os.cpu_count()} idle cores"
             )
+        print(f"load average now {os.getloadavg()[0]:.1f}")
         print(
             f"median of {len(runs)} runs: "
             f"{statistics.median(r['per_min'] for r in runs):.0f} submissions/min, "
             f"latency median {statistics.median(r['median_s'] for r in runs):.3f} s, "
-            f"p90 {statistics.median(r['p90_s'] for r in runs):.3f} s"
+            f"p90 {statistics.median(r['p90_s'] for r in runs):.3f} s, "
+            f"{statistics.median(r['cpu_s'] for r in runs):.3f} CPU s per submission "
+            f"({statistics.median(r['capacity_per_min'] for r in runs):.0f}/min on idle cores)"
         )
         if args.profile and not args.per_case:
             print(f"where the time goes (seconds per submission, {args.profile} graded serially):")

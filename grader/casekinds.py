@@ -3,7 +3,9 @@
 ``script``: the child ran a given script of the lab folder (``--input CHECK --output ANSWERS``)
 on ``{"run": <the reference's run of the case>, "args": <the case's args>}``; its answers are
 compared with the reference's (the same script run on the solution's editable files, stored in
-the golden file) value by value, numbers within ``TOLERANCE``.
+the golden file) value by value, numbers within ``TOLERANCE``. Partial credit counts only
+what an answer matches above the majority baseline (``credited_share``): a constant answer, or
+the reference's most common answer everywhere, earns nothing.
 
 ``goodput``: the child's run, once the replay found it valid, is scored by its goodput under the
 case's SLO relative to the reference's run on the same case:
@@ -17,7 +19,9 @@ case's SLO relative to the reference's run on the same case:
 
 from __future__ import annotations
 
+import json
 import math
+from collections import Counter
 from dataclasses import dataclass
 
 TOLERANCE = 1e-9  # relative (and absolute near 0) for numbers in script answers
@@ -56,11 +60,32 @@ def answer_share(got, want) -> float:
     return 1.0 if same_value(got, want) else 0.0
 
 
+def constant_share(want) -> float:
+    """The share of a list answer that the best constant answer matches (its most common
+    item's share: the majority baseline); 0 for an answer that is not a list."""
+    if not isinstance(want, list) or not want:
+        return 0.0
+    counts = Counter(json.dumps(item, sort_keys=True) for item in want)
+    return max(counts.values()) / len(want)
+
+
+def credited_share(got, want) -> float:
+    """The share of a script answer that earns credit: only what it matches above the majority
+    baseline, rescaled to [0, 1], so a constant answer (or the majority answer) earns nothing
+    and every answer right earns 1."""
+    share, base = answer_share(got, want), constant_share(want)
+    if share >= 1.0:
+        return 1.0
+    if base >= 1.0:
+        return 0.0
+    return max(0.0, (share - base) / (1.0 - base))
+
+
 @dataclass(frozen=True)
 class GoodputScore:
     qualifying: int
     goodput_per_s: float
-    p99_ttft_ms: float | None  # over completed requests
+    p99_ttft_ms: float | None  # nearest rank, over completed requests
 
 
 def arrival_span_s(requests: list[dict]) -> float:
@@ -87,12 +112,40 @@ def percentile(values: list[float], q: float) -> float | None:
     return ordered[rank - 1]
 
 
-def goodput_score(run: dict, slo: dict) -> GoodputScore:
-    """Goodput of a verified run entry under ``slo`` ({ttftMs, tpotMs})."""
-    requests = run["requests"]
+def goodput_score(requests: list[dict], slo: dict) -> GoodputScore:
+    """Goodput of verified request entries (each with arrivalMs, status and the metrics the
+    parent recomputed) under ``slo`` ({ttftMs, tpotMs})."""
     qualifying = sum(qualifies(r, slo) for r in requests)
-    ttfts = [r["ttftMs"] for r in requests if r.get("ttftMs") is not None]
+    ttfts = [
+        r["ttftMs"]
+        for r in requests
+        if r.get("status", "completed") == "completed" and r.get("ttftMs") is not None
+    ]
     return GoodputScore(qualifying, qualifying / arrival_span_s(requests), percentile(ttfts, 99))
+
+
+def trace_bounds(trace_doc: dict, device: dict) -> dict:
+    """What the trace and the device allow a valid run, for checking leaderboard figures:
+    ``goodputMax`` (every request qualifies) and ``ttftMaxMs`` (the first arrival to the end of
+    the longest run the replay accepts: steps, prefill and decode positions at their bounds,
+    the device never idle while a request is live)."""
+    from .verify.normalise import TraceBounds
+
+    requests = trace_doc["requests"]
+    bounds = TraceBounds.of(trace_doc)
+    decode_ms = device.get("decodeBatchMs", 0) + device.get("decodeMsPerSeq", 0) * len(requests)
+    busy = (
+        bounds.steps * device.get("overheadMs", 0)
+        + (bounds.prompts + bounds.recompute) * device.get("prefillMsPerToken", 0)
+        + sum(bounds.outputs) * decode_ms
+    )
+    if device.get("prefillMsPerContextToken") or device.get("decodeMsPerContextToken"):
+        busy = math.inf  # calibrated profiles: a step's cost grows with its context
+    arrivals = [r["arrivalMs"] for r in requests]
+    return {
+        "goodputMax": len(requests) / arrival_span_s(requests),
+        "ttftMaxMs": max(arrivals) - min(arrivals) + busy,
+    }
 
 
 def goodput_share(student: GoodputScore, reference: GoodputScore) -> float:

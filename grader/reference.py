@@ -64,13 +64,15 @@ def run_reference(
     solution = solution_policies(unit)
     function = getattr(solution, spec["function"])
     extended = unit.doc.get("run_file") == "extended"
-    limits = {}
+    engine_limits, stated = {}, None
     if extended:
         admit = getattr(solution, spec["admit"]) if spec.get("admit") else None
-        limits = {"budget": params.get("budget"), "queue_cap": queue_cap, "admit": admit}
-        limits["closed"] = closed
-    timeline = servesim.simulate(trace, lambda view: function(view, **params), device, **limits)
-    return build_run(policy, params, device, timeline, fault, extended=extended)
+        stated = {"budget": params.get("budget"), "queueCap": queue_cap}
+        engine_limits = {"budget": stated["budget"], "queue_cap": queue_cap, "admit": admit}
+        engine_limits["closed"] = closed
+    policy_fn = lambda view: function(view, **params)  # noqa: E731
+    timeline = servesim.simulate(trace, policy_fn, device, **engine_limits)
+    return build_run(policy, params, device, timeline, fault, extended=extended, limits=stated)
 
 
 def load_trace(unit: Unit, name_or_path: str):

@@ -113,8 +113,8 @@ def add_grade(commands) -> None:
         "--jobs",
         type=int,
         metavar="N",
-        help="one submission: cases judged at once (default: up to 2); "
-        "several: submissions graded at once (default: the number of cores)",
+        help="several submissions: how many are graded at once (default: the number of "
+        "cores); one submission runs its cases one after another",
     )
     grade.add_argument(
         "--staff",

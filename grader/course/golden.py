@@ -50,6 +50,15 @@ def case_device(unit: Unit, case: Case):
     return reference.device_profile(unit, **overrides)
 
 
+def case_limits(unit: Unit, case: Case) -> dict | None:
+    """The engine limits a case runs under (extended run files): the token budget B (the
+    policy's ``budget`` parameter, if it has one) and the queue cap; None for units whose run
+    files state no limits (unit 07). The replay enforces these, whatever a run file states."""
+    if unit.doc.get("run_file") != "extended":
+        return None
+    return {"budget": case.params.get("budget"), "queueCap": case.queue_cap}
+
+
 def _rel(unit: Unit, path: Path) -> str:
     try:
         return Path(path).resolve().relative_to(unit.course_root).as_posix()

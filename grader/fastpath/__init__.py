@@ -97,7 +97,8 @@ def compact_run(policy: str, params: dict, device, trace, steps: Steps, extended
     }
     run = {"policy": policy, "params": dict(params), "device": device.to_json(), "fault": None}
     if extended:  # unit 08's fields: every request completed, none was preempted
-        run["limits"] = {"budget": None, "queueCap": None}
+        # what the engine would enforce
+        run["limits"] = {"budget": params.get("budget"), "queueCap": None}
         count = len(reqs)
         columns |= {"status": ["completed"] * count, "statusMs": tokens[1].tolist()}
         columns |= {"recomputes": [0] * count, "recomputedTokens": [0] * count}

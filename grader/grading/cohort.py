@@ -11,7 +11,9 @@ A report records the fingerprint of its inputs (``fingerprint``: unit config, go
 hidden traces, lab folder, grader version, cases, limits) and the submission's hash; a rerun
 skips a submission only when its report has both unchanged, so adding a case or fixing a
 golden file regrades everything. Killing the run (SIGINT) loses only the submissions being
-graded at that moment, and a rerun produces the same CSV as an uninterrupted run.
+graded at that moment, and a rerun produces the same CSV as an uninterrupted run. Each
+submission is graded in a worker process of its own: a worker that dies (killed for memory, a
+signal) leaves an error row for that submission, never a batch that waits forever.
 
 A submission that cannot be graded (no policies.py, a broken zip) gets a report with its
 one-line error and score 0. A failure of the grader's environment (sandbox refused or broken,
@@ -22,6 +24,7 @@ the batch. The summary counts the error rows.
 from __future__ import annotations
 
 import multiprocessing
+import multiprocessing.connection
 import os
 import signal
 import sys
@@ -168,7 +171,7 @@ def grade_batch(
         text = csv_text(parts, list(names), lambda n: read_report(report_path(out, n)))
         write_text_atomic(out / CSV_NAME, text, mode=PRIVATE_FILE)
 
-    _run_pool(todo, jobs, len(names), progress, result, write_csv, on_done)
+    _run_workers(todo, jobs, len(names), progress, result, write_csv, on_done)
     _count_rows(result, out, list(names))
     return result
 
@@ -204,32 +207,72 @@ def _private_out(out: Path, unit: Unit) -> Path:
     return out
 
 
-def _run_pool(todo, jobs, total, progress, result: BatchResult, write_csv, on_done) -> None:
-    """Grade ``todo`` in worker processes; SIGINT keeps every finished report."""
+def _run_workers(todo, jobs, total, progress, result: BatchResult, write_csv, on_done) -> None:
+    """Grade ``todo`` in one forked worker process per submission, ``jobs`` at a time.
+
+    A worker that ends without a finished report (killed for memory, by a signal, or crashed)
+    becomes an error row for its submission, retried on the next run; the batch goes on.
+    SIGINT keeps every finished report and terminates the workers in progress.
+    """
     workers = max(1, min(jobs or os.cpu_count() or 1, len(todo) or 1))
-    pool = multiprocessing.get_context("fork").Pool(workers, initializer=_worker_init)
-    bar = _progress(total, total - len(todo), progress)  # after the fork: it has a thread
+    context = multiprocessing.get_context("fork")
+    waiting, running = list(reversed(todo)), {}
+    bar = _progress(total, total - len(todo), progress)  # no thread of its own: safe to fork
     try:
-        for name, failure in pool.imap_unordered(_grade_one, todo):
-            if failure:
-                result.failed.append(name)
-                print(
-                    f"infralab grade: {name}: {failure} (retried on the next run)", file=sys.stderr
-                )
-            else:
-                result.graded.append(name)
-                if on_done:
-                    on_done(name)
-            write_csv()
-            bar.update(1)
-        pool.close()
+        while waiting or running:
+            while waiting and len(running) < workers:
+                task = waiting.pop()
+                worker = context.Process(target=_worker, args=(task,))
+                worker.start()
+                running[worker.sentinel] = (worker, task)
+            for sentinel in multiprocessing.connection.wait(list(running)):
+                worker, task = running.pop(sentinel)
+                worker.join()
+                name, failure = _outcome(worker.exitcode, task)
+                if failure:
+                    result.failed.append(name)
+                    print(
+                        f"infralab grade: {name}: {failure} (retried on the next run)",
+                        file=sys.stderr,
+                    )
+                else:
+                    result.graded.append(name)
+                    if on_done:
+                        on_done(name)
+                write_csv()
+                bar.update(1)
     except KeyboardInterrupt:
         result.interrupted = True
-        pool.terminate()
+        for worker, _ in running.values():
+            worker.terminate()
     finally:
-        pool.join()
+        for worker, _ in running.values():
+            worker.join()
         bar.close()
         write_csv()
+
+
+def _worker(task: tuple) -> None:
+    _worker_init()
+    _grade_one(task)
+
+
+def _outcome(exitcode: int | None, task: tuple) -> tuple[str, str | None]:
+    """(name, None) for a graded submission, (name, why) for an error row. The worker wrote
+    its report, unless it died: then the error row is written here."""
+    _, name, _, out, _, _, fingerprint = task
+    doc = read_report(report_path(Path(out), name))
+    mine = doc is not None and doc.get("fingerprint") == fingerprint
+    if mine and (exitcode == 0 or not doc.get("environmentError")):
+        return name, doc.get("error") if doc.get("environmentError") else None
+    if exitcode is not None and exitcode < 0:
+        why = f"the grading worker was killed ({signal.Signals(-exitcode).name})"
+    else:
+        why = f"the grading worker exited with status {exitcode} without a report"
+    row = {"unit": task[0], "score": None, "error": why, "environmentError": True}
+    row |= {"batchFormat": REPORT_FORMAT, "submission": name, "fingerprint": fingerprint}
+    write_json(report_path(Path(out), name), row, mode=PRIVATE_FILE)
+    return name, why
 
 
 def _count_rows(result: BatchResult, out: Path, names: list[str]) -> None:
@@ -249,7 +292,10 @@ def _count_rows(result: BatchResult, out: Path, names: list[str]) -> None:
 def _progress(total: int, initial: int, enabled: bool):
     from tqdm import tqdm
 
-    return tqdm(
+    class Bar(tqdm):
+        monitor_interval = 0  # no monitor thread: workers are forked while the bar is shown
+
+    return Bar(
         total=total,
         initial=initial,
         unit="sub",

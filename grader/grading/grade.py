@@ -40,9 +40,9 @@ from ..sandbox import (
     SandboxError,
     require_safe_isolation,
     run_cases,
-    run_simulation,
 )
 from ..units import Unit, UnitError, load_unit
+from .judging import JudgeJob, JudgeLimits, judge_cases
 from .limits import hidden_material, limits_for, run_file_cap
 from .report import CaseResult, GradeReport, Status
 from .submission import Submission, load_submission
@@ -53,9 +53,9 @@ __all__ = [
     "EnvironmentFailure",
     "GradeReport",
     "GradingError",
+    "JudgeLimits",
     "Limits",
     "Status",
-    "grade_case",
     "grade_submission",
     "judge",
 ]
@@ -87,48 +87,38 @@ def grade_submission(
     limits: Limits | None = None,
     runner: Runner | None = None,
     jobs: int | None = None,
+    judge_limits: JudgeLimits | None = None,
 ) -> GradeReport:
     """Grade a submission folder or zip on the unit's cases (all, or the ids in ``cases``).
 
     Raises ``GradingError`` only when grading cannot run; a bad submission scores 0 instead.
     ``runner`` replaces the sandboxed child (trusted staff code such as the mutant corpus may
-    run in-process); ``jobs`` is how many cases run at once (default: up to 2).
+    run in-process; ``jobs`` of its cases at once, default up to 2). However the cases ran,
+    their verdicts are decided under ``judge_limits`` (``grading.judging``).
     """
     started = time.monotonic()
     unit, selected, goldens, submission = _inputs(unit, cases, submission)
-    run = runner or run_simulation
     limits = limits or limits_for(unit)
-    workers = max(1, jobs) if jobs else min(2, os.cpu_count() or 1)
-    if getattr(run, "in_process", False):
-        workers = 1
-
-    children: dict[str, ChildResult] = {}
     if runner is None:
         with _environment_errors():
             require_safe_isolation(hidden_material(unit))
         children = _run_all_cases(unit, selected, submission.files, limits, goldens)
-
-    def one(case: Case) -> tuple[CaseResult, str]:
-        return grade_case(
-            unit,
-            case,
-            files=submission.files,
-            golden=goldens[case.id],
-            runner=run,
-            limits=limits,
-            child=children.get(case.id),
-        )
-
-    if workers > 1 and len(selected) > 1:
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            outcomes = list(pool.map(one, selected))
     else:
-        outcomes = [one(case) for case in selected]
-    _note_keyed_answers(selected, [result for result, _ in outcomes])
-    isolation = sorted({iso for _, iso in outcomes if iso}) or ["none"]
+        workers = max(1, jobs) if jobs else min(2, os.cpu_count() or 1)
+        if getattr(runner, "in_process", False):
+            workers = 1
+        children = _run_with(runner, unit, selected, submission.files, limits, goldens, workers)
+    jobs_ = [JudgeJob(c, case_trace_doc(unit, c), goldens[c.id], children[c.id]) for c in selected]
+    judged = judge_cases(unit, jobs_, judge_limits)
+    results = [
+        _case_result(case, j.verdict, children[case.id].wall_s + j.cpu_s)
+        for case, j in zip(selected, judged, strict=True)
+    ]
+    _note_keyed_answers(selected, results)
+    isolation = sorted({children[c.id].isolation for c in selected} - {""}) or ["none"]
     return GradeReport(
         unit=unit.id,
-        cases=[result for result, _ in outcomes],
+        cases=results,
         isolation=", ".join(isolation),
         ignored=list(submission.ignored),
         missing=list(submission.missing),
@@ -179,46 +169,38 @@ def _note_keyed_answers(selected: list[Case], results: list[CaseResult]) -> None
             result.staff_detail += f"\n{KEYED_NOTE}"
 
 
-def grade_case(
-    unit: Unit,
-    case: Case,
-    *,
-    files: dict[str, bytes],
-    golden: dict,
-    runner: Runner,
-    limits: Limits,
-    child: ChildResult | None = None,
-) -> tuple[CaseResult, str]:
-    """Run and judge one case; returns its result and the isolation mode of the child.
+def _run_with(runner: Runner, unit: Unit, selected, files, limits, goldens, workers: int):
+    """Every selected case through ``runner`` (staff code and tests), ``workers`` at a time."""
 
-    ``child``: the case already ran (all cases of a submission in one sandboxed child).
-    """
-    started = time.monotonic()
-    trace_doc = case_trace_doc(unit, case)
-    ran_s = child.wall_s if child is not None else 0.0
-    if child is None:
+    def one(case: Case) -> ChildResult:
         with tempfile.TemporaryDirectory(prefix="infralab-trace-") as tmp:
-            path = _write_case_input(unit, case, golden, Path(tmp) / "trace.json")
+            path = _write_case_input(unit, case, goldens[case.id], Path(tmp) / "trace.json")
             extra = {"script": case.script} if case.kind is Kind.SCRIPT else {}
             with _environment_errors(f"case '{case.id}': "):
-                child = runner(unit.lab_dir, files, path, _case_argv(case), limits, **extra)
-    verdict = judge(unit, case, trace_doc, golden, child)
-    if case.kind is Kind.GOODPUT and not verdict.metrics:  # no valid run: no goodput
-        verdict.metrics = {"goodput": 0.0, "p99TtftMs": None}
-    points = _points(case, verdict)
-    result = CaseResult(
+                return runner(unit.lab_dir, files, path, _case_argv(case), limits, **extra)
+
+    if workers > 1 and len(selected) > 1:
+        with ThreadPoolExecutor(max_workers=workers) as pool:  # joined before judging forks
+            return dict(zip((c.id for c in selected), pool.map(one, selected), strict=True))
+    return {case.id: one(case) for case in selected}
+
+
+def _case_result(case: Case, verdict: Verdict, seconds: float) -> CaseResult:
+    metrics = dict(verdict.metrics)
+    if case.kind is Kind.GOODPUT and not metrics:  # no valid run: no goodput
+        metrics = {"goodput": 0.0, "p99TtftMs": None}
+    return CaseResult(
         id=case.id,
         part=case.part,
-        points=points,
+        points=_points(case, verdict),
         max_points=case.points,
         visibility=case.visibility,
         status=verdict.status,
         feedback=verdict.hidden_text() if case.hidden else verdict.visible_text(),
         staff_detail=verdict.visible_text(),
-        seconds=ran_s + time.monotonic() - started,
-        metrics=verdict.metrics,
+        seconds=seconds,
+        metrics=metrics,
     )
-    return result, child.isolation
 
 
 def _case_argv(case: Case) -> list[str]:

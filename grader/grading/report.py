@@ -11,6 +11,7 @@ Gradescope's top-level ``output`` covers the public cases alone (see ``docs/grad
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -81,8 +82,9 @@ class CaseResult:
             "visibility": self.visibility.value,
             "status": self.status.value,
             "feedback": self.feedback,
-            "seconds": round(self.seconds, 3),
         }
+        if staff or not self.hidden:  # a hidden case's time could carry its trace's size out
+            doc["seconds"] = round(self.seconds, 3)
         if staff:
             doc["staffDetail"] = self.staff_detail
             if self.metrics:
@@ -151,23 +153,29 @@ class GradeReport:
     def leaderboard(self) -> list[dict] | None:
         """Gradescope's ``leaderboard`` entries from the goodput cases (None without any).
 
-        goodput: the mean over the goodput cases of each run's goodput in req/s (a run that is
-        not valid counts 0), higher ranks higher; p99 TTFT: the worst p99 TTFT in ms over the
-        valid runs, lower ranks higher ("invalid" when no run was valid).
+        Only figures the parent computed from replayed runs, each checked to be a finite number
+        within what the case's trace allows and rounded to ``LEADERBOARD_DIGITS`` significant
+        figures. goodput: the mean over the goodput cases of each run's goodput in req/s (a
+        run that is not valid counts 0), higher ranks higher. p99 TTFT: the worst p99 TTFT in
+        ms over the valid runs, lower ranks higher; left out when no run was valid.
         """
         scored = [c for c in self.cases if c.metrics]
         if not scored:
             return None
-        goodput = sum(c.metrics["goodput"] for c in scored) / len(scored)
-        p99s = [c.metrics["p99TtftMs"] for c in scored if c.metrics.get("p99TtftMs") is not None]
-        return [
-            {"name": LEADERBOARD_GOODPUT, "value": round(goodput, 4), "order": "desc"},
+        goodputs = [_bounded(c.metrics, "goodput", "goodputMax") or 0.0 for c in scored]
+        board = [
             {
-                "name": LEADERBOARD_P99_TTFT,
-                "value": round(max(p99s), 3) if p99s else "invalid",
-                "order": "asc",
-            },
+                "name": LEADERBOARD_GOODPUT,
+                "value": _rounded(sum(goodputs) / len(goodputs)),
+                "order": "desc",
+            }
         ]
+        p99s = [_bounded(c.metrics, "p99TtftMs", "ttftMaxMs") for c in scored]
+        p99s = [value for value in p99s if value is not None]
+        if p99s:
+            worst = _rounded(max(p99s))
+            board.append({"name": LEADERBOARD_P99_TTFT, "value": worst, "order": "asc"})
+        return board
 
     def to_json(self, staff: bool = False) -> dict:
         doc = self._to_json(staff)
@@ -188,7 +196,7 @@ class GradeReport:
             "isolation": self.isolation,
             "ignoredFiles": list(self.ignored),
             "missingFiles": list(self.missing),
-            "seconds": round(self.seconds, 3),
+            **({"seconds": round(self.seconds, 3)} if staff else {}),
             "cases": [
                 c.to_json(staff, name)
                 for c, name in zip(self.cases, self.names(staff), strict=True)
@@ -222,9 +230,8 @@ class GradeReport:
             when = WHEN_SHOWN.get(self.hidden_visibility, "later")
             lines.append(f"{hidden} hidden cases: results {when}")
         lines += [*self._file_lines(), f"isolation: {self.isolation}"]
-        doc = {
+        doc = {  # no execution_time: a submission's time could carry hidden traces' sizes out
             "score": self.score,
-            "execution_time": round(self.seconds, 3),
             "output": "\n".join(lines),
             "stdout_visibility": "hidden",
             "tests": tests,
@@ -270,3 +277,20 @@ class GradeReport:
 
 def _pts(value: float) -> str:
     return f"{value:g}"
+
+
+LEADERBOARD_DIGITS = 3  # significant figures a leaderboard value shows
+
+
+def _bounded(metrics: dict, name: str, bound: str) -> float | None:
+    """``metrics[name]`` when it is a finite number in [0, ``metrics[bound]``], else None."""
+    value, most = metrics.get(name), metrics.get(bound, math.inf)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if isinstance(most, bool) or not isinstance(most, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) and 0 <= value <= most else None
+
+
+def _rounded(value: float) -> float:
+    return float(f"{value:.{LEADERBOARD_DIGITS}g}")

@@ -17,10 +17,11 @@ from dataclasses import dataclass, field
 
 from .. import casekinds, verify
 from ..cases import Case, Kind
-from ..course.golden import case_device
+from ..course.golden import case_device, case_limits
 from ..sandbox import ChildResult
 from ..units import Unit
 from ..verify import compare
+from ..verify.normalise import normalise_run, oversize
 from ..verify.runschema import validate_run_file
 from .report import Status
 
@@ -136,6 +137,7 @@ def _reject_constant(token: str):
 
 
 def _judge_run(unit: Unit, case: Case, trace_doc: dict, golden: dict, output: bytes) -> Verdict:
+    """Parse, refuse early, validate, normalise, replay, then score from the replay alone."""
     try:
         document = bounded_json(output)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
@@ -143,16 +145,22 @@ def _judge_run(unit: Unit, case: Case, trace_doc: dict, golden: dict, output: by
         return Verdict(Status.INVALID_SCHEDULE, f"the run file was rejected: {why}")
     if case.kind is Kind.SCRIPT:
         return _answers(golden, document)
+    refused = _refused_early(document, trace_doc)
+    if refused is not None:
+        return refused
     schema_error = validate_run_file(unit, document)
     if schema_error:
         return Verdict(
             Status.INVALID_SCHEDULE, f"the run file does not match the schema ({schema_error})"
         )
-    mismatch = _run_identity(unit, case, document, trace_doc)
+    run = normalise_run(document["runs"][0], trace_doc)  # the only run the verdict reads
+    mismatch = _run_identity(unit, case, run)
     if mismatch:
         return Verdict(Status.INVALID_SCHEDULE, mismatch)
-    run = document["runs"][0]
-    problems, replay = verify.replay_run(run, trace_doc, golden["device"], unit=unit)
+    device = case_device(unit, case).to_json()  # K, M, page size: the case's, as B and the cap
+    problems, replay = verify.replay_run(
+        run, trace_doc, device, unit=unit, limits=case_limits(unit, case)
+    )
     invalid = [p for p in problems if p.kind is verify.ProblemKind.INVALID_SCHEDULE]
     if invalid:
         return Verdict(
@@ -171,8 +179,28 @@ def _judge_run(unit: Unit, case: Case, trace_doc: dict, golden: dict, output: by
     if run["fault"]:
         return Verdict(Status.INVALID_SCHEDULE, "the run file was made with a fault switch on")
     if case.kind is Kind.GOODPUT:
-        return _goodput(case, run, golden)
+        return _goodput(case, trace_doc, replay, golden, device)
     return _compared(run, replay, golden)
+
+
+def _refused_early(document, trace_doc: dict) -> Verdict | None:
+    """A run file refused before the schema sees it: not exactly one run, another trace, or
+    lists longer than any schedule of the trace needs (``verify.normalise.oversize``)."""
+    runs = document.get("runs") if isinstance(document, dict) else None
+    if isinstance(runs, list) and len(runs) != 1:
+        return Verdict(
+            Status.INVALID_SCHEDULE, f"the run file holds {len(runs)} runs, expected exactly one"
+        )
+    if isinstance(document, dict) and "trace" in document and document["trace"] != trace_doc:
+        return Verdict(Status.INVALID_SCHEDULE, "the run file's trace is not the case's trace")
+    found = oversize(runs[0], trace_doc) if isinstance(runs, list) else None
+    if found is not None:
+        return Verdict(
+            Status.INVALID_SCHEDULE,
+            f"the run file declares more work than its trace allows ({found.what})",
+            detail=found.detail,
+        )
+    return None
 
 
 def _answers(golden: dict, document) -> Verdict:
@@ -181,23 +209,44 @@ def _answers(golden: dict, document) -> Verdict:
     got = document.get("answers") if isinstance(document, dict) else None
     if casekinds.same_value(got, want):
         return Verdict(Status.PASSED, "")
-    share = casekinds.answer_share(got, want)
-    detail = f"{round(share * 100)} % of the answers equal the reference's"
+    matched, base = casekinds.answer_share(got, want), casekinds.constant_share(want)
+    share = casekinds.credited_share(got, want)
+    detail = (
+        f"{round(matched * 100)} % of the answers equal the reference's; a constant answer "
+        f"would match {round(base * 100)} %, and only what is above that earns credit"
+    )
     return Verdict(Status.WRONG_ANSWER, "", detail=detail, share=share)
 
 
-def _goodput(case: Case, run: dict, golden: dict) -> Verdict:
-    """A goodput case: a valid run scored by its goodput relative to the reference's."""
-    mine = casekinds.goodput_score(run, case.slo)
-    ref = casekinds.goodput_score(golden["run"], case.slo)
+def _goodput(case: Case, trace_doc: dict, replay, golden: dict, device: dict) -> Verdict:
+    """A goodput case: the replayed run scored by its goodput relative to the reference's.
+
+    Every figure comes from the parent's own replay (statuses it checked, metrics it
+    recomputed from the token times it rebuilt), never from the run file's entries."""
+    mine = casekinds.goodput_score(verified_requests(trace_doc, replay), case.slo)
+    ref = casekinds.goodput_score(golden["run"]["requests"], case.slo)
     share = casekinds.goodput_share(mine, ref)
     detail = (
         f"goodput {mine.goodput_per_s:.4g} req/s vs reference {ref.goodput_per_s:.4g} req/s "
         f"({mine.qualifying} vs {ref.qualifying} qualifying requests)"
     )
     status = Status.PASSED if share >= casekinds.CAP else Status.BELOW_REFERENCE
-    metrics = {"goodput": mine.goodput_per_s, "p99TtftMs": mine.p99_ttft_ms}
+    bounds = casekinds.trace_bounds(trace_doc, device)
+    metrics = {"goodput": mine.goodput_per_s, "p99TtftMs": mine.p99_ttft_ms, **bounds}
     return Verdict(status, "", detail=detail, share=share, metrics=metrics)
+
+
+def verified_requests(trace_doc: dict, replay) -> list[dict]:
+    """Each request of the trace with the status the replay checked and the metrics it
+    recomputed: what goodput and the leaderboard are computed from."""
+    return [
+        {
+            "arrivalMs": request["arrivalMs"],
+            "status": replay.statuses[request["id"]][0],
+            **replay.metrics[request["id"]],
+        }
+        for request in trace_doc["requests"]
+    ]
 
 
 def _compared(run: dict, replay, golden: dict) -> Verdict:
@@ -248,16 +297,15 @@ def _crash_summary(child: ChildResult) -> str:
     return "an exception was raised in the run"
 
 
-def _run_identity(unit: Unit, case: Case, document: dict, trace_doc: dict) -> str | None:
-    """Why the run file is not the run this case asked for (None when it is)."""
-    runs = document["runs"]
-    if len(runs) != 1:
-        return f"the run file holds {len(runs)} runs, expected exactly one"
-    run = runs[0]
+def _run_identity(unit: Unit, case: Case, run: dict) -> str | None:
+    """Why the (normalised) run is not the run this case asked for (None when it is): the
+    policy, its parameters, the device (K, M, page size) and the engine limits (B, queue cap)
+    must be the case's, which the replay then enforces."""
     if run["policy"] != case.policy or run["params"] != case.params:
         return "the run file is for another policy or other parameters"
     if run["device"] != case_device(unit, case).to_json():
         return "the run file's device profile is not the case's"
-    if document["trace"] != trace_doc:
-        return "the run file's trace is not the case's trace"
+    limits = case_limits(unit, case)
+    if limits is not None and run.get("limits") != limits:
+        return "the run file's limits (token budget, queue cap) are not the case's"
     return None

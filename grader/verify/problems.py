@@ -49,24 +49,27 @@ def close_ms(a, b) -> bool:
 
 
 class Collector:
-    """Keeps the first few messages per (kind, statistic) and counts the rest."""
+    """Keeps the first message per (kind, statistic) and counts the rest, so a run file with
+    a million broken entries costs the same memory as one with a single broken entry."""
 
     def __init__(self):
-        self._groups: dict[tuple, list] = {}
+        self._groups: dict[tuple, list] = {}  # (kind, statistic) -> [message, at_ms, count]
 
     def add(self, kind: ProblemKind, statistic: str, message: str, at_ms=None) -> None:
-        self._groups.setdefault((kind, statistic), []).append((message, at_ms))
+        group = self._groups.get((kind, statistic))
+        if group is None:
+            self._groups[(kind, statistic)] = [message, at_ms, 1]
+        else:
+            group[2] += 1
 
     def has(self, kind: ProblemKind) -> bool:
         return any(k == kind for k, _ in self._groups)
 
     def problems(self) -> list[Problem]:
         out = []
-        for (kind, statistic), items in self._groups.items():
-            message, at_ms = items[0]
-            if len(items) > 1:
-                message += f" (and {len(items) - 1} more like it)"
-            out.append(Problem(kind, message, statistic, at_ms))
+        for (kind, statistic), (first, at_ms, count) in self._groups.items():
+            more = f" (and {count - 1} more like it)" if count > 1 else ""
+            out.append(Problem(kind, first + more, statistic, at_ms))
         # invalid schedules first: they make the statistics meaningless
         out.sort(key=lambda p: p.kind is not ProblemKind.INVALID_SCHEDULE)
         return out

@@ -15,7 +15,14 @@ import math
 from dataclasses import dataclass, field
 
 from .problems import EPS_MS, Collector, ProblemKind, close_ms, fmt_ms
-from .replay_checks import check_token_times, describe_batch, describe_event, requests_match_trace
+from .replay_arrivals import ArrivalReplay
+from .replay_checks import (
+    check_token_times,
+    describe_batch,
+    describe_event,
+    requests_match_trace,
+    short_id,
+)
 from .replay_state import ReqState, reported_statuses
 
 BAD = ProblemKind.INVALID_SCHEDULE
@@ -48,14 +55,17 @@ def replay_events(
     rebuild every request's token times into ``replay``.
 
     ``requests`` (the run's request entries) supply the reported statuses of an extended
-    (unit 08) run and ``limits`` its token budget; without them every request must complete.
+    (unit 08) run; without them every request must complete. ``limits`` are the engine's
+    limits the run must keep (``budget`` B, ``queueCap``): the grader passes the case's, never
+    the run file's.
     """
     walker = _Walker(trace, profile, servesim.rules, found, timing, requests, limits)
-    prev_end = -math.inf
+    prev_end = 0.0  # the engine's clock starts at 0
     for k, event in enumerate(events):
-        if not walker.log_checks(k, event, prev_end):
+        where = walker.log_checks(k, event, prev_end if k else -math.inf)
+        if where is None:
             return
-        prev_end = walker.step(k, event)
+        prev_end = walker.step(k, event, where, prev_end)
         replay.ends.append(prev_end)
     walker.final_checks()
     replay.token_times = {rid: st.times for rid, st in walker.reqs.items()}
@@ -71,6 +81,8 @@ class _Walker:
         self.reqs = {r.id: ReqState(r) for r in trace.requests}
         self.reported = reported_statuses(requests, trace)
         self.budget = (limits or {}).get("budget")
+        self.arrivals = ArrivalReplay(trace, self.reported, (limits or {}).get("queueCap"), found)
+        self.arrivals.admit_until(0.0)
         self.occupancy = rules.Occupancy()
         self.cancelled: set[str] = set()
         self.deadlines = [
@@ -80,14 +92,18 @@ class _Walker:
         ]
         heapq.heapify(self.deadlines)
 
-    def log_checks(self, k: int, event: dict, prev_end: float) -> bool:
-        """Index, finite times, overlap, empty or repeated members; False stops the replay."""
+    def log_checks(self, k: int, event: dict, prev_end: float) -> str | None:
+        """Index, finite times, overlap, empty, repeated or unknown members.
+
+        Returns how messages name the event, or None when the replay must stop here (a
+        member list no replay can walk: it would only repeat one finding per entry).
+        """
         found, start = self.found, event["startMs"]
         if event["index"] != k:
             found.add(BAD, "events[].index", f"event #{k} has index {event['index']}", start)
         if not (math.isfinite(start) and math.isfinite(event["endMs"])):
             found.add(BAD, "events[].startMs", f"event #{k}: times must be finite numbers")
-            return False
+            return None
         where = f"event #{k} at {fmt_ms(start)} ({describe_event(event)})"
         if start < prev_end - EPS_MS:
             found.add(
@@ -102,18 +118,22 @@ class _Walker:
                 BAD, "events[]", f"event #{k} at {fmt_ms(start)} is an empty submission", start
             )
         members = [*ids, *event.get("preempt", [])]
+        unknown = next((i for i in members if i not in self.reqs), None)
+        if unknown is not None:
+            found.add(
+                BAD, "events[]", f"{where} names unknown request '{short_id(unknown)}'", start
+            )
+            return None
         if len(set(members)) != len(members):
             found.add(BAD, "events[]", f"{where} holds a request twice", start)
-        unknown = [i for i in members if i not in self.reqs]
-        if unknown:
-            found.add(BAD, "events[]", f"{where} names unknown request '{unknown[0]}'", start)
-            return False
-        return True
+            return None
+        return where
 
-    def step(self, k: int, event: dict) -> float:
-        """Check one event's members, duration and caps, apply it; return its true end."""
+    def step(self, k: int, event: dict, where: str, prev_end: float) -> float:
+        """Check one event's start, members, duration and caps, apply it; return its true end."""
         start = event["startMs"]
-        where = f"event #{k} at {fmt_ms(start)} ({describe_event(event)})"
+        self._check_start(start, where, prev_end)
+        self.arrivals.admit_until(start)
         self._check_members(event, where)
         end = self._end(k, event, where)
         after = self._occupancy_after(event)
@@ -122,8 +142,25 @@ class _Walker:
         if broken is not None:  # B, K and M after the step, before releases
             self.found.add(BAD, broken[0], f"{where}: {broken[1]}", start)
         self._apply(event, end, after)
+        self.arrivals.admit_until(end)  # arrivals due at a step end come before cancellations
         self._cancel_expired(end)
         return end
+
+    def _check_start(self, start: float, where: str, prev_end: float) -> None:
+        """The engine never idles while a request is live, and an idle device jumps to the next
+        arrival (virtual timing: a measured log may have gaps between steps)."""
+        if self.timing != "virtual":
+            return
+        due = self.arrivals.earliest_start(prev_end)
+        if due is not None and start > due + EPS_MS:
+            self.found.add(
+                BAD,
+                "idle",
+                f"{where} starts after the device idled from {fmt_ms(due)} "
+                "(a step starts when the previous one ends while a request is live, else at "
+                "the next arrival)",
+                start,
+            )
 
     def _check_members(self, event: dict, where: str) -> None:
         start, found = event["startMs"], self.found
@@ -218,6 +255,7 @@ class _Walker:
             reqs[rid].preempt(rules)
         for chunk in event["prefill"]:
             reqs[chunk["id"]].prefill(chunk["tokens"], end, rules)
+            self.arrivals.started(chunk["id"])
         for rid in event["decode"]:
             reqs[rid].decode(end)
         for rid in {*event["decode"], *(c["id"] for c in event["prefill"])}:
@@ -225,6 +263,7 @@ class _Walker:
             if st.decoding and len(st.times) >= st.spec.output_tokens:
                 occ = _release(rules, profile, occ, st.cache)
                 st.finish()
+                self.arrivals.left(rid)
         self.occupancy = occ
 
     def _cancel_expired(self, end: float) -> None:
@@ -249,6 +288,7 @@ class _Walker:
             if st.holds:
                 self.occupancy = _release(rules, self.profile, self.occupancy, st.cache)
             st.finish()
+            self.arrivals.left(rid)
             self.cancelled.add(rid)
 
     def final_checks(self) -> None:

@@ -13,6 +13,7 @@ from grader import sandbox
 from grader.units import load_unit
 
 ADVERSARIAL = Path(__file__).parent / "adversarial"
+ADVERSARIAL08 = Path(__file__).parent / "adversarial08"
 
 
 @pytest.fixture(scope="session")
@@ -48,16 +49,26 @@ def mode(request, monkeypatch, unit):
     """Run the test once per isolation mode the host supports: bwrap where it works; rlimits
     only as root (a dedicated uid), with the unit's hidden material made private for the test
     as the grader requires (without root, that mode is refused: see test_weak_modes)."""
-    if request.param not in available_modes():
+    yield from _in_mode(request.param, monkeypatch, unit)
+
+
+@pytest.fixture(params=["bwrap", "rlimits"])
+def mode08(request, monkeypatch):
+    """``mode`` for unit 08's material."""
+    yield from _in_mode(request.param, monkeypatch, load_unit("unit08"))
+
+
+def _in_mode(name: str, monkeypatch, unit):
+    if name not in available_modes():
         pytest.skip("bubblewrap is not installed or cannot create namespaces on this host")
-    if request.param == "rlimits" and not as_root():
+    if name == "rlimits" and not as_root():
         pytest.skip("the rlimits mode needs root (a dedicated uid); it is refused otherwise")
-    monkeypatch.setenv(sandbox.MODE_ENV, request.param)
-    if request.param == "rlimits":
+    monkeypatch.setenv(sandbox.MODE_ENV, name)
+    if name == "rlimits":
         with private_material(unit):
-            yield request.param
+            yield name
     else:
-        yield request.param
+        yield name
 
 
 @contextlib.contextmanager

@@ -6,9 +6,10 @@ The expected score comes from the file's ``EARNS:`` line: ``none``, ``all``, a p
 ``replay`` (a benign policy whose honest score is what the grader gives it when it runs
 in-process, without any sandbox in the way).
 
-Every file runs in every isolation mode the host supports, and no student-facing output (the
-text report, the JSON report without --staff, Gradescope's results.json) may name a hidden
-case or carry a hidden trace's name (the files print ``LEAK:<trace name>`` wherever they can).
+Every file runs in every isolation mode the host supports, under a memory ceiling
+(``ceiling.py``), and no student-facing output (the text report, the JSON report without
+--staff, Gradescope's results.json) may name a hidden case, carry a hidden trace's name (the
+files print ``LEAK:<trace name>`` wherever they can) or show how long a hidden case took.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import time
 from pathlib import Path
 
 import pytest
+from ceiling import under_ceiling
 from conftest import ADVERSARIAL
 from labtools import READABLE_REPO
 
@@ -45,6 +47,7 @@ LIMITS_FOR = {
     "fill_disk": Limits(wall_s=10, submission_s=60, cpu_s=3, memory_mb=256, processes=32),
 }
 WORST_CASE_S = 45  # no adversarial submission may hold the grader longer (2 cores, busy)
+PEAK_MB = 1024  # nor make the grading process's resident memory grow by more (tests/ceiling.py)
 FILES = sorted(ADVERSARIAL.glob("*.py"))
 # What each file's cases must report (first feedback line), beyond the score.
 EXPECT_STATUS = {
@@ -64,6 +67,7 @@ EXPECT_STATUS = {
     "plant_golden": {Status.CRASH, Status.TIMEOUT},  # the walk may outlast its CPU share
     "loop_in_fcfs": {Status.TIMEOUT},
     "empty_policies": {Status.NOT_IMPLEMENTED},
+    "quadratic_replay": {Status.INVALID_SCHEDULE},
 }
 FEEDBACK_WORDS = {
     "infinite_loop": "limit",
@@ -74,6 +78,7 @@ FEEDBACK_WORDS = {
     "import_solutions": "exception was raised",
     "padded_run_file": "run file rejected",
     "empty_policies": "policies.py defines no function",
+    "quadratic_replay": "declares more work than its trace allows",
 }
 # Visible cases show the traceback below the first line (hidden ones never do).
 DETAIL_WORDS = {
@@ -135,6 +140,10 @@ def assert_no_leak(unit, grading, report) -> None:
     hidden_names = [p.stem for p in (unit.traces_dir / "hidden").glob("*.json")]
     assert not [n for n in hidden_names if f"LEAK:{n}" in shown]
     assert "staffDetail" not in shown
+    # no time that hidden cases took (issue 20): per hidden case, nor the submission's total
+    student = report.to_json()
+    assert "seconds" not in student and "execution_time" not in report.to_gradescope()
+    assert not [c for c in student["cases"] if c["visibility"] == "hidden" and "seconds" in c]
 
 
 def stray_copies(unit) -> list[Path]:
@@ -167,10 +176,15 @@ def test_adversarial_submission(unit, grading, path, mode):
     if mode == "rlimits" and path.stem == "import_solutions" and (stray := stray_copies(unit)):
         pytest.skip(f"a world-readable course copy outside the grader's root: {stray[0]}")
     files = {"policies.py": path.read_bytes()}
-    started = time.monotonic()
-    report = grade_submission(unit, Submission(files), limits=LIMITS_FOR.get(path.stem, LIMITS))
-    took = time.monotonic() - started
+    limits = LIMITS_FOR.get(path.stem, LIMITS)
+
+    def grade():
+        started = time.monotonic()
+        return grade_submission(unit, Submission(files), limits=limits), time.monotonic() - started
+
+    (report, took), peak_mb = under_ceiling(grade, timeout_s=WORST_CASE_S + 60)
     assert took < WORST_CASE_S, f"{path.stem} held the grader {took:.1f} s"
+    assert peak_mb < PEAK_MB, f"{path.stem}: the grading process grew by {peak_mb:.0f} MB"
     assert report.score == pytest.approx(expected_score(unit, grading, path)), report.text()
     assert len(report.cases) == len(grading.cases)  # grading went on through every case
     assert report.isolation.startswith(mode)

@@ -118,3 +118,39 @@ def test_sigint_midway_then_rerun_gives_the_same_csv(unit, tmp_path):
     assert rerun.returncode == 0, rerun.stderr
     assert f"skipped {len(finished)}" in rerun.stdout
     assert (cut / "scores.csv").read_bytes() == (whole / "scores.csv").read_bytes()
+
+
+def test_a_worker_killed_mid_grading_becomes_an_error_row(unit, tmp_path, monkeypatch):
+    """A worker that dies while it grades a submission (here SIGKILL after its cases ran, as
+    the kernel's OOM killer would send it): the batch finishes, that submission gets an error
+    row retried on the next run, the others their scores."""
+    from grader.grading import grade
+
+    subs = make_submissions(tmp_path / "subs", unit, 3)
+    victim = subs[1].name
+    real_grade, real_judge = grade.grade_submission, grade.judge_cases
+    current = {}  # per worker process: the submission it grades
+
+    def grading(unit_id, source, **kwargs):
+        current["name"] = Path(source).name
+        return real_grade(unit_id, source, **kwargs)
+
+    def dies_while_judging(unit_, jobs, limits=None):
+        if current.get("name") == victim:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real_judge(unit_, jobs, limits)
+
+    monkeypatch.setattr(grade, "grade_submission", grading)
+    monkeypatch.setattr(grade, "judge_cases", dies_while_judging)
+    out = tmp_path / "out"
+    started = time.monotonic()
+    result = cohort.grade_batch(unit, subs, out, jobs=2, cases=CASES[:2], progress=False)
+    assert time.monotonic() - started < 120
+    assert result.failed == [victim]
+    assert sorted(result.graded) == sorted(p.name for p in subs if p.name != victim)
+    rows = {r.split(",")[0]: r.split(",") for r in (out / "scores.csv").read_text().splitlines()}
+    assert rows[victim][1] == "" and "killed (SIGKILL)" in rows[victim][-1]
+    assert rows[subs[0].name][1] == "4"
+    monkeypatch.setattr(grade, "judge_cases", real_judge)
+    again = cohort.grade_batch(unit, subs, out, jobs=2, cases=CASES[:2], progress=False)
+    assert again.graded == [victim] and not again.failed  # retried, and graded this time

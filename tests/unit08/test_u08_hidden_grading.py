@@ -198,7 +198,7 @@ def test_goodput_score_follows_the_stated_formula():
     for case_id in case_ids(kind=Kind.GOODPUT):
         run, slo = golden(case_id)["run"], CASES[case_id].slo
         arrivals = [r["arrivalMs"] for r in run["requests"]]
-        score = casekinds.goodput_score(run, slo)
+        score = casekinds.goodput_score(run["requests"], slo)
         assert score.qualifying == qualifying(run, slo) > 0
         span_s = (max(arrivals) - min(arrivals)) / 1000
         assert score.goodput_per_s == pytest.approx(score.qualifying / span_s)
@@ -234,7 +234,7 @@ def test_policy_breaking_a_device_rule_scores_zero():
     assert {c.status for c in report.cases} == {Status.CRASH}
     assert report.score == 0
     board = dict((e["name"], e["value"]) for e in report.leaderboard())
-    assert board == {LEADERBOARD_GOODPUT: 0, LEADERBOARD_P99_TTFT: "invalid"}
+    assert board == {LEADERBOARD_GOODPUT: 0}  # no valid run: no p99 TTFT to show
 
 
 def test_forged_run_that_breaks_a_device_rule_scores_zero():
@@ -285,9 +285,9 @@ def test_gradescope_results_carry_a_leaderboard_in_the_documented_format(referen
     assert entries[LEADERBOARD_P99_TTFT]["order"] == "asc"
     scored = [c for c in reference_report.cases if c.metrics]
     mean = sum(c.metrics["goodput"] for c in scored) / len(scored)
-    assert entries[LEADERBOARD_GOODPUT]["value"] == round(mean, 4)
+    assert entries[LEADERBOARD_GOODPUT]["value"] == float(f"{mean:.3g}")  # 3 significant figures
     worst = max(c.metrics["p99TtftMs"] for c in scored)
-    assert entries[LEADERBOARD_P99_TTFT]["value"] == round(worst, 3)
+    assert entries[LEADERBOARD_P99_TTFT]["value"] == float(f"{worst:.3g}")
     assert json.loads(json.dumps(results)) == results
 
 

@@ -200,20 +200,24 @@ def run_extended(lab: LabConfig, policies_module, setup: Setup, args, run_one=No
             if run is not None:
                 runs.append(run)
                 continue
+        limits = {"budget": setup.budget if "budget" in spec.params else None}
+        limits["queueCap"] = setup.queue_cap
         try:
             timeline = simulate(
                 setup.trace,
                 policy,
                 setup.device,
-                budget=setup.budget if "budget" in spec.params else None,
-                queue_cap=setup.queue_cap,
+                budget=limits["budget"],
+                queue_cap=limits["queueCap"],
                 admit=admit_hook(spec, policies_module),
                 closed=setup.closed,
             )
         except PolicyError as exc:  # with --policy all, say which policy broke a rule
             raise PolicyError(f"policy {spec.name}: {exc}") from None
         trace = timeline.trace
-        run = build_run(spec.name, params, setup.device, timeline, args.fault, extended=True)
+        run = build_run(
+            spec.name, params, setup.device, timeline, args.fault, extended=True, limits=limits
+        )
         runs.append(in_format(run, timeline, args.format or default_format(trace, len(chosen))))
     return trace, runs
 
