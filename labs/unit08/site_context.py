@@ -358,6 +358,7 @@ def lesson_context(unit: Unit) -> dict:
     runs = lesson_runs.Runs(unit)
     pair = lesson_runs.batching(runs)
     kv = lesson_runs.kv_pool(runs)
+    lifo = lesson_runs.lifo_victim(runs)
     sweep = lesson_runs.sweep(unit)
     short = lesson_runs.short(unit, sweep)
     measure = lesson_runs.solution_measure(unit)
@@ -374,6 +375,7 @@ def lesson_context(unit: Unit) -> dict:
         "kv": kv,
         "kv_draws": _kv_draws(kv),
         "kv_svg": Markup(kv_figure(kv)),
+        "lifo": lifo,
         "sweep": sweep,
         "protocol": sweep["protocol"],
         "sweep_rows": _rows(sweep["cells"]),
