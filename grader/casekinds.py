@@ -8,9 +8,12 @@ what an answer matches above the majority baseline (``credited_share``): a const
 the reference's most common answer everywhere, earns nothing.
 
 ``goodput``: the child's run, once the replay found it valid, is scored by its goodput under the
-case's SLO relative to the reference's run on the same case:
+case's SLO relative to the reference's run on the same case, over unit 08's one measurement
+window (``servesim.protocol.measurement_window``: by arrival, ``[start, end)``; a graded trace
+has no warm-up and a cool-down of one request, so the window runs from its first arrival to its
+last and holds every request but the last to arrive):
 
-    goodput = qualifying requests / arrival span of the trace (s)
+    goodput = qualifying requests that arrived in the window / window length (s)
     qualifying = completed, TTFT <= slo.ttftMs and TPOT <= slo.tpotMs (a one-token request has
                  no TPOT and meets that target)
     points = case points x min(CAP, goodput / reference goodput)   (full points when the
@@ -23,6 +26,8 @@ import json
 import math
 from collections import Counter
 from dataclasses import dataclass
+
+from servesim.protocol import Window, measurement_window
 
 TOLERANCE = 1e-9  # relative (and absolute near 0) for numbers in script answers
 CAP = 1.0  # most a goodput case pays, as a share of its points
@@ -88,10 +93,13 @@ class GoodputScore:
     p99_ttft_ms: float | None  # nearest rank, over completed requests
 
 
-def arrival_span_s(requests: list[dict]) -> float:
-    """The window goodput divides by: first to last arrival, in seconds (1 ms at least)."""
+GRADED_WARMUP, GRADED_COOLDOWN = 0, 1  # a graded trace's measurement window
+
+
+def graded_window(requests: list[dict]) -> Window:
+    """The measurement window of a graded trace's run (by the requests' arrival times)."""
     arrivals = [r["arrivalMs"] for r in requests]
-    return max(max(arrivals) - min(arrivals), 1.0) / 1000
+    return measurement_window(arrivals, GRADED_WARMUP, GRADED_COOLDOWN)
 
 
 def qualifies(request: dict, slo: dict) -> bool:
@@ -114,14 +122,15 @@ def percentile(values: list[float], q: float) -> float | None:
 
 def goodput_score(requests: list[dict], slo: dict) -> GoodputScore:
     """Goodput of verified request entries (each with arrivalMs, status and the metrics the
-    parent recomputed) under ``slo`` ({ttftMs, tpotMs})."""
-    qualifying = sum(qualifies(r, slo) for r in requests)
+    parent recomputed) under ``slo`` ({ttftMs, tpotMs}), over the graded window."""
+    window = graded_window(requests)
+    qualifying = sum(qualifies(r, slo) for r in window.select(requests))
     ttfts = [
         r["ttftMs"]
         for r in requests
         if r.get("status", "completed") == "completed" and r.get("ttftMs") is not None
     ]
-    return GoodputScore(qualifying, qualifying / arrival_span_s(requests), percentile(ttfts, 99))
+    return GoodputScore(qualifying, qualifying / window.length_s, percentile(ttfts, 99))
 
 
 def trace_bounds(trace_doc: dict, device: dict) -> dict:
@@ -142,8 +151,9 @@ def trace_bounds(trace_doc: dict, device: dict) -> dict:
     if device.get("prefillMsPerContextToken") or device.get("decodeMsPerContextToken"):
         busy = math.inf  # calibrated profiles: a step's cost grows with its context
     arrivals = [r["arrivalMs"] for r in requests]
+    window = graded_window(requests)
     return {
-        "goodputMax": len(requests) / arrival_span_s(requests),
+        "goodputMax": len(window.select(requests)) / window.length_s,
         "ttftMaxMs": max(arrivals) - min(arrivals) + busy,
     }
 

@@ -33,7 +33,7 @@ def build_run(
     each event's ``preempt`` list, the engine ``limits`` and the status counts of the summary;
     without it the entry is exactly unit 07's.
     """
-    requests = [_request(seq, extended) for seq in timeline.sequences]
+    requests = request_records(timeline, extended=extended)
     events = [_event(event, extended) for event in timeline.events]
     run = {
         "policy": policy,
@@ -49,6 +49,11 @@ def build_run(
         FAULTS[fault].apply(run)
     run["summary"] = summarize(run["requests"], run["events"], extended=extended)
     return run
+
+
+def request_records(timeline: Timeline, *, extended: bool = False) -> list[dict]:
+    """The ``requests`` of a run entry alone (what measurement reads), in trace order."""
+    return [_request(seq, extended) for seq in timeline.sequences]
 
 
 def _request(seq, extended: bool) -> dict:

@@ -10,7 +10,9 @@ the second series are hatched, lines are labelled at their end, bars carry their
 every plotted value is also in a data table under the chart (:class:`Chart` renders both). A
 value of ``math.inf`` (for example a p99 that does not exist because too many requests failed)
 is drawn as a hollow marker on the top edge, said so in the legend, and written ``inf_label``
-in tooltips and the table.
+in tooltips and the table. A point may carry an interval (``Series.errors``, ``bar_chart``'s
+``errors``), drawn as an error bar, explained in the legend (``bar_note``) and written beside
+the value in the table.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ class Series:
     points: list[tuple[float, float]]
     step: bool = False  # draw as a step function (value holds until the next point)
     marks: list[tuple[float, float, str]] = field(default_factory=list)  # (x, y, tooltip)
+    errors: list[tuple[float, float] | None] = field(default_factory=list)  # (low, high) per point
 
 
 def nice_ticks(high: float, count: int = 5) -> list[float]:
@@ -145,9 +148,10 @@ def _bar_shape(element_id: str, k: int, x: float, y: float, w: float, h: float) 
 
 
 def _legend(
-    names: list[str], y0: float, shape: str, extra: str | None, element_id: str, markers=None
+    names: list[str], y0: float, shape: str, extra, element_id: str, markers=None
 ) -> list[str]:
-    """One row per series (its line with dash and marker, or its bar), then ``extra``."""
+    """One row per series (its line with dash and marker, or its bar), then a row per note of
+    ``extra`` (a note, a list of notes, or None)."""
     markers = markers or [True] * len(names)
     out = []
     for i, name in enumerate(names):
@@ -161,10 +165,23 @@ def _legend(
             f'<g class="legend-item series-{i}">{key}<text x="{LEFT + 32}" y="{y + 4}">'
             f"{escape(name)}</text></g>"
         )
-    if extra:
-        y = y0 + LEGEND_ROW * len(names)
-        out.append(f'<text class="legend-note" x="{LEFT}" y="{y + 4}">{escape(extra)}</text>')
+    for k, note in enumerate([extra] if isinstance(extra, str) else extra or []):
+        y = y0 + LEGEND_ROW * (len(names) + k)
+        out.append(f'<text class="legend-note" x="{LEFT}" y="{y + 4}">{escape(note)}</text>')
     return out
+
+
+def _error_bar(x: float, low: float, high: float) -> str:
+    """An interval drawn at screen x from screen y ``low`` to ``high``, with caps."""
+    return (
+        f'<path class="error-bar" d="M{x - 4:.1f} {low:.1f}h8M{x:.1f} {low:.1f}V{high:.1f}'
+        f'M{x - 4:.1f} {high:.1f}h8"/>'
+    )
+
+
+def _with_interval(value: float, bar, inf_label: str) -> str:
+    text = _fmt(value, inf_label)
+    return f"{text}（{_fmt(bar[0])}–{_fmt(bar[1])}）" if bar else text
 
 
 def _spread(wanted: list[float], low: float, high: float) -> list[float]:
@@ -226,6 +243,7 @@ def data_table(
     for s in series:
         for x, _, tip in s.marks:
             marks.setdefault(x, []).append(tip)
+    bars = [dict(zip((x for x, _ in s.points), s.errors)) for s in series]
     head = "".join(f'<th scope="col">{escape(s.name)}</th>' for s in series)
     if marks:
         head += f'<th scope="col">{escape(mark_label or "标记")}</th>'
@@ -236,7 +254,8 @@ def data_table(
             continue
         previous = values
         cells = "".join(
-            f"<td>{'—' if v is None else escape(_fmt(v, inf_label))}</td>" for v in values
+            f"<td>{'—' if v is None else escape(_with_interval(v, bar.get(x), inf_label))}</td>"
+            for v, bar in zip(values, bars)
         )
         if marks:
             cells += f"<td>{escape('；'.join(marks.get(x, [])))}</td>"
@@ -265,11 +284,14 @@ def line_chart(
     inf_note: str = "空心点在上沿：数值为无穷大",
     inf_label: str = "∞",
     mark_note: str | None = None,
+    bar_note: str = "竖线：置信区间",
 ) -> Chart:
     """An SVG line chart and its data table; ``hline`` is a labelled horizontal limit such as a
-    pool size; ``inf_label`` is how an infinite value is written in tooltips and the table."""
+    pool size or an SLO; ``inf_label`` is how an infinite value is written in tooltips and the
+    table; a series' ``errors`` are drawn as error bars, explained by ``bar_note``."""
     xs = [x for s in series for x, _ in s.points]
     ys = [y for s in series for _, y in s.points if math.isfinite(y)]
+    ys += [v for s in series for e in s.errors if e for v in e if math.isfinite(v)]
     if hline:
         ys.append(hline[0])
     x_ticks = nice_ticks(max(xs, default=1))
@@ -283,7 +305,8 @@ def line_chart(
         return TOP + PLOT_H * (1 - min(y, y_ticks[-1]) / y_ticks[-1])
 
     any_inf = any(not math.isfinite(y) for s in series for _, y in s.points)
-    notes = [n for n in (inf_note if any_inf else None, mark_note) if n]
+    any_bar = any(e for s in series for e in s.errors)
+    notes = [n for n in (inf_note if any_inf else None, mark_note, any_bar and bar_note) if n]
     height = TOP + PLOT_H + BOTTOM + LEGEND_ROW * (len(series) + len(notes)) + 6
     out = _open(element_id, height, title, desc, "line-chart")
     out += _axes(x_ticks, y_ticks, sx, sy, x_label, y_label)
@@ -296,6 +319,9 @@ def line_chart(
     for i, s in enumerate(series):
         out.append(f'<g class="series series-{i}" data-series="{escape(s.name)}">')
         out.append(f'<polyline points="{_line_path(s.points, sx, sy, s.step)}"{_dash(i)}/>')
+        for (x, _), bar in zip(s.points, s.errors):
+            if bar and all(math.isfinite(v) for v in bar):
+                out.append(_error_bar(sx(x), sy(bar[0]), sy(bar[1])))
         if not s.step:
             for x, y in s.points:
                 hollow = "" if math.isfinite(y) else " hollow"
@@ -313,9 +339,8 @@ def line_chart(
         out.append("</g>")
     out += _direct_labels(series, sx, sy)
     legend_top = TOP + PLOT_H + BOTTOM + 8
-    note = " · ".join(notes) if notes else None
     marked = [not s.step for s in series]
-    out += _legend([s.name for s in series], legend_top, "line", note, element_id, marked)
+    out += _legend([s.name for s in series], legend_top, "line", notes, element_id, marked)
     out.append("</svg>")
     return Chart("".join(out), data_table(title, x_label, series, inf_label, mark_note))
 
@@ -329,10 +354,15 @@ def bar_chart(
     desc: str,
     x_label: str,
     y_label: str,
+    errors: list[list[tuple[float, float] | None]] | None = None,
+    bar_note: str = "竖线：置信区间",
 ) -> Chart:
     """Grouped bars: one group per label in ``groups``, one bar per series in each group, each
-    bar labelled with its value; the data table has a row per group, a column per series."""
+    bar labelled with its value; ``errors[k][i]`` is an interval drawn over bar i of series k
+    (explained by ``bar_note``); the data table has a row per group, a column per series."""
+    errors = errors or [[None] * len(values) for _, values in series]
     high = max((v for _, values in series for v in values), default=1)
+    high = max([high, *(v for row in errors for e in row if e for v in e if math.isfinite(v))])
     y_ticks = nice_ticks(high * 1.12)  # room for the value labels above the bars
     plot_w = WIDTH - LEFT - RIGHT
     slot = plot_w / len(groups)
@@ -344,7 +374,8 @@ def bar_chart(
     def sy(y: float) -> float:
         return TOP + PLOT_H * (1 - y / y_ticks[-1])
 
-    height = TOP + PLOT_H + BOTTOM + LEGEND_ROW * len(series) + 6
+    note = [bar_note] if any(e for row in errors for e in row) else []
+    height = TOP + PLOT_H + BOTTOM + LEGEND_ROW * (len(series) + len(note)) + 6
     out = _open(element_id, height, title, desc, "bar-chart")
     out.append(_hatch_defs(element_id, len(series)))
     out += _axes(range(len(groups)), y_ticks, sx, sy, x_label, y_label, x_text=groups)
@@ -352,19 +383,31 @@ def bar_chart(
         out.append(f'<g class="series series-{k}" data-series="{escape(name)}">')
         for i, value in enumerate(values):
             x0 = sx(i) - bar * len(series) / 2 + bar * k
+            interval = errors[k][i]
+            top = max(value, interval[1]) if interval else value
             out.append(
-                f"<g><title>{escape(name)} · {escape(groups[i])}: {_fmt(value)}</title>"
+                f"<g><title>{escape(name)} · {escape(groups[i])}: "
+                f"{escape(_with_interval(value, interval, '∞'))}</title>"
                 + _bar_shape(element_id, k, x0, sy(value), bar - 2, TOP + PLOT_H - sy(value))
+                + (
+                    _error_bar(x0 + (bar - 2) / 2, sy(interval[0]), sy(interval[1]))
+                    if interval
+                    else ""
+                )
                 + f'<text class="value-label" x="{x0 + (bar - 2) / 2:.1f}" '
-                f'y="{sy(value) - 4:.1f}" text-anchor="middle">{_fmt(round(value, 2))}</text></g>'
+                f'y="{sy(top) - 4:.1f}" text-anchor="middle">{_fmt(round(value, 2))}</text></g>'
             )
         out.append("</g>")
-    out += _legend([name for name, _ in series], TOP + PLOT_H + BOTTOM + 8, "bar", None, element_id)
+    names = [name for name, _ in series]
+    out += _legend(names, TOP + PLOT_H + BOTTOM + 8, "bar", note, element_id)
     out.append("</svg>")
     head = "".join(f'<th scope="col">{escape(name)}</th>' for name, _ in series)
     rows = [
         f'<tr><th scope="row">{escape(group)}</th>'
-        + "".join(f"<td>{_fmt(values[i])}</td>" for _, values in series)
+        + "".join(
+            f"<td>{escape(_with_interval(values[i], errors[k][i], '∞'))}</td>"
+            for k, (_, values) in enumerate(series)
+        )
         + "</tr>"
         for i, group in enumerate(groups)
     ]

@@ -1,37 +1,55 @@
 """Unit 08's lesson runs: every case the page talks about, run now by the reference solution.
 
-Loaded by path from ``site_context.py`` (see docs/units.md, "Site"). The device is the one in
-unit.yaml; a construction changes only the capacity it names (K, M), so a change to a timing
-constant in unit.yaml moves every figure except the tier sweep, whose tiers carry their own
-device (the lab's ``tiers/*.json``, exactly what a student's ``sweep.py`` runs). Each run is
-made once per build (``Runs`` keeps them by key).
+Loaded by path from ``site_context.py`` (see docs/units.md, "Site"). Two kinds of runs:
+
+- constructions, made at every build on the device of unit.yaml (a construction changes only
+  the capacity it names, K or M): static vs continuous on the chapter's three requests, and
+  budgeted vs paged on the public ``burst`` trace, whose claims are also checked on other draws
+  of the same generator (``BURST_SEEDS``);
+- protocol runs, made by the lab's own ``experiment.py`` with the reference solution, exactly
+  what a student's ``sweep.py --protocol`` runs: the tier sweep of ``protocols/lesson.json``,
+  the short single-seed sweep the lesson warns about, and closed vs open loop
+  (``protocols/closed-loop.json``). They take minutes, so their results are kept in
+  ``lesson_cache.json`` under a key hashed from every input (the engine, the solution,
+  experiment.py, this file, the protocol, tier and trace files); when the key does not match,
+  the build makes them again (and says so), and ``python labs/unit08/lesson_runs.py`` writes
+  them back. CI builds the site from a fresh clone, where the committed cache is what it uses.
 """
 
 from __future__ import annotations
 
+import hashlib
+import inspect
 import json
 import math
+import os
+import statistics
+import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 
-from servesim.arrivals import ClosedLoop
-from servesim.load import open_loop
 from servesim.metrics import percentile
+from servesim.protocol import load_protocol, parse_protocol
+from servesim.runfile import write_atomic
 from servesim.tiers import TierError, load_tier
+from servesim.trace import parse_trace
 
 from grader import reference
+from grader.plugins import load_file
 from grader.sitebuild.claims import BuildError
-from grader.sitebuild.plugins import load_module
 from grader.sitebuild.runs import PolicyRun, device
-from grader.units import Unit
+from grader.units import CODE_ROOT, Unit
+
+HERE = Path(__file__).resolve().parent
+CACHE = HERE / "lesson_cache.json"
+public_traces = load_file(HERE / "public_traces.py")
 
 BATCH_K = 2  # the chapter's two slots for static vs continuous
 POOL = {"max_active": 16, "kv_pages": 256}  # a small pool the burst overflows
-LOOP_DEVICE = {"max_active": 32, "kv_pages": 2048}  # the small tiers' capacity
-LOOP = {"users": 32, "think_ms": 5000.0, "requests": 200, "seed": 1}
-SWEEP = {"loads": (1, 2, 3, 4, 5, 6), "requests": 150, "seed": 1}
-SLO = {"ttft_ms": 2000.0, "tpot_ms": 80.0}
-TARGET = 0.9
-SIZES = "azure-conv-slice"
+BURST_SEEDS = tuple(range(1, 11))  # other draws of the burst generator (the public trace: 8)
+PROTOCOL = "protocols/lesson.json"
+LOOPS = {"protocol": "protocols/closed-loop.json", "tier": "tiers/small-paged.json"}
+SHORT = {"requests": 300, "seed": 1}  # the single short run the lab once answered with
 
 
 def default_budget(unit: Unit, policy: str) -> int:
@@ -43,28 +61,17 @@ def default_budget(unit: Unit, policy: str) -> int:
 
 @dataclass
 class Runs:
-    """The unit, its reference measure.py, and every run made so far (by key)."""
+    """The unit and every construction run made so far (by key)."""
 
     unit: Unit
     cache: dict = field(default_factory=dict)
 
-    @property
-    def measure(self):
-        return load_module(self.unit.solutions_dir / "measure.py")
-
-    def run(self, key: tuple, make) -> PolicyRun:
-        if key not in self.cache:
-            self.cache[key] = make()
-        return self.cache[key]
-
     def policy(self, trace, policy: str, params: dict, dev, label: str, **extra) -> PolicyRun:
-        key = (label, policy, json.dumps(params, sort_keys=True), repr(dev))
-        return self.run(
-            key,
-            lambda: PolicyRun(
-                label, reference.run_reference(self.unit, trace, policy, params, dev, **extra)
-            ),
-        )
+        key = (label, trace.name, policy, json.dumps(params, sort_keys=True), repr(dev))
+        if key not in self.cache:
+            run = reference.run_reference(self.unit, trace, policy, params, dev, **extra)
+            self.cache[key] = PolicyRun(label, run)
+        return self.cache[key]
 
 
 def batching(runs: Runs) -> dict[str, PolicyRun]:
@@ -103,18 +110,53 @@ def pages_over_time(run: dict, page_tokens: int) -> list[tuple[float, int]]:
     return points
 
 
+def _pool_run(runs: Runs, trace, policy: str, dev) -> dict:
+    run = runs.policy(trace, policy, {"budget": default_budget(runs.unit, policy)}, dev, policy)
+    pages = pages_over_time(run.run, dev.page_tokens)
+    preempts = [(e["startMs"], rid) for e in run.events for rid in e["preempt"]]
+    return {"run": run, "pages": pages, "preempts": preempts, "peak": max(p for _, p in pages)}
+
+
 def kv_pool(runs: Runs) -> dict:
-    """budgeted vs paged on the burst, on a pool the burst overflows."""
-    trace = reference.load_trace(runs.unit, "burst")
+    """budgeted vs paged on the burst, on a pool the burst overflows; and the same pair on
+    other draws of the burst generator (``draws``: one dict per seed)."""
     dev = device(runs.unit, **POOL)
-    out = {"device": dev.to_json(), "runs": {}, "pages": {}, "preempts": {}}
-    for policy in ("budgeted", "paged"):
-        budget = default_budget(runs.unit, policy)
-        run = runs.policy(trace, policy, {"budget": budget}, dev, policy)
-        out["runs"][policy] = run
-        out["pages"][policy] = pages_over_time(run.run, dev.page_tokens)
-        out["preempts"][policy] = [(e["startMs"], rid) for e in run.events for rid in e["preempt"]]
-    return out
+    trace = reference.load_trace(runs.unit, "burst")
+    shown = {p: _pool_run(runs, trace, p, dev) for p in ("budgeted", "paged")}
+    draws = []
+    for seed in BURST_SEEDS:
+        doc = public_traces.burst(seed)
+        drawn = parse_trace({**doc, "name": f"burst-seed-{seed}"}, source=f"burst seed {seed}")
+        draws.append({p: _pool_run(runs, drawn, p, dev) for p in ("budgeted", "paged")})
+    return {
+        "device": dev.to_json(),
+        "runs": {p: shown[p]["run"] for p in shown},
+        "pages": {p: shown[p]["pages"] for p in shown},
+        "preempts": {p: shown[p]["preempts"] for p in shown},
+        "draws": draws,
+    }
+
+
+def chapter_example(measure):
+    """Section 31.7's example measured by ``measure.goodput``: 1,000 requests submitted over
+    100 s, 100 rejected, 50 failed (cancelled), 850 succeeded (completed), 700 of them within
+    every target (30 fail the quality check, 120 the TTFT target)."""
+    requests, bad_quality = [], set()
+    for i in range(1000):
+        arrival, rid = i * 100.0, f"r{i:04d}"
+        record = {"id": rid, "arrivalMs": arrival, "status": "completed", "tpotMs": None}
+        if i < 100:
+            record |= {"status": "rejected", "statusMs": arrival, "ttftMs": None}
+        elif i < 150:
+            record |= {"status": "cancelled", "statusMs": arrival + 900, "ttftMs": None}
+        else:
+            ttft = 800.0 if i >= 880 else 100.0
+            record |= {"statusMs": arrival + ttft, "ttftMs": ttft}
+            if i < 180:
+                bad_quality.add(rid)
+        requests.append(record)
+    slo = measure.Slo(ttft_ms=500.0)
+    return measure.goodput(requests, slo, 0.0, 100_000.0, lambda r: r["id"] not in bad_quality)
 
 
 LIFO = {"trace": "lifo-victim", "device": "kv-64-pages", "budget": 64}
@@ -195,94 +237,289 @@ def _p99(requests: list[dict]) -> float:
     return percentile([r["ttftMs"] if r["ttftMs"] is not None else math.inf for r in requests], 99)
 
 
-@dataclass(frozen=True)
-class Point:
-    tier: str
-    load: float
-    goodput: object  # measure.Goodput
-    rejected: int
-    p99_ttft_ms: float
+# -- protocol runs (cached) -------------------------------------------------------------------
 
 
-def tiers(runs: Runs) -> list:
-    names = tuple(p["name"] for p in runs.unit.policies)
-    try:
-        return [load_tier(p, names) for p in sorted((runs.unit.lab_dir / "tiers").glob("*.json"))]
-    except TierError as exc:
-        raise BuildError(f"unit {runs.unit.id}: {exc}") from None
+def experiment(unit: Unit):
+    """The lab folder's experiment.py (what sweep.py runs)."""
+    return load_file(unit.lab_dir / "experiment.py")
 
 
-def sweep(runs: Runs) -> dict:
-    """Every tier at every offered load (open loop), measured as the lab's sweep.py does."""
-    measure = runs.measure
-    slo = measure.Slo(**SLO)
-    base = reference.load_trace(runs.unit, SIZES)
-    points = []
-    for tier in tiers(runs):
-        for load in SWEEP["loads"]:
-            trace = open_loop(base, load, SWEEP["requests"], SWEEP["seed"])
-            run = runs.policy(
-                trace,
-                tier.policy,
-                {"budget": tier.budget},
-                tier.device,
-                f"{tier.name}@{load:g}",
-                queue_cap=tier.queue_cap,
-            ).run
-            requests = run["requests"]
-            end = math.nextafter(max(r["statusMs"] for r in requests), math.inf)
-
-            def passes(r, tier=tier):
-                return measure.quality_passes(r["id"], tier.name, tier.quality_pass_rate)
-
-            report = measure.goodput(requests, slo, 0.0, end, passes=passes)
-            rejected = sum(r["status"] == "rejected" for r in requests)
-            points.append(Point(tier.name, load, report, rejected, _p99(requests)))
-    return {"tiers": tiers(runs), "points": points}
-
-
-def operating_points(sweep_result: dict) -> list[dict]:
-    """Per tier: the highest load meeting the target, its goodput and cost per 1,000."""
-    out = []
-    for tier in sweep_result["tiers"]:
-        mine = [p for p in sweep_result["points"] if p.tier == tier.name]
-        ok = [p for p in mine if p.goodput.attainment_over_submitted >= TARGET]
-        best = max(ok, key=lambda p: p.load, default=None)
-        cost = None
-        if best is not None and best.goodput.goodput_per_s > 0:
-            cost = tier.price_per_hour / (best.goodput.goodput_per_s * 3600) * 1000
-        out.append({"tier": tier, "point": best, "cost": cost})
-    return out
-
-
-def loops(runs: Runs) -> dict:
-    """A closed loop, and an open loop at the closed loop's realised mean rate."""
-    base = reference.load_trace(runs.unit, SIZES)
-    dev = device(runs.unit, **LOOP_DEVICE)
-    params = {"budget": default_budget(runs.unit, "paged")}
-    closed_src = ClosedLoop(
-        LOOP["users"],
-        LOOP["think_ms"],
-        LOOP["requests"],
-        base,
-        seed=LOOP["seed"],
-        think="exponential",
+def code(unit: Unit):
+    """The reference solution, as experiment.py's workers load it (private module names)."""
+    tag = hashlib.sha256(str(unit.solutions_dir).encode()).hexdigest()[:10]
+    return experiment(unit).Code(
+        (f"_infralab_lesson_{tag}_policies", str(unit.solutions_dir / "policies.py")),
+        (f"_infralab_lesson_{tag}_measure", str(unit.solutions_dir / "measure.py")),
+        str(unit.lab_dir),
     )
-    closed = runs.policy(None, "paged", params, dev, "closed", closed=closed_src)
-    rate = _rate(closed.run["requests"])
-    # one seed, its time axis scaled so the sample's own rate equals the closed loop's
-    sample = _rate(open_loop(base, rate, LOOP["requests"], LOOP["seed"]).raw["requests"])
-    trace = open_loop(base, rate * rate / sample, LOOP["requests"], LOOP["seed"])
-    opened = runs.policy(trace, "paged", params, dev, "open")
-    out = {"device": dev.to_json(), "rate": rate, "open_rate": _rate(opened.run["requests"])}
-    for name, run in (("closed", closed), ("open", opened)):
-        ttfts = [r["ttftMs"] for r in run.run["requests"] if r["ttftMs"] is not None]
-        if len(ttfts) != len(run.run["requests"]):
-            raise BuildError(f"unit {runs.unit.id}: the {name} loop lost requests")
-        out[name] = {"run": run, **{f"p{p}": percentile(ttfts, p) for p in (50, 90, 99)}}
-    return out
 
 
-def _rate(requests: list[dict]) -> float:
-    """Requests per second: how many arrived over the time of the last arrival."""
-    return len(requests) / (max(r["arrivalMs"] for r in requests) / 1000)
+def solution_measure(unit: Unit):
+    return experiment(unit).module(*code(unit).measure)
+
+
+def workers() -> int:
+    """Processes for protocol runs: every core where workers fork (Linux), else one."""
+    return (os.cpu_count() or 1) if sys.platform == "linux" else 1
+
+
+def tier_paths(unit: Unit) -> list[Path]:
+    return sorted((unit.lab_dir / "tiers").glob("*.json"))
+
+
+def tiers(unit: Unit) -> list:
+    names = tuple(p["name"] for p in unit.policies)
+    try:
+        return [load_tier(p, names) for p in tier_paths(unit)]
+    except TierError as exc:
+        raise BuildError(f"unit {unit.id}: {exc}") from None
+
+
+def _inputs(unit: Unit, lab_files, code=()) -> dict[str, bytes]:
+    """Everything a protocol section's results depend on, by a location-free label: the
+    engine, the solution, the lab's experiment.py and lab.json, the section's own lab files
+    (protocol, tiers, trace) and the source of this file's functions it runs (``code``)."""
+    engine = CODE_ROOT / "servesim"
+    paths = {f"servesim/{p.relative_to(engine)}": p for p in sorted(engine.rglob("*.py"))}
+    paths |= {f"solutions/{n}": unit.solutions_dir / n for n in ("policies.py", "measure.py")}
+    for name in ("experiment.py", "lab.json", *lab_files):
+        paths[f"lab/{name}"] = unit.lab_dir / name
+    inputs = {label: path.read_bytes() for label, path in paths.items()}
+    for item in code:
+        source = inspect.getsource(item) if callable(item) else repr(item)
+        inputs[f"lesson_runs/{getattr(item, '__name__', source)}"] = source.encode()
+    return inputs
+
+
+def input_key(inputs: dict[str, bytes]) -> str:
+    digest = hashlib.sha256()
+    for label in sorted(inputs):
+        digest.update(label.encode() + b"\0" + inputs[label] + b"\0")
+    return digest.hexdigest()
+
+
+def _read_cache() -> dict:
+    try:
+        return json.loads(CACHE.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def sections(unit: Unit) -> dict:
+    """Each cached section: (its input files, the function that makes its results)."""
+    protocol = load_protocol(unit.lab_dir / PROTOCOL)
+    closed = load_protocol(unit.lab_dir / LOOPS["protocol"])
+    paths = [str(p) for p in tier_paths(unit)]
+    sweep_files = [
+        PROTOCOL,
+        f"traces/{protocol.sizes}.json",
+        *(f"tiers/{Path(p).name}" for p in paths),
+    ]
+    loop_files = [LOOPS["protocol"], LOOPS["tier"], f"traces/{closed.sizes}.json"]
+    ex, solution = experiment(unit), code(unit)
+
+    def make_sweep():
+        return ex.run_protocol(protocol, paths, solution, workers(), _progress)
+
+    def make_short():
+        jobs = ex.jobs_of(short_protocol(protocol), paths, solution)
+        jobs = [j for j in jobs if j.seed == SHORT["seed"]]
+        return ex.run_jobs(jobs, workers(), _progress, short_job)
+
+    def make_loops():
+        tier = [str(unit.lab_dir / LOOPS["tier"])]
+        closed_rows = ex.run_jobs(ex.jobs_of(closed, tier, solution), workers(), None, loops_job)
+        rate = round(statistics.fmean(r["rate"] for r in closed_rows), 3)
+        opened = open_protocol(closed, rate)
+        open_rows = ex.run_jobs(ex.jobs_of(opened, tier, solution), workers(), None, loops_job)
+        return {"rate": rate, "closed": closed_rows, "open": open_rows}
+
+    return {
+        "sweep": (_inputs(unit, sweep_files), make_sweep),
+        "short": (
+            _inputs(unit, sweep_files, (short_job, legacy_passes, short_protocol, SHORT)),
+            make_short,
+        ),
+        "loops": (_inputs(unit, loop_files, (loops_job, open_protocol, LOOPS)), make_loops),
+    }
+
+
+def cached(unit: Unit, name: str):
+    """A section's results, from the cache when its key matches its inputs, else made now."""
+    files, make = sections(unit)[name]
+    entry = _read_cache().get(name)
+    if entry and entry.get("key") == input_key(files):
+        return entry["data"]
+    print(
+        f"note: unit {unit.id}: lesson runs '{name}' are not in the cache for these inputs; "
+        "making them now (minutes); `python labs/unit08/lesson_runs.py` stores them",
+        file=sys.stderr,
+    )
+    return make()
+
+
+def stale_sections(unit: Unit) -> list[str]:
+    """The cached sections whose key no longer matches their inputs (or that are missing)."""
+    doc = _read_cache()
+    return [
+        name
+        for name, (files, _) in sections(unit).items()
+        if doc.get(name, {}).get("key") != input_key(files)
+    ]
+
+
+def sweep(unit: Unit) -> dict:
+    """Every tier at every load of the lesson's protocol, judged as sweep.py judges it."""
+    protocol = load_protocol(unit.lab_dir / PROTOCOL)
+    ex, measure = experiment(unit), solution_measure(unit)
+    cells = ex.judge(protocol, cached(unit, "sweep"), measure)
+    all_tiers = tiers(unit)
+    points = ex.operating_points(all_tiers, cells)
+    return {
+        "protocol": protocol,
+        "tiers": all_tiers,
+        "cells": cells,
+        "points": points,
+        "choice": ex.cheapest(all_tiers, cells, points),
+    }
+
+
+def legacy_passes(request_id: str, tier: str, pass_rate: float) -> bool:
+    """The quality draw the lab used before replications: tier and id only, no seed."""
+    digest = hashlib.sha256(f"{tier}/{request_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64 < pass_rate
+
+
+def experiment_of(job):
+    return load_file(Path(job.code.lab_dir) / "experiment.py")
+
+
+def short_job(job) -> dict:
+    """One short run measured the old way: from time 0 to the last departure, quality drawn
+    by tier and id alone, one seed (and, beside it, the seeded draw's pass share)."""
+    ex = experiment_of(job)
+    tier, protocol, requests = ex.simulate_job(job)
+    measure = ex.module(*job.code.measure)
+    slo = measure.Slo(ttft_ms=protocol.slo_ttft_ms, tpot_ms=protocol.slo_tpot_ms)
+    end = max(r["statusMs"] for r in requests)  # (the old window): 0 to the last departure
+    done = [r for r in requests if r["status"] == "completed"]
+    old = [r for r in done if legacy_passes(r["id"], tier.name, tier.quality_pass_rate)]
+    qualifying = sum(1 for r in old if measure.meets_slo(r, slo))
+    seeded = sum(
+        measure.quality_passes(r["id"], tier.name, tier.quality_pass_rate, job.seed) for r in done
+    )
+    return {
+        "tier": tier.name,
+        "load": job.load,
+        "attainment": qualifying / len(requests),
+        "goodput": qualifying / (end / 1000),
+        "legacy_quality": len(old) / len(done) if done else None,
+        "seeded_quality": seeded / len(done) if done else None,
+    }
+
+
+def short_protocol(protocol):
+    """The lesson's protocol cut down to the lab's old single run: SHORT requests, no warm-up
+    (two seeds, as a protocol needs; only the first runs)."""
+    doc = protocol.to_json() | {
+        "name": f"{protocol.name}-short",
+        "requestsPerRun": SHORT["requests"],
+        "warmupRequests": 0,
+        "cooldownRequests": 1,
+        "seeds": [SHORT["seed"], SHORT["seed"] + 1],
+    }
+    return parse_protocol(doc, "the short protocol")
+
+
+def short(unit: Unit, sweep_result: dict) -> dict:
+    """The single short run per tier and load, and the answer it gave (the lab's old one):
+    a tier is "feasible" where that one run's attainment reaches the target."""
+    protocol = sweep_result["protocol"]
+    rows = cached(unit, "short")
+    best, best_cost, ops = None, math.inf, {}
+    for tier in sweep_result["tiers"]:
+        mine = [r for r in rows if r["tier"] == tier.name]
+        ok = [r for r in mine if r["attainment"] >= protocol.attainment_target]
+        top = max(ok, key=lambda r: r["load"], default=None)
+        ops[tier.name] = top
+        if top and top["goodput"] > 0:
+            cost = tier.price_per_hour / (top["goodput"] * 3600) * 1000
+            if cost < best_cost:
+                best, best_cost = tier.name, cost
+    return {"rows": rows, "ops": ops, "cheapest": best, "cost": best_cost}
+
+
+def loops_job(job) -> dict:
+    """One replication of a loop: its window's TTFT percentiles (``p*``: a failed request
+    counts as infinitely late, None when that percentile is; ``served_p*``: completed requests
+    only), its realised rate and its failures."""
+    _, protocol, requests = experiment_of(job).simulate_job(job)
+    window = protocol.window(requests)
+    inside = window.select(requests)
+    ttfts = [math.inf if r["ttftMs"] is None else r["ttftMs"] for r in inside]
+
+    served = [r["ttftMs"] for r in inside if r["status"] == "completed"]
+
+    def finite(value):
+        return None if math.isinf(value) else value
+
+    return {
+        "seed": job.seed,
+        "rate": len(inside) / window.length_s,
+        "submitted": len(inside),
+        "failed": len(inside) - len(served),
+        **{f"p{p}": finite(percentile(ttfts, p)) for p in (50, 90, 99)},
+        **{f"served_p{p}": percentile(served, p) for p in (50, 90, 99)},
+    }
+
+
+def open_protocol(closed, rate: float):
+    """``closed`` with Poisson arrivals at ``rate`` req/s instead of its users."""
+    doc = closed.to_json() | {"name": f"{closed.name}-open", "loads": [rate]}
+    doc["workload"] = {**doc["workload"], "arrivals": {"process": "poisson"}}
+    return parse_protocol(doc, "the open-loop protocol")
+
+
+def loops(unit: Unit) -> dict:
+    """The closed loop of LOOPS over its replications, then an open loop (Poisson) at the
+    closed loop's mean realised rate, with the same seeds, on the same tier."""
+    closed = load_protocol(unit.lab_dir / LOOPS["protocol"])
+    names = tuple(p["name"] for p in unit.policies)
+    tier = load_tier(unit.lab_dir / LOOPS["tier"], names)
+    return {**cached(unit, "loops"), "protocol": closed, "tier": tier}
+
+
+def refresh(unit: Unit, only: list[str] | None = None) -> list[str]:
+    """Make the cached sections (all, or ``only``) now and write lesson_cache.json."""
+    doc = _read_cache()
+    doc["generatedBy"] = "python labs/unit08/lesson_runs.py"
+    made = []
+    for name, (files, make) in sections(unit).items():
+        if only is None or name in only:
+            print(f"making '{name}'", file=sys.stderr)
+            doc[name] = {"key": input_key(files), "data": make()}
+            made.append(name)
+    write_atomic(CACHE, json.dumps(doc, indent=1, allow_nan=False) + "\n")
+    return made
+
+
+def _progress(done: int, total: int) -> None:
+    print(f"\r{done}/{total}", end="" if done < total else "\n", file=sys.stderr, flush=True)
+
+
+def main(argv=None) -> int:
+    from grader.units import load_unit
+
+    unit = load_unit("unit08")
+    only = None if "--all" in (argv or sys.argv[1:]) else stale_sections(unit)
+    if not only and only is not None:
+        print(f"{CACHE.relative_to(CODE_ROOT)} is up to date")
+        return 0
+    made = refresh(unit, only)
+    print(f"wrote {CACHE.relative_to(CODE_ROOT)}: {', '.join(made)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

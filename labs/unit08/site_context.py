@@ -2,8 +2,10 @@
 
 Site plug-in (docs/units.md, "Site"): ``infralab site build`` calls ``lesson_context(unit)``.
 The runs themselves are in ``lesson_runs.py`` (loaded by path, next to this file); here they
-become four figures (timelines, KV pages over time, the tier sweep, open vs closed tails) and
-the values the text quotes. Claims about them sit in lesson.html.j2 next to the sentences.
+become the figures (timelines, KV pages over time, the protocol sweep with its intervals, open
+vs closed tails) and the values the text quotes. Claims about them sit in lesson.html.j2 next to
+the sentences; a claim about protocol runs is checked in every replication, or the page states
+it as "in k of n replications" or with its interval.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from grader.sitebuild.svg import Lane, timeline_svg
 from grader.units import Unit
 
 lesson_runs = load_module(Path(__file__).with_name("lesson_runs.py"))
+
+VERDICT_ZH = {"feasible": "可行", "infeasible": "不可行", "not yet known": "尚不能确定"}
 
 
 def _n(value: float, digits: int = 2) -> str:
@@ -83,50 +87,189 @@ def _held_at(points: list[tuple[float, int]], t: float) -> int:
     return value
 
 
-def sweep_figures(sweep: dict) -> tuple[str, str]:
-    names = [t.name for t in sweep["tiers"]]
+def _kv_draws(kv: dict) -> dict:
+    """How often each burst claim holds over the other draws of the burst generator."""
+    draws = kv["draws"]
+    m = kv["device"]["kvPages"]
 
-    def series(value):
-        return [
-            Series(n, [(p.load, value(p)) for p in sweep["points"] if p.tier == n]) for n in names
-        ]
+    def count(test) -> int:
+        return sum(1 for d in draws if test(d["budgeted"], d["paged"]))
 
-    loads = "、".join(_n(x) for x in lesson_runs.SWEEP["loads"])
-    good = line_chart(
-        series(lambda p: p.goodput.goodput_per_s),
-        element_id="sweep-goodput",
-        title="goodput 随提供负载变化，每个档位一条线",
-        desc=f"横轴为提供负载（请求/秒，取 {loads}），纵轴为 goodput（每秒合格请求数）；"
-        f"{len(names)} 条线分别是档位 {'、'.join(names)}。",
-        x_label="提供负载 (请求/s)",
-        y_label="goodput (合格请求/s)",
-    )
-    p99 = line_chart(
-        series(lambda p: p.p99_ttft_ms / 1000),
-        element_id="sweep-p99",
-        title="p99 TTFT 随提供负载变化，每个档位一条线",
-        desc=f"横轴为提供负载（请求/秒），纵轴为 p99 TTFT（秒），被拒绝或取消的请求按无穷晚计；"
-        f"超过 1% 的请求没有首 token 时 p99 为无穷大，画成上沿的空心点。档位：{'、'.join(names)}。",
-        x_label="提供负载 (请求/s)",
-        y_label="p99 TTFT (s)",
-        inf_note="空心点：超过 1% 失败，p99 为无穷大",
-        inf_label="∞（没有首 token）",
-    )
-    return good, p99
+    return {
+        "n": len(draws),
+        "within_pool": count(lambda b, p: b["peak"] <= m and p["peak"] <= m),
+        "budgeted_never": count(lambda b, p: not b["preempts"]),
+        "paged_preempts": count(lambda b, p: bool(p["preempts"])),
+        "peak_below": count(lambda b, p: b["peak"] < p["peak"]),
+        "paged_completes_more": count(
+            lambda b, p: p["run"].summary["completed"] > b["run"].summary["completed"]
+        ),
+    }
+
+
+def _pm(figure, scale: float = 1.0, digits: int = 2) -> dict | None:
+    """An interval as the template shows it: mean and half-width as text with ``digits``
+    decimals, and its ends (scaled)."""
+    if figure is None:
+        return None
+    return {
+        "mean": f"{figure.mean * scale:.{digits}f}",
+        "half": f"{(figure.high - figure.low) / 2 * scale:.{digits}f}",
+        "low": figure.low * scale,
+        "high": figure.high * scale,
+    }
+
+
+def _decide(cell) -> str:
+    v = cell.verdict
+    if v.outcome != "not yet known":
+        return ""
+    if v.longer_runs:
+        return "需要更长的运行"
+    if v.replications_needed is None:
+        return "按目前的离散程度，1,000 次重复也定不下来"
+    return f"约需 {v.replications_needed} 次重复"
+
+
+def _rows(cells) -> list[dict]:
+    return [
+        {
+            "tier": c.tier,
+            "load": c.load,
+            "outcome": c.outcome,
+            "verdict": VERDICT_ZH[c.outcome],
+            "goodput": _pm(c.figures["goodput"]),
+            "attainment": _pm(c.figures["attainment"], 100, 1),
+            "succeeded": _pm(c.figures["attainment_succeeded"], 100, 1),
+            "p99": _pm(c.figures["p99_ttft_ms"], 1, 0),
+            "quality": _pm(c.figures["quality"], 100, 1),
+            "steady": c.steady,
+            "n": len(c.replications),
+            "decide": _decide(c),
+        }
+        for c in cells
+    ]
+
+
+def _series(sweep: dict, name: str, scale: float = 1.0) -> list[Series]:
+    out = []
+    for tier in sweep["tiers"]:
+        mine = [c for c in sweep["cells"] if c.tier == tier.name]
+        points, errors = [], []
+        for c in mine:
+            f = c.figures[name]
+            points.append((c.load, math.inf if f is None else f.mean * scale))
+            errors.append(None if f is None else (f.low * scale, f.high * scale))
+        out.append(Series(tier.name, points, errors=errors))
+    return out
+
+
+def sweep_figures(sweep: dict) -> dict[str, str]:
+    protocol = sweep["protocol"]
+    names = "、".join(t.name for t in sweep["tiers"])
+    loads = "、".join(_n(x) for x in protocol.loads)
+    n, conf = len(protocol.seeds), f"{protocol.confidence:.0%}"
+    bars = f"竖线：{n} 次重复的 {conf} 置信区间"
+    common = f"横轴为提供负载（请求/秒，取 {loads}）；{len(sweep['tiers'])} 条线是档位 {names}；"
+    target = protocol.attainment_target
+    ttft_s = protocol.slo_ttft_ms / 1000
+    return {
+        "goodput": line_chart(
+            _series(sweep, "goodput"),
+            element_id="sweep-goodput",
+            title="goodput 随提供负载变化，每个档位一条线",
+            desc=common + f"纵轴为 goodput（每秒合格请求数），点是 {n} 次重复的均值，竖线是 "
+            f"{conf} 置信区间。",
+            x_label="提供负载 (请求/s)",
+            y_label="goodput (合格请求/s)",
+            bar_note=bars,
+        ),
+        "attainment": line_chart(
+            _series(sweep, "attainment", 100),
+            element_id="sweep-attainment",
+            title="SLO 达成率（以提交数为分母）随提供负载变化",
+            desc=common + f"纵轴为达成率（%），点是 {n} 次重复的均值，竖线是 {conf} 置信区间；"
+            f"水平线是目标 {target:.0%}。区间整个在线上方才是“可行”。",
+            x_label="提供负载 (请求/s)",
+            y_label="达成率 (% 提交)",
+            hline=(target * 100, f"目标 {target:.0%}"),
+            bar_note=bars,
+        ),
+        "p99": line_chart(
+            _series(sweep, "p99_ttft_ms", 1 / 1000),
+            element_id="sweep-p99",
+            title="p99 TTFT 随提供负载变化，每个档位一条线",
+            desc=common + f"纵轴为 p99 TTFT（秒），没拿到首 token 的请求按无穷晚计；某次重复超过 "
+            f"1% 的请求没有首 token 时 p99 为无穷大，画成上沿的空心点；竖线是 {conf} 置信区间；"
+            f"水平线是 TTFT 的 SLO {_n(ttft_s)} 秒。",
+            x_label="提供负载 (请求/s)",
+            y_label="p99 TTFT (s)",
+            hline=(ttft_s, f"SLO {_n(ttft_s)} s"),
+            inf_note="空心点：超过 1% 失败，p99 为无穷大",
+            inf_label="∞（没有首 token）",
+            bar_note=bars,
+        ),
+    }
+
+
+def _points(sweep: dict) -> list[dict]:
+    out = []
+    for p in sweep["points"]:
+        out.append(
+            {
+                "tier": p.tier,
+                "load": p.cell.load if p.cell else None,
+                "goodput": _pm(p.cell.figures["goodput"]) if p.cell else None,
+                "cost": p.cost,
+                "open": [
+                    c.load
+                    for c in sweep["cells"]
+                    if c.tier == p.tier.name and c.outcome == "not yet known"
+                ],
+            }
+        )
+    return out
+
+
+def _loops(loops: dict, measure) -> dict:
+    """Closed vs open loop over the replications: intervals and per-replication comparisons."""
+    closed, opened = loops["closed"], loops["open"]
+    conf = loops["protocol"].confidence
+    out = {"n": len(closed), "rate": loops["rate"], "tier": loops["tier"], "confidence": conf}
+    for name, rows in (("closed", closed), ("open", opened)):
+        out[name] = {}
+        for p in ("p50", "p90", "p99"):
+            values = [r[p] for r in rows]
+            out[name][p] = measure.interval(values, conf) if None not in values else None
+            out[name][f"served_{p}"] = measure.interval([r[f"served_{p}"] for r in rows], conf)
+        out[name]["infinite_p99"] = sum(r["p99"] is None for r in rows)
+        out[name]["rate"] = measure.interval([r["rate"] for r in rows], conf)
+        out[name]["failed"] = sum(r["failed"] for r in rows)
+    pairs = list(zip(closed, opened, strict=True))
+
+    def higher(a, b) -> bool:  # b above a, None counting as infinitely late
+        return (math.inf if b is None else b) > (math.inf if a is None else a)
+
+    for p in ("p50", "p90", "p99"):
+        out[f"open_above_{p}"] = sum(higher(c[p], o[p]) for c, o in pairs)
+    ratios = [o["p99"] / c["p99"] for c, o in pairs if o["p99"] and c["p99"]]
+    out["ratio"] = (min(ratios), max(ratios)) if ratios else None
+    return out
 
 
 def loops_figure(loops: dict) -> str:
     groups = ["p50", "p90", "p99"]
-    series = [
-        (
-            f"{word}（{_n(loops['rate' if name == 'closed' else 'open_rate'])} 请求/s）",
-            [loops[name][g] / 1000 for g in groups],
-        )
-        for name, word in (("closed", "闭环"), ("open", "开环"))
-    ]
+    series, errors = [], []
+    for name, word in (("closed", "闭环"), ("open", "开环")):
+        figures = [loops[name][f"served_{g}"] for g in groups]
+        series.append((word, [f.mean / 1000 for f in figures]))
+        errors.append([(f.low / 1000, f.high / 1000) for f in figures])
     desc = (
-        "同一平均到达率下，闭环（固定用户数、每人收到回答后思考再发）与开环（泊松到达，"
-        "事先排定）两次运行的 TTFT 百分位，单位秒；左侧柱为闭环，右侧柱为开环。"
+        f"同一平均到达率（约 {_n(loops['rate'])} 请求/秒）下，"
+        "闭环（固定用户数、每人收到回答后思考再发）"
+        f"与开环（泊松到达，事先排定）各 {loops['n']} 次重复里，窗口内完成的请求的 TTFT 百分位，"
+        "单位秒；柱高为重复的均值，竖线为置信区间；左侧柱为闭环，右侧柱为开环。"
+        "被拒绝或取消的请求不在这张图里，正文另有计数。"
     )
     return bar_chart(
         groups,
@@ -136,25 +279,79 @@ def loops_figure(loops: dict) -> str:
         desc=desc,
         x_label="TTFT 百分位",
         y_label="TTFT (s)",
+        errors=errors,
+        bar_note=f"竖线：{loops['n']} 次重复的 {loops['confidence']:.0%} 置信区间",
     )
 
 
-def _tier_rows(sweep: dict) -> list[dict]:
-    rows = []
-    for p in sweep["points"]:
-        g = p.goodput
-        rows.append(
-            {
-                "tier": p.tier,
-                "load": p.load,
-                "submitted": g.submitted,
-                "rejected": p.rejected,
-                "goodput": g.goodput_per_s,
-                "attainment": g.attainment_over_submitted,
-                "p99": None if math.isinf(p.p99_ttft_ms) else p.p99_ttft_ms,
-            }
+def _facts(sweep: dict) -> dict:
+    """Claims about small-paged's curve, checked in each replication (k of n)."""
+    cells = [c for c in sweep["cells"] if c.tier == "small-paged"]
+    n = len(cells[0].replications)
+    peaks, falls = set(), 0
+    for i in range(n):
+        goodput = [(c.load, c.replications[i]["goodput"]["goodput_per_s"]) for c in cells]
+        peak = max(goodput, key=lambda g: g[1])
+        peaks.add(peak[0])
+        falls += goodput[-1][1] < peak[1]
+    top = cells[-1]
+    top_ok = sum(
+        1
+        for r in top.replications
+        if r["goodput"]["submitted"] > r["goodput"]["succeeded"]
+        and 2 * r["goodput"]["qualifying"] < r["goodput"]["succeeded"]
+    )
+    failed = [r["goodput"]["submitted"] - r["goodput"]["succeeded"] for r in top.replications]
+    submitted = [r["goodput"]["submitted"] for r in top.replications]
+    return {
+        "sp_falls": {"k": falls, "n": n, "peaks": [_n(x) for x in sorted(peaks)]},
+        "sp_top": {
+            "k": top_ok,
+            "n": n,
+            "load": top.load,
+            "failed": sum(failed) / n,
+            "submitted": sum(submitted) / n,
+        },
+    }
+
+
+def _misled(short: dict, sweep: dict) -> list[dict]:
+    """Cells where the single short run said feasible and the protocol does not; ``quality``
+    when the protocol's quality interval lies wholly below the quality target."""
+    protocol = sweep["protocol"]
+    by_cell = {(c.tier, c.load): c for c in sweep["cells"]}
+    out = []
+    for row in short["rows"]:
+        cell = by_cell[row["tier"], row["load"]]
+        if row["attainment"] < protocol.attainment_target or cell.outcome == "feasible":
+            continue
+        quality = cell.figures["quality"]
+        low_quality = (
+            protocol.quality_target is not None
+            and quality is not None
+            and quality.high < protocol.quality_target
         )
-    return rows
+        out.append({"short": row, "cell": _rows([cell])[0], "quality": low_quality})
+    return out
+
+
+def _cheapest_options(points: list[dict], protocol, best: str | None) -> list[tuple]:
+    options = []
+    for o in points:
+        tier = o["tier"]
+        if o["cost"]:
+            why = (
+                f"在 {_n(o['load'])} 请求/s 上可行，每 1,000 个合格请求 {o['cost'].mean:.4f} 美元。"
+            )
+        else:
+            why = "在任何负载上都不可行"
+            q = protocol.quality_target
+            if q is not None and tier.quality_pass_rate < q:
+                why += f"：质量通过率 {tier.quality_pass_rate:.0%} 低于 {q:.0%} 的目标"
+            why += "。"
+        text = f"{tier.name}（${_n(tier.price_per_hour)}/时，质量 {tier.quality_pass_rate:.0%}）"
+        options.append((tier.name == best, text, why))
+    return options
 
 
 def lesson_context(unit: Unit) -> dict:
@@ -162,34 +359,46 @@ def lesson_context(unit: Unit) -> dict:
     pair = lesson_runs.batching(runs)
     kv = lesson_runs.kv_pool(runs)
     lifo = lesson_runs.lifo_victim(runs)
-    sweep = lesson_runs.sweep(runs)
-    ops = lesson_runs.operating_points(sweep)
-    loops = lesson_runs.loops(runs)
-    good_svg, p99_svg = sweep_figures(sweep)
-    feasible = [o for o in ops if o["cost"] is not None]
+    sweep = lesson_runs.sweep(unit)
+    short = lesson_runs.short(unit, sweep)
+    measure = lesson_runs.solution_measure(unit)
+    loop_runs = lesson_runs.loops(unit)
+    loops = _loops(loop_runs, measure)
+    figures = sweep_figures(sweep)
+    points = _points(sweep)
+    best = sweep["choice"].best
+    short["misled"] = _misled(short, sweep)
     return {
         "dev": lesson_runs.device(unit).to_json(),
         "batching": pair,
         "batching_svg": Markup(batching_figure(pair)),
         "kv": kv,
+        "kv_draws": _kv_draws(kv),
         "kv_svg": Markup(kv_figure(kv)),
         "lifo": lifo,
         "sweep": sweep,
-        "sweep_rows": _tier_rows(sweep),
-        "ops": ops,
-        "cheapest": min(feasible, key=lambda o: o["cost"], default=None),
-        "goodput_svg": Markup(good_svg),
-        "p99_svg": Markup(p99_svg),
+        "protocol": sweep["protocol"],
+        "sweep_rows": _rows(sweep["cells"]),
+        "ops": points,
+        "cheapest_options": _cheapest_options(
+            points, sweep["protocol"], best.tier.name if best else None
+        ),
+        "facts": _facts(sweep),
+        "loops_protocol": loop_runs["protocol"],
+        "choice": sweep["choice"],
+        "short": short,
+        "book": lesson_runs.chapter_example(measure),
+        "goodput_svg": Markup(figures["goodput"]),
+        "attainment_svg": Markup(figures["attainment"]),
+        "p99_svg": Markup(figures["p99"]),
         "loops": loops,
         "loops_svg": Markup(loops_figure(loops)),
         "settings": {
             "pool": lesson_runs.POOL,
-            "loop": lesson_runs.LOOP,
-            "loop_device": lesson_runs.LOOP_DEVICE,
-            "sweep": lesson_runs.SWEEP,
-            "slo": lesson_runs.SLO,
-            "target": lesson_runs.TARGET,
-            "sizes": lesson_runs.SIZES,
+            "loops": lesson_runs.LOOPS,
+            "protocol_file": lesson_runs.PROTOCOL,
+            "short": lesson_runs.SHORT,
+            "burst_seeds": lesson_runs.BURST_SEEDS,
             "k": lesson_runs.BATCH_K,
         },
     }

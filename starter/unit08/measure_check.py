@@ -3,10 +3,23 @@
     python3 measure_check.py --input CHECK.json --output ANSWERS.json
 
 The grader uses this script to grade measure.py on runs you never see: CHECK.json holds a run
-entry (``run``) and what to compute (``args``): ``function`` (meets_slo, goodput, area_under_n,
-clipped_residence or tpot_means), ``slo`` ({ttftMs, tpotMs}), ``windows`` ([[start, end], ...]
-in ms) and an optional quality gate (``qualityTier``, ``passRate``). You can run it on your own
-run files the same way: {"run": <one entry of a run file's "runs">, "args": {...}}.
+entry (``run``) and what to compute (``args``): ``function`` (one of ``FUNCTIONS``) and what it
+needs:
+
+- ``meets_slo``, ``goodput``: ``slo`` ({ttftMs, tpotMs}); ``goodput`` also ``windows``
+  ([[start, end], ...] in ms) and an optional quality check (``qualityTier``, ``passRate``,
+  ``seed``);
+- ``area_under_n``, ``clipped_residence``: ``windows``; ``tpot_means``: nothing more;
+- ``steady_state``: ``windows`` and ``tolerance``;
+- ``replication``: ``slo``, ``warmupRequests``, ``cooldownRequests``, ``tolerance`` and the
+  optional quality check;
+- ``interval``: ``samples`` (a list of value lists) and ``confidence`` (the run is not used; a
+  sample your function refuses with ValueError is answered "ValueError");
+- ``verdict``: ``confidence`` and ``scenarios``, each ``{"steady", "checks": [{"name", "n",
+  "mean", "sd", "low", "high", "value", "atLeast"}]}`` (the run is not used).
+
+You can run it on your own run files the same way: {"run": <one entry of a run file's "runs">,
+"args": {...}}.
 """
 
 from __future__ import annotations
@@ -19,7 +32,17 @@ from pathlib import Path
 
 import measure
 
-FUNCTIONS = ("meets_slo", "goodput", "area_under_n", "clipped_residence", "tpot_means")
+FUNCTIONS = (
+    "meets_slo",
+    "goodput",
+    "area_under_n",
+    "clipped_residence",
+    "tpot_means",
+    "steady_state",
+    "replication",
+    "interval",
+    "verdict",
+)
 
 
 def _plain(value):
@@ -31,9 +54,35 @@ def _plain(value):
     return value
 
 
-def answers(run: dict, args: dict) -> list:
-    """What ``args["function"]`` gives on ``run``'s requests (per request or per window)."""
-    function, requests = args["function"], run["requests"]
+def _passes(args: dict):
+    """The quality check the args ask for (None: every request passes)."""
+    if "passRate" not in args:
+        return None
+    tier, rate, seed = args.get("qualityTier", "tier"), args["passRate"], args.get("seed", 1)
+    return lambda r: measure.quality_passes(r["id"], tier, rate, seed)
+
+
+def _interval(values: list[float], confidence: float):
+    try:
+        return _plain(measure.interval(values, confidence))
+    except ValueError:
+        return "ValueError"
+
+
+def _verdict(scenario: dict, confidence: float):
+    checks = [
+        (
+            measure.Interval(c["n"], c["mean"], c["sd"], c["low"], c["high"], confidence),
+            measure.Target(c["name"], c["value"], c.get("atLeast", True)),
+        )
+        for c in scenario["checks"]
+    ]
+    return _plain(measure.verdict(checks, scenario["steady"]))
+
+
+def answers(run: dict, args: dict):
+    """What ``args["function"]`` gives on ``run``'s requests (per request, window or case)."""
+    function, requests = args["function"], run.get("requests", [])
     slo = measure.Slo(
         ttft_ms=args.get("slo", {}).get("ttftMs"), tpot_ms=args.get("slo", {}).get("tpotMs")
     )
@@ -41,15 +90,29 @@ def answers(run: dict, args: dict) -> list:
     if function == "meets_slo":
         return [bool(measure.meets_slo(r, slo)) for r in requests]
     if function == "goodput":
-        passes = None
-        if "passRate" in args:
-            tier, rate = args.get("qualityTier", "tier"), args["passRate"]
-            passes = lambda r: measure.quality_passes(r["id"], tier, rate)  # noqa: E731
+        passes = _passes(args)
         return [_plain(measure.goodput(requests, slo, s, e, passes)) for s, e in windows]
     if function in ("area_under_n", "clipped_residence"):
         return [getattr(measure, function)(requests, s, e) for s, e in windows]
     if function == "tpot_means":
         return _plain(measure.tpot_means(requests))
+    if function == "steady_state":
+        tolerance = args["tolerance"]
+        return [_plain(measure.steady_state(requests, s, e, tolerance)) for s, e in windows]
+    if function == "replication":
+        result = measure.replication(
+            requests,
+            slo,
+            args["warmupRequests"],
+            args["cooldownRequests"],
+            args["tolerance"],
+            _passes(args),
+        )
+        return _plain(result)
+    if function == "interval":
+        return [_interval(values, args["confidence"]) for values in args["samples"]]
+    if function == "verdict":
+        return [_verdict(s, args["confidence"]) for s in args["scenarios"]]
     raise ValueError(f"unknown function {function!r} (known: {', '.join(FUNCTIONS)})")
 
 

@@ -1,8 +1,10 @@
 """SVG line charts for sweep.py (given; standard library only).
 
-``line_chart`` draws one line per series with axes, tick labels, units and a legend. A value
-of ``math.inf`` (for example a p99 TTFT when more than 1 % of the requests never got a first
-token) is drawn as a hollow marker on the top edge and explained under the legend.
+``line_chart`` draws one line per series with axes, tick labels, units and a legend. A point
+may carry its confidence interval, drawn as an error bar; ``limit`` draws a labelled horizontal
+line (an SLO or a target). A value of ``math.inf`` (for example a p99 TTFT when more than 1 % of
+the requests never got a first token) is drawn as a hollow marker on the top edge and explained
+under the legend.
 """
 
 from __future__ import annotations
@@ -30,11 +32,20 @@ def _fmt(value: float) -> str:
 
 
 def line_chart(
-    series: dict[str, list[tuple[float, float]]], title: str, x_label: str, y_label: str
+    series: dict[str, list[tuple]],
+    title: str,
+    x_label: str,
+    y_label: str,
+    limit: tuple[float, str] | None = None,
+    bar_note: str = "bars: confidence interval",
 ) -> str:
-    """The SVG text of a chart of ``series`` (name -> [(x, y), ...])."""
-    points = [(x, y) for values in series.values() for x, y in values]
-    finite_y = [y for _, y in points if math.isfinite(y)]
+    """The SVG text of a chart of ``series`` (name -> [(x, y) or (x, y, low, high), ...]);
+    ``limit`` is ``(y, label)`` for a horizontal line; ``bar_note`` explains the bars."""
+    points = [(p[0], p[1]) for values in series.values() for p in values]
+    bars = [v for values in series.values() for p in values for v in p[2:4]]
+    finite_y = [y for _, y in points if math.isfinite(y)] + [v for v in bars if math.isfinite(v)]
+    if limit:
+        finite_y.append(limit[0])
     x_ticks = nice_ticks(max((x for x, _ in points), default=1))
     y_ticks = nice_ticks(max(finite_y, default=1) * 1.05)
     plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
@@ -78,12 +89,24 @@ def line_chart(
         f'<text transform="translate(18 {TOP + plot_h / 2}) rotate(-90)" '
         f'text-anchor="middle">{escape(y_label)}</text>'
     )
+    if limit:
+        out.append(
+            f'<line x1="{LEFT}" y1="{sy(limit[0]):.1f}" x2="{LEFT + plot_w}" '
+            f'y2="{sy(limit[0]):.1f}" stroke="#555" stroke-dasharray="6 4"/>'
+            f'<text x="{LEFT + plot_w - 4}" y="{sy(limit[0]) - 5:.1f}" text-anchor="end" '
+            f'fill="#555">{escape(limit[1])}</text>'
+        )
     any_inf = False
     for index, (name, values) in enumerate(series.items()):
         colour = COLOURS[index % len(COLOURS)]
-        coords = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in values)
+        coords = " ".join(f"{sx(p[0]):.1f},{sy(p[1]):.1f}" for p in values)
         out.append(f'<polyline points="{coords}" fill="none" stroke="{colour}" stroke-width="2"/>')
-        for x, y in values:
+        for x, y, *bar in values:
+            if bar and all(math.isfinite(v) for v in bar):
+                out.append(
+                    f'<path d="M{sx(x) - 4:.1f} {sy(bar[0]):.1f}h8M{sx(x):.1f} {sy(bar[0]):.1f}'
+                    f'V{sy(bar[1]):.1f}M{sx(x) - 4:.1f} {sy(bar[1]):.1f}h8" stroke="{colour}"/>'
+                )
             fill = colour if math.isfinite(y) else "white"
             any_inf |= not math.isfinite(y)
             out.append(
@@ -96,8 +119,13 @@ def line_chart(
             f'y2="{ly}" stroke="{colour}" stroke-width="2"/>'
         )
         out.append(f'<text x="{WIDTH - RIGHT + 40}" y="{ly + 4}">{escape(name)}</text>')
+    ly = TOP + 10 + 18 * len(series) + 10
+    if any(p[2:] for values in series.values() for p in values):
+        out.append(
+            f'<text x="{WIDTH - RIGHT + 15}" y="{ly}" font-size="10">{escape(bar_note)}</text>'
+        )
+        ly += 24
     if any_inf:
-        ly = TOP + 10 + 18 * len(series) + 10
         out.append(
             f'<text x="{WIDTH - RIGHT + 15}" y="{ly}" font-size="10">hollow on the top '
             f'edge:</text><text x="{WIDTH - RIGHT + 15}" y="{ly + 12}" font-size="10">'

@@ -1,207 +1,242 @@
 #!/usr/bin/env python3
-"""Sweep tiers x offered loads and find the cheapest feasible tier (given; part 4, deliverable c).
+"""Run a protocol over tiers x offered loads and find the cheapest feasible tier (given).
 
-For every tier file and every offered load (open loop, Poisson, sizes drawn from --trace) it
-simulates the tier's policy, then measures with YOUR measure.py: goodput over the run, SLO
-attainment over submitted requests (rejected and cancelled ones count as misses) and over
-succeeded ones, and the p99 TTFT with every request that never got a first token counted as
-infinitely late. A tier is feasible at a load when attainment over submitted >= --target. Its
-operating point is the highest feasible load; the cost of 1,000 qualifying requests there is
-pricePerHour / (goodput per hour) x 1,000. The cheapest operating point wins.
+    python3 sweep.py --protocol protocols/lesson.json [--tiers tiers/*.json] [--jobs N]
 
-    python3 sweep.py --trace azure-conv-slice --tiers tiers/*.json --loads 1,2,3,4,5,6
+The protocol file fixes the experiment: where request sizes come from, the arrival process,
+the loads, requests per run, warm-up and cool-down (the measurement window), SLOs, targets,
+replications (seeds) and the confidence level. Every tier runs at every load once per seed;
+YOUR measure.py measures each run over the window (``measure.replication``), then each
+(tier, load) gets a confidence interval per figure across its replications (``measure.interval``)
+and a verdict: feasible, infeasible or not yet known (``measure.verdict``). A tier's operating
+point is its highest feasible load; the cost of 1,000 qualifying requests there is
+pricePerHour / (goodput per hour) x 1,000. The cheapest feasible tier is chosen among the
+feasible ones only, and reported as not yet known while another tier could still be cheaper.
+
+``--requests``, ``--replications`` and ``--loads`` narrow the protocol for a quick look; the
+output then says it is not the protocol's answer.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
+import os
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import measure
-import policies
+import experiment
 from plots import line_chart
-from servesim import simulate
 from servesim.labconfig import load_lab
-from servesim.load import open_loop
-from servesim.metrics import percentile
-from servesim.runfile import build_run, write_atomic
-from servesim.tiers import Tier, TierError, load_tier
+from servesim.protocol import ProtocolError, load_protocol
+from servesim.runfile import write_atomic
+from servesim.tiers import TierError, load_tier
 from servesim.trace import TraceError, read_trace_file, resolve_trace
 
 EXIT_BAD_INPUT = 2
+EXIT_NOT_IMPLEMENTED = 1
+HERE = Path(__file__).resolve().parent
 
 
-@dataclass(frozen=True)
-class Point:
-    """One tier at one offered load."""
-
-    tier: str
-    load: float
-    goodput: measure.Goodput
-    rejected: int
-    cancelled: int
-    p99_ttft_ms: float  # math.inf when more than 1 % never got a first token
+def plus_minus(figure, scale: float = 1.0, digits: int = 2, unit: str = "") -> str:
+    """``mean ± half-width`` of an interval (``inf`` when a replication had no value)."""
+    if figure is None:
+        return "inf"
+    half = (figure.high - figure.low) / 2
+    return f"{figure.mean * scale:.{digits}f}±{half * scale:.{digits}f}{unit}"
 
 
-def run_tier(lab, tier: Tier, trace):
-    """The extended run entry of ``tier``'s policy on ``trace``."""
-    spec = lab.policy(tier.policy)
-    params = {name: meta["default"] for name, meta in spec.params.items()}
-    if "budget" in params and tier.budget is not None:
-        params["budget"] = tier.budget
-    function = getattr(policies, spec.function)
-    timeline = simulate(
-        trace,
-        lambda view: function(view, **params),
-        tier.device,
-        budget=tier.budget if "budget" in params else None,
-        queue_cap=tier.queue_cap,
-        admit=getattr(policies, spec.admit) if spec.admit else None,
-    )
-    return build_run(tier.policy, params, tier.device, timeline, None, extended=True)
+def to_decide(cell) -> str:
+    v = cell.verdict
+    if v.outcome != "not yet known":
+        return ""
+    if v.longer_runs:
+        return "longer runs"
+    if v.replications_needed is None:
+        return ">1000 reps"
+    return f"{v.replications_needed} reps"
 
 
-def measure_point(tier: Tier, load: float, run: dict, slo) -> Point:
-    requests = run["requests"]
-    end = math.nextafter(max(r["statusMs"] for r in requests), math.inf)
-
-    def passes(request):
-        return measure.quality_passes(request["id"], tier.name, tier.quality_pass_rate)
-
-    report = measure.goodput(requests, slo, 0.0, end, passes=passes)
-    ttfts = [r["ttftMs"] if r["ttftMs"] is not None else math.inf for r in requests]
-    return Point(
-        tier=tier.name,
-        load=load,
-        goodput=report,
-        rejected=sum(r["status"] == measure.REJECTED for r in requests),
-        cancelled=sum(r["status"] == measure.CANCELLED for r in requests),
-        p99_ttft_ms=percentile(ttfts, 99),
-    )
-
-
-def operating_point(points: list[Point], target: float) -> Point | None:
-    """The highest offered load whose attainment over submitted reaches ``target``."""
-    feasible = [p for p in points if p.goodput.attainment_over_submitted >= target]
-    return max(feasible, key=lambda p: p.load, default=None)
-
-
-def cost_per_1000(tier: Tier, point: Point) -> float:
-    per_hour = point.goodput.goodput_per_s * 3600
-    return math.inf if per_hour == 0 else tier.price_per_hour / per_hour * 1000
-
-
-def table(points: list[Point]) -> str:
+def table(protocol, cells) -> str:
     head = (
-        f"{'tier':16} {'load/s':>7} {'subm':>5} {'rej':>4} {'canc':>4} {'succ':>5} "
-        f"{'qual':>5} {'goodput/s':>9} {'att/subm':>8} {'att/succ':>8} {'p99 TTFT ms':>11}"
+        f"{'tier':15} {protocol.load_unit:>6} {'verdict':13} {'goodput/s':>11} "
+        f"{'att/subm %':>10} {'att/succ %':>10} {'p99 TTFT ms':>13} {'quality %':>10} "
+        f"{'steady':>6} {'to decide':>11}"
     )
     lines = [head, "-" * len(head)]
-    for p in points:
-        g = p.goodput
-        succ = "-" if g.attainment_over_succeeded is None else f"{g.attainment_over_succeeded:.1%}"
-        p99 = "inf" if math.isinf(p.p99_ttft_ms) else f"{p.p99_ttft_ms:.0f}"
+    for c in cells:
+        f = c.figures
         lines.append(
-            f"{p.tier:16} {p.load:7g} {g.submitted:5d} {p.rejected:4d} {p.cancelled:4d} "
-            f"{g.succeeded:5d} {g.qualifying:5d} {g.goodput_per_s:9.2f} "
-            f"{g.attainment_over_submitted:8.1%} {succ:>8} {p99:>11}"
+            f"{c.tier:15} {c.load:6g} {c.outcome:13} {plus_minus(f['goodput']):>11} "
+            f"{plus_minus(f['attainment'], 100, 1):>10} "
+            f"{plus_minus(f['attainment_succeeded'], 100, 1):>10} "
+            f"{plus_minus(f['p99_ttft_ms'], 1, 0):>13} {plus_minus(f['quality'], 100, 1):>10} "
+            f"{c.steady}/{len(c.replications):<4} {to_decide(c):>11}"
         )
     return "\n".join(lines)
 
 
-def choose(tiers: list[Tier], points: list[Point], target: float) -> tuple[str, Tier | None]:
-    """The per-tier summary lines and the cheapest feasible tier (None when none is)."""
-    lines, best, best_cost = [], None, math.inf
-    for tier in tiers:
-        point = operating_point([p for p in points if p.tier == tier.name], target)
-        if point is None:
-            lines.append(f"{tier.name:16} infeasible at every offered load")
-            continue
-        cost = cost_per_1000(tier, point)
-        lines.append(
-            f"{tier.name:16} up to {point.load:g} req/s: goodput "
-            f"{point.goodput.goodput_per_s:.2f} req/s, ${cost:.4f} per 1,000 qualifying"
+def describe(protocol) -> str:
+    a = protocol.arrivals
+    if a.process == "closed":
+        how = f"closed loop, {a.think} think time of {a.think_ms:g} ms; loads are users"
+    elif a.process == "bursty":
+        b = a.burst
+        how = (
+            f"open loop, bursty ({b.factor:g}x the mean rate for {b.fraction:.0%} of every "
+            f"{b.period_ms:g} ms)"
         )
-        if cost < best_cost:
-            best, best_cost = tier, cost
-    return "\n".join(lines), best
+    else:
+        how = "open loop, Poisson arrivals"
+    slo = ", ".join(
+        f"{name} <= {value:g} ms"
+        for name, value in (("TTFT", protocol.slo_ttft_ms), ("TPOT", protocol.slo_tpot_ms))
+        if value is not None
+    )
+    targets = f"attainment over submitted >= {protocol.attainment_target:.0%}"
+    if protocol.quality_target is not None:
+        targets += f", quality pass rate >= {protocol.quality_target:.0%}"
+    return "\n".join(
+        [
+            f"protocol {protocol.name}: {how}; sizes from {protocol.sizes}",
+            f"{protocol.requests_per_run} requests per run; window by arrival after "
+            f"{protocol.warmup_requests} warm-up and before {protocol.cooldown_requests} "
+            f"cool-down requests; {len(protocol.seeds)} replications (seeds "
+            f"{', '.join(map(str, protocol.seeds))}); {protocol.confidence:.0%} intervals "
+            "(Student t across replications)",
+            f"SLO: {slo or 'none'}; targets: {targets}",
+        ]
+    )
+
+
+def summary(points, choice) -> str:
+    lines = []
+    for p in points:
+        if p.cell is None:
+            lines.append(f"{p.tier.name:15} no feasible load")
+            continue
+        g = p.cell.figures["goodput"]
+        lines.append(
+            f"{p.tier.name:15} up to {p.cell.load:g}: goodput {plus_minus(g)} req/s, "
+            f"${p.cost.mean:.4f} per 1,000 qualifying ({p.cost.low:.4f}-{p.cost.high:.4f})"
+        )
+    lines.append(f"cheapest feasible tier: {choice.text()}")
+    return "\n".join(lines)
 
 
 def parse_args(argv):
     parser = argparse.ArgumentParser(prog="sweep.py", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--trace", default="azure-conv-slice", help="where request sizes come from")
-    parser.add_argument("--tiers", nargs="+", required=True, help="tier files (tiers/*.json)")
-    parser.add_argument("--loads", default="1,2,3,4,5,6", help="offered loads, req/s, comma list")
-    parser.add_argument("--requests", type=int, default=300, help="requests per run")
-    parser.add_argument("--seed", type=int, default=1, help="seed of the arrival schedule")
-    parser.add_argument("--slo-ttft-ms", type=float, default=2000.0)
-    parser.add_argument("--slo-tpot-ms", type=float, default=80.0)
-    parser.add_argument("--target", type=float, default=0.9, help="attainment over submitted")
+    parser.add_argument("--protocol", required=True, help="protocol file (protocols/*.json)")
+    parser.add_argument("--tiers", nargs="+", help="tier files (default: tiers/*.json)")
+    parser.add_argument(
+        "--jobs", type=int, default=os.cpu_count() or 1, help="worker processes (default: all)"
+    )
+    parser.add_argument("--requests", type=int, help="narrow: requests per run")
+    parser.add_argument("--replications", type=int, help="narrow: the first N seeds only")
+    parser.add_argument("--loads", help="narrow: these loads only (comma list)")
     parser.add_argument("--out", default="runs/sweep", help="folder for the SVG plots")
+    parser.add_argument("--json", help="also write every replication's figures here (JSON)")
     return parser.parse_args(argv)
+
+
+def load_inputs(args, lab):
+    """(protocol, tier paths, tiers), or raise ProtocolError / TierError / TraceError."""
+    protocol = load_protocol(args.protocol)
+    narrowing = {}
+    if args.requests is not None:
+        narrowing["requests"] = args.requests
+    if args.replications is not None:
+        narrowing["replications"] = args.replications
+    if args.loads:
+        try:
+            narrowing["loads"] = [float(x) for x in args.loads.split(",")]
+        except ValueError:
+            raise ProtocolError(
+                f"--loads must be a comma list of numbers, got {args.loads!r}"
+            ) from None
+    if narrowing:
+        protocol = protocol.narrowed(**narrowing)
+    read_trace_file(resolve_trace(protocol.sizes, lab.traces_dir))  # fail early, with its name
+    paths = args.tiers or sorted(str(p) for p in (HERE / "tiers").glob("*.json"))
+    names = tuple(p.name for p in lab.policies)
+    tiers = [load_tier(path, names) for path in paths]
+    return protocol, paths, tiers, bool(narrowing)
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
     lab = load_lab()
-    try:
-        loads = [float(x) for x in args.loads.split(",")]
-        if not loads or any(not math.isfinite(x) or x <= 0 for x in loads):
-            raise ValueError
-    except ValueError:
-        print(f"sweep.py: error: --loads must be numbers > 0, got {args.loads!r}", file=sys.stderr)
+    if args.jobs < 1:
+        print("sweep.py: error: --jobs must be >= 1", file=sys.stderr)
         return EXIT_BAD_INPUT
-    if args.requests < 1 or not 0 < args.target <= 1:
-        print("sweep.py: error: --requests must be >= 1 and --target in (0, 1]", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    names = tuple(p.name for p in lab.policies)
     try:
-        base = read_trace_file(resolve_trace(args.trace, lab.traces_dir))
-        tiers = [load_tier(path, names) for path in args.tiers]
-    except (TraceError, TierError) as exc:
+        protocol, paths, tiers, narrowed = load_inputs(args, lab)
+    except (ProtocolError, TierError, TraceError) as exc:
         print(f"sweep.py: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    slo = measure.Slo(ttft_ms=args.slo_ttft_ms, tpot_ms=args.slo_tpot_ms)
-    points = []
-    for tier in tiers:
-        for load in loads:
-            trace = open_loop(base, load, args.requests, args.seed)
-            points.append(measure_point(tier, load, run_tier(lab, tier, trace), slo))
-    print(
-        f"SLO: TTFT <= {args.slo_ttft_ms:g} ms, TPOT <= {args.slo_tpot_ms:g} ms; target "
-        f"{args.target:.0%} of submitted; {args.requests} requests per run, seed {args.seed}"
-    )
-    print(table(points))
-    summary, best = choose(tiers, points, args.target)
-    print(summary)
-    print(f"cheapest feasible tier: {best.name if best else 'none'}")
-    write_plots(Path(args.out), tiers, points)
+    code = experiment.Code.of_lab(HERE)
+    measure = experiment.module(*code.measure)
+
+    def progress(done: int, total: int) -> None:
+        print(f"\rran {done}/{total} replications", end="", file=sys.stderr, flush=True)
+
+    try:
+        results = experiment.run_protocol(protocol, paths, code, args.jobs, progress)
+        print(file=sys.stderr)
+        cells = experiment.judge(protocol, results, measure)
+    except NotImplementedError as exc:
+        print(f"\nsweep.py: error: {exc} (in policies.py or measure.py)", file=sys.stderr)
+        return EXIT_NOT_IMPLEMENTED
+    points = experiment.operating_points(tiers, cells)
+    choice = experiment.cheapest(tiers, cells, points)
+    print(describe(protocol))
+    if narrowed:
+        print("NOTE: narrowed with --requests/--replications/--loads: not the protocol's answer")
+    print(table(protocol, cells))
+    print(summary(points, choice))
+    if args.json:
+        write_atomic(
+            Path(args.json), json.dumps({"protocol": protocol.to_json(), "results": results})
+        )
+        print(f"wrote {args.json}")
+    write_plots(Path(args.out), protocol, tiers, cells)
     return 0
 
 
-def write_plots(out: Path, tiers: list[Tier], points: list[Point]) -> None:
-    def series(value):
-        return {t.name: [(p.load, value(p)) for p in points if p.tier == t.name] for t in tiers}
+def write_plots(out: Path, protocol, tiers, cells) -> None:
+    def series(name, scale=1.0):
+        def point(c):
+            f = c.figures[name]
+            if f is None:
+                return (c.load, math.inf)
+            return (c.load, f.mean * scale, f.low * scale, f.high * scale)
 
+        return {t.name: [point(c) for c in cells if c.tier == t.name] for t in tiers}
+
+    x_label = f"offered load ({protocol.load_unit})"
+    note = f"bars: {protocol.confidence:.0%} interval"
+    ttft = protocol.slo_ttft_ms
     charts = {
         "goodput.svg": line_chart(
-            series(lambda p: p.goodput.goodput_per_s),
-            "Goodput vs offered load",
-            "offered load (req/s)",
-            "goodput (qualifying req/s)",
+            series("goodput"), "Goodput vs offered load", x_label, "goodput (qualifying req/s)",
+            bar_note=note,
+        ),
+        "attainment.svg": line_chart(
+            series("attainment", 100), "SLO attainment over submitted", x_label,
+            "attainment (% of submitted)",
+            limit=(protocol.attainment_target * 100, f"target {protocol.attainment_target:.0%}"),
+            bar_note=note,
         ),
         "p99-ttft.svg": line_chart(
-            series(lambda p: p.p99_ttft_ms),
-            "p99 TTFT vs offered load",
-            "offered load (req/s)",
+            series("p99_ttft_ms"), "p99 TTFT vs offered load", x_label,
             "p99 TTFT (ms), failures = inf",
+            limit=(ttft, f"SLO {ttft:g} ms") if ttft is not None else None,
+            bar_note=note,
         ),
-    }
+    }  # fmt: skip
     for name, text in charts.items():
         write_atomic(out / name, text)
         print(f"wrote {out / name}")

@@ -67,12 +67,15 @@ def _unit08_answers(unit: Unit) -> dict[str, str]:
     goodput["paged"]["qualifying"] += 1
     protocol = answer_key(unit, "protocol")
     sweep = answer_key(unit, "sweep")
-    assert sweep["strict"]["cheapest"] != sweep["target"]["cheapest"]
-    sweep["strict"]["cheapest"] = sweep["target"]["cheapest"]  # kept the infeasible choice
+    wrong = [t for t in sweep["loose"]["points"] if t != sweep["loose"]["cheapest"]]
+    sweep["loose"]["cheapest"] = wrong[0]  # named a tier that the runs do not make cheapest
     return {
         "d1_answer": f"d1 = {goodput!r}",
         "d2_rate_answer": f"d2_rate = {protocol['rate']!r}",
-        "d2_answer": f"d2_loops = {protocol['loops']!r}\nd2_little = {protocol['little']!r}",
+        "d2_answer": (
+            f"d2_loops = {protocol['loops']!r}\nd2_open_above = {protocol['open_above_p99']!r}\n"
+            f"d2_little = {protocol['little']!r}"
+        ),
         "d3_answer": f"d3 = {sweep!r}",
     }
 
@@ -88,5 +91,5 @@ PLANS = {
         _unit07_answers,
         frozenset({"d1_chunked", "d2_outputs"}),
     ),
-    "unit08": Plan(_unit08_files, _unit08_answers, frozenset({"d1_counts", "d3_strict"})),
+    "unit08": Plan(_unit08_files, _unit08_answers, frozenset({"d1_counts", "d3_loose"})),
 }

@@ -101,5 +101,45 @@ def test_bad_sweep_tier_is_refused(lab, tmp_path):
     tier = tmp_path / "tier.json"
     tier.write_text(json.dumps(tier_with(budget=2)))
     out = tmp_path / "plots"
-    done = lab_python(lab, "sweep.py", "--tiers", str(tier), "--out", str(out))
+    done = lab_python(
+        lab, "sweep.py", "--protocol", "protocols/lesson.json", "--tiers", str(tier),
+        "--out", str(out),
+    )  # fmt: skip
     assert done.returncode == 2 and "budget" in done.stderr and not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        ({"seeds": [1]}, ["field 'seeds'", "at least 2"]),
+        ({"seeds": [3, 3]}, ["field 'seeds'", "repeat"]),
+        ({"cooldownRequests": 0}, ["field 'cooldownRequests'", ">= 1"]),
+        ({"warmupRequests": 1900, "cooldownRequests": 100}, ["field 'requestsPerRun'"]),
+        ({"confidence": 1}, ["field 'confidence'"]),
+        ({"colour": "red"}, ["unknown field(s): colour"]),
+        ({"workload": {"sizes": "azure-conv-slice", "arrivals": {"process": "gamma"}}},
+         ["field 'workload.arrivals.process'"]),
+        ({"workload": {"sizes": "azure-conv-slice",
+                       "arrivals": {"process": "bursty", "burstFactor": 4, "burstFraction": 0.5,
+                                    "periodMs": 1000}}},
+         ["burstFraction", "burstFactor"]),
+        ({"workload": {"sizes": "azure-conv-slice", "arrivals": {"process": "closed",
+                                                                 "thinkMs": 100}},
+          "loads": [2.5]}, ["field 'loads'", "users"]),
+    ],
+)  # fmt: skip
+def test_bad_protocol_is_refused_by_sweep_and_simulate(lab, tmp_path, change, words):
+    doc = json.loads((lab / "protocols" / "lesson.json").read_text(encoding="utf-8"))
+    bad = tmp_path / "protocol.json"
+    bad.write_text(json.dumps({**doc, **change}), encoding="utf-8")
+    out = tmp_path / "plots"
+    for script, args in (
+        ("sweep.py", ["--out", str(out)]),
+        ("simulate.py", ["--tier", "tiers/small-paged.json", "--output", str(tmp_path / "r.json")]),
+    ):
+        done = lab_python(lab, script, "--protocol", str(bad), *args)
+        assert done.returncode == 2, (script, done.stdout, done.stderr)
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1 and str(bad) in lines[0], (script, lines)
+        assert all(w in lines[0] for w in words), (script, lines[0])
+    assert not out.exists() and not (tmp_path / "r.json").exists()

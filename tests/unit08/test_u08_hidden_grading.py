@@ -49,6 +49,14 @@ EXPECTED = {
     "measure/residence_unclipped": ("measure", {Status.WRONG_ANSWER}),
     "measure/token_weighted_is_request_weighted": ("measure", {Status.WRONG_ANSWER}),
     "measure/tpot_one_token_as_zero": ("measure", {Status.WRONG_ANSWER}),
+    # the protocol's pieces (issue 19's four named mistakes first)
+    "measure/verdict_ignores_interval": ("measure", {Status.WRONG_ANSWER}),
+    "measure/window_includes_warmup": ("measure", {Status.WRONG_ANSWER}),
+    "measure/quality_shared_across_replications": ("measure", {Status.WRONG_ANSWER}),
+    "measure/succeeded_excludes_quality": ("measure", {Status.WRONG_ANSWER}),
+    "measure/interval_normal_quantile": ("measure", {Status.WRONG_ANSWER}),
+    "measure/interval_population_sd": ("measure", {Status.WRONG_ANSWER}),
+    "measure/steady_counts_window_requests_only": ("measure", {Status.WRONG_ANSWER}),
 }
 
 # A challenge entry that beats the reference: shortest prompt first among requests that have
@@ -184,10 +192,14 @@ def test_script_answers_are_compared_value_by_value():
 
 
 def qualifying(run: dict, slo: dict) -> int:
-    """The goodput rule written out again, independently of grader.casekinds."""
+    """The goodput rule written out again, independently of grader.casekinds: requests that
+    arrived in [first arrival, last arrival) (the unit's window with no warm-up and a cool-down
+    of one) and completed within the SLO."""
+    arrivals = [r["arrivalMs"] for r in run["requests"]]
+    first, last = min(arrivals), max(arrivals)
     count = 0
     for r in run["requests"]:
-        if r["status"] != "completed":
+        if r["status"] != "completed" or not first <= r["arrivalMs"] < last:
             continue
         tpot_ok = r["tpotMs"] is None or r["tpotMs"] <= slo.get("tpotMs", float("inf"))
         count += r["ttftMs"] <= slo.get("ttftMs", float("inf")) and tpot_ok

@@ -20,7 +20,17 @@ def test_starter_files_are_in_step_with_solutions_and_unit_yaml():
 def test_stubs_name_every_function_and_hide_the_solutions():
     for name, functions in {
         "policies.py": ["static", "continuous", "budgeted", "paged", "fair", "admit", "challenge"],
-        "measure.py": ["meets_slo", "goodput", "area_under_n", "clipped_residence", "tpot_means"],
+        "measure.py": [
+            "meets_slo",
+            "goodput",
+            "area_under_n",
+            "clipped_residence",
+            "tpot_means",
+            "interval",
+            "verdict",
+            "steady_state",
+            "replication",
+        ],
     }.items():
         stub = (UNIT08.lab_dir / name).read_text(encoding="utf-8")
         assert "### BEGIN SOLUTION" not in stub
@@ -41,7 +51,7 @@ def test_public_tests_red_on_stubs_from_python3_alone(tmp_path):
     assert done.returncode == 1, done.stdout + done.stderr
     for function in ("static", "continuous", "budgeted", "paged", "fair", "admit"):
         assert f"{function}() in policies.py is not implemented yet" in done.stdout
-    for function in ("goodput", "meets_slo", "area_under_n", "tpot_means"):
+    for function in ("goodput", "meets_slo", "area_under_n", "tpot_means", "interval", "verdict"):
         assert f"{function}() in measure.py is not implemented yet" in done.stdout
     assert done.stdout.splitlines()[-1].endswith(" failed, 0 passed")
 
@@ -65,26 +75,16 @@ def test_runner_reports_a_first_divergence(tmp_path):
     assert "first difference: request b" in done.stdout and "expected" in done.stdout
 
 
-def test_sweep_writes_a_table_and_svg_plots(tmp_path):
-    lab = copy_lab08(tmp_path / "lab", solution=True)
+def test_sweep_on_stubs_names_the_function_to_write(tmp_path):
+    lab = copy_lab08(tmp_path / "lab", solution=False)
     done = lab_python(
         lab,
-        "sweep.py",
-        "--tiers",
-        "tiers/small-paged.json",
-        "tiers/small-int8.json",
-        "--loads",
-        "1,4",
-        "--requests",
-        "60",
-        "--out",
-        "plots",
+        *("sweep.py", "--protocol", "protocols/lesson.json", "--requests", "400"),
+        *("--replications", "2", "--loads", "2", "--tiers", "tiers/small-paged.json"),
+        *("--jobs", "1", "--out", "plots"),
     )
-    assert done.returncode == 0, done.stderr
-    assert "cheapest feasible tier:" in done.stdout
-    for name in ("goodput.svg", "p99-ttft.svg"):
-        svg = (lab / "plots" / name).read_text(encoding="utf-8")
-        assert svg.startswith("<svg") and "small-int8" in svg and "offered load (req/s)" in svg
+    assert done.returncode == 1
+    assert "is not implemented yet" in done.stderr and not (lab / "plots").exists()
 
 
 def test_handout_lifo_victim_numbers_are_the_runs():

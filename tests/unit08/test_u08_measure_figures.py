@@ -11,7 +11,8 @@ SLO = measure.Slo(ttft_ms=500.0, tpot_ms=50.0)
 def chapter_window():
     """1,000 submitted in 100 s: 100 rejected, 50 failed, 850 succeeded, 700 within every target.
 
-    The 50 failures are 30 cancelled at their deadline and 20 completed that fail quality.
+    The 50 failures are cancelled at their deadline; of the 850 completed (succeeded, whatever
+    their quality) 30 fail the quality check and 120 miss the TTFT target.
     """
     requests, failing_quality = [], set()
     for i in range(1000):
@@ -19,17 +20,17 @@ def chapter_window():
         rid = f"r{i:04d}"
         if i < 100:
             requests.append(record(rid, arrival, arrival, status="rejected"))
-        elif i < 130:
+        elif i < 150:
             requests.append(record(rid, arrival, arrival + 900, status="cancelled"))
         else:
-            slow = i >= 850  # 150 completed too late; 130..149 fail the quality gate
+            slow = i >= 880  # 120 completed too late; 150..179 fail the quality check
             ttft = 800.0 if slow else 100.0
             requests.append(
                 record(
                     rid, arrival, arrival + ttft + 40, tokens=[arrival + ttft, arrival + ttft + 40]
                 )
             )
-            if i < 150:
+            if i < 180:
                 failing_quality.add(rid)
     return requests, failing_quality
 

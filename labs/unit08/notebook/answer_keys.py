@@ -10,24 +10,25 @@ builder reads too, so the two cannot drift apart. Each key has the shape the not
 from __future__ import annotations
 
 import json
-import math
+import statistics
 from dataclasses import asdict
 from pathlib import Path
 
-from servesim.arrivals import ClosedLoop
-from servesim.load import open_loop
 from servesim.metrics import percentile
+from servesim.protocol import load_protocol, measurement_window, parse_protocol
 from servesim.tiers import load_tier
 
 from grader import reference
 from grader.plugins import load_file
 
-SETUP = load_file(Path(__file__).resolve().parent / "notebook_setup.py")
+HERE = Path(__file__).resolve().parent
+SETUP = load_file(HERE / "notebook_setup.py")
+lesson_runs = load_file(HERE.parent / "lesson_runs.py")
 
 
 def _measure(unit):
-    """The reference measure.py of the unit."""
-    return load_file(unit.solutions_dir / "measure.py")
+    """The reference measure.py of the unit (as the lab's experiment.py loads it)."""
+    return lesson_runs.solution_measure(unit)
 
 
 def _trace(unit, name: str):
@@ -40,11 +41,6 @@ def _device_file(unit, relative: str):
     return servesim.DeviceProfile.from_json(doc.get("device", doc), source=relative)
 
 
-def _tier(unit, relative: str):
-    names = tuple(spec["name"] for spec in unit.policies)
-    return load_tier(str(unit.lab_dir / relative), names)
-
-
 def _params(unit, policy: str, budget: int | None) -> dict:
     spec = next(p for p in unit.policies if p["name"] == policy)
     params = {name: meta["default"] for name, meta in spec.get("params", {}).items()}
@@ -53,17 +49,9 @@ def _params(unit, policy: str, budget: int | None) -> dict:
     return params
 
 
-def _tier_run(unit, tier, trace=None, closed=None) -> list[dict]:
-    """The request records of ``tier``'s reference policy (open ``trace`` or ``closed``)."""
-    params = _params(unit, tier.policy, tier.budget)
-    run = reference.run_reference(
-        unit, trace, tier.policy, params, tier.device, queue_cap=tier.queue_cap, closed=closed
-    )
-    return run["requests"]
-
-
 def goodput_key(unit) -> dict:
-    """Deliverable 1: goodput with both denominators and both TPOT means, per policy."""
+    """Deliverable 1: goodput with both denominators and both TPOT means, per policy, over the
+    trace's measurement window."""
     measure = _measure(unit)
     d1 = SETUP.D1
     slo = measure.Slo(ttft_ms=d1["slo_ttft_ms"], tpot_ms=d1["slo_tpot_ms"])
@@ -75,13 +63,16 @@ def goodput_key(unit) -> dict:
         run = reference.run_reference(
             unit, trace, policy, params, device, queue_cap=d1["queue_cap"]
         )
-        requests = [r for r in run["requests"] if d1["start_ms"] <= r["arrivalMs"] < d1["end_ms"]]
-        report = measure.goodput(requests, slo, d1["start_ms"], d1["end_ms"])
-        by_request, by_token = measure.tpot_means(requests)
+        requests = run["requests"]
+        arrivals = [r["arrivalMs"] for r in requests]
+        window = measurement_window(arrivals, d1["warmup"], d1["cooldown"])
+        inside = window.select(requests)
+        report = measure.goodput(requests, slo, window.start_ms, window.end_ms)
+        by_request, by_token = measure.tpot_means(inside)
         key[policy] = {
             "submitted": report.submitted,
-            "rejected": sum(r["status"] == measure.REJECTED for r in requests),
-            "cancelled": sum(r["status"] == measure.CANCELLED for r in requests),
+            "rejected": sum(r["status"] == measure.REJECTED for r in inside),
+            "cancelled": sum(r["status"] == measure.CANCELLED for r in inside),
             "succeeded": report.succeeded,
             "qualifying": report.qualifying,
             "goodput_per_s": report.goodput_per_s,
@@ -93,98 +84,120 @@ def goodput_key(unit) -> dict:
     return key
 
 
-def _load_summary(measure, requests: list[dict], slo) -> dict:
-    ttfts = [r["ttftMs"] for r in requests if r["status"] == measure.COMPLETED]
-    end = max(r["statusMs"] for r in requests)
-    report = measure.goodput(requests, slo, 0.0, math.nextafter(end, math.inf))
+def _loop_runs(unit, protocol, tier_path: Path) -> list[list[dict]]:
+    """Each replication's request records, as ``simulate.py --protocol`` makes them."""
+    ex, code = lesson_runs.experiment(unit), lesson_runs.code(unit)
+    jobs = ex.jobs_of(protocol, [str(tier_path)], code)
+    return [ex.simulate_job(job)[2] for job in jobs]
+
+
+def loop_summary(unit, measure, protocol, requests: list[dict]) -> dict:
+    """One replication of a loop over the protocol's window (the notebook's d2 fields)."""
+    got = lesson_runs.experiment(unit).replicate(measure, protocol, requests)
+    inside = [r for r in requests if got.window_start_ms <= r["arrivalMs"] < got.window_end_ms]
+    served = [r["ttftMs"] for r in inside if r["status"] == measure.COMPLETED]
     return {
-        "p50_ttft": percentile(ttfts, 50),
-        "p99_ttft": percentile(ttfts, 99),
-        "rejected": sum(r["status"] == measure.REJECTED for r in requests),
-        "cancelled": sum(r["status"] == measure.CANCELLED for r in requests),
-        "attainment_submitted": report.attainment_over_submitted,
-        "attainment_succeeded": report.attainment_over_succeeded,
+        "p50_ttft": percentile(served, 50),
+        "p99_ttft": got.p99_ttft_ms,
+        "rejected": sum(r["status"] == measure.REJECTED for r in inside),
+        "cancelled": sum(r["status"] == measure.CANCELLED for r in inside),
+        "attainment_submitted": got.goodput.attainment_over_submitted,
+        "attainment_succeeded": got.goodput.attainment_over_succeeded,
     }
 
 
-def _protocol_runs(unit) -> tuple[dict, list[dict], list[dict]]:
-    d2 = SETUP.D2
-    tier = _tier(unit, d2["tier"])
-    sizes = _trace(unit, d2["trace"])
-    users, think = d2["users"], d2["think_ms"]
-    closed = _tier_run(unit, tier, closed=ClosedLoop(users, think, d2["requests"], sizes))
-    last_s = max(r["arrivalMs"] for r in closed) / 1000
-    rate = {
-        "measured": len(closed) / last_s,
-        "little": users / (_mean_residence_s(closed) + think / 1000),
-    }
-    offered = round(rate["measured"], 2)
-    opened = _tier_run(unit, tier, trace=open_loop(sizes, offered, d2["requests"], 0))
-    return rate, closed, opened
-
-
-def _mean_residence_s(requests: list[dict]) -> float:
-    return sum(r["statusMs"] - r["arrivalMs"] for r in requests) / len(requests) / 1000
+def mean_or_none(values: list) -> float | None:
+    return None if None in values else statistics.fmean(values)
 
 
 def protocol_key(unit) -> dict:
-    """Deliverable 2: the closed loop's rate, then both loops' tails and attainment."""
+    """Deliverable 2: the closed loop's rate, both loops' figures (means over replications),
+    how often the open loop's p99 is the higher one, and Little's law on the first open run."""
     measure = _measure(unit)
     d2 = SETUP.D2
-    slo = measure.Slo(ttft_ms=d2["slo_ttft_ms"], tpot_ms=d2["slo_tpot_ms"])
-    rate, closed, opened = _protocol_runs(unit)
-    little = measure.little(opened, d2["little_start_ms"], d2["little_end_ms"])
+    closed = load_protocol(unit.lab_dir / d2["protocol"])
+    think_s = closed.arrivals.think_ms / 1000
+    users = closed.loads[0]
+    tier_path = unit.lab_dir / d2["tier"]
+    closed_runs = _loop_runs(unit, closed, tier_path)
+    measured, little = [], []
+    for requests in closed_runs:
+        window = closed.window(requests)
+        measured.append(len(window.select(requests)) / window.length_s)
+        residence = statistics.fmean(r["statusMs"] - r["arrivalMs"] for r in requests) / 1000
+        little.append(users / (residence + think_s))
+    rate = {"measured": statistics.fmean(measured), "little": statistics.fmean(little)}
+    opened = lesson_runs.open_protocol(closed, round(rate["measured"], 2))
+    open_runs = _loop_runs(unit, opened, tier_path)
+    loops = {}
+    for name, protocol, runs in (("closed", closed, closed_runs), ("open", opened, open_runs)):
+        rows = [loop_summary(unit, measure, protocol, requests) for requests in runs]
+        loops[name] = {field: mean_or_none([r[field] for r in rows]) for field in rows[0]}
+        loops[name]["per_replication_p99"] = [r["p99_ttft"] for r in rows]
+    above = sum(
+        (o is None) or (c is not None and o > c)
+        for c, o in zip(
+            loops["closed"].pop("per_replication_p99"),
+            loops["open"].pop("per_replication_p99"),
+            strict=True,
+        )
+    )
+    first = open_runs[0]
+    window = opened.window(first)
+    law = measure.little(first, window.start_ms, window.end_ms)
     return {
         "rate": rate,
-        "loops": {
-            "closed": _load_summary(measure, closed, slo),
-            "open": _load_summary(measure, opened, slo),
-        },
-        "little": asdict(little),
+        "loops": loops,
+        "open_above_p99": above,
+        "replications": len(closed_runs),
+        "little": asdict(law),
     }
+
+
+def choice_of(unit, protocol, results: list[dict]) -> dict:
+    """Each tier's operating point and the cheapest feasible tier (or NOT_YET_KNOWN), as the
+    notebook's d3 asks, from ``results`` judged under ``protocol``'s targets."""
+    ex, measure = lesson_runs.experiment(unit), _measure(unit)
+    names = tuple(p["name"] for p in unit.policies)
+    tiers = [load_tier(unit.lab_dir / "tiers" / f"{t}.json", names) for t in SETUP.D3["tiers"]]
+    cells = ex.judge(protocol, results, measure)
+    points = ex.operating_points(tiers, cells)
+    choice = ex.cheapest(tiers, cells, points)
+    chosen = {
+        p.tier.name: None
+        if p.cell is None
+        else {
+            "load": p.cell.load,
+            "goodput_per_s": p.cell.figures["goodput"].mean,
+            "cost_per_1000": p.cost.mean,
+        }
+        for p in points
+    }
+    if choice.best is not None and choice.decided:
+        cheapest = choice.best.tier.name
+    else:
+        cheapest = None if choice.decided else SETUP.NOT_YET_KNOWN
+    return {"points": chosen, "cheapest": cheapest}
+
+
+def sweep_results(unit) -> tuple:
+    """The notebook's sweep protocol run by the lab's experiment.py with the reference."""
+    d3 = SETUP.D3
+    protocol = load_protocol(unit.lab_dir / d3["protocol"])
+    paths = [str(unit.lab_dir / "tiers" / f"{t}.json") for t in d3["tiers"]]
+    ex = lesson_runs.experiment(unit)
+    return protocol, ex.run_protocol(protocol, paths, lesson_runs.code(unit), lesson_runs.workers())
 
 
 def sweep_key(unit) -> dict:
     """Deliverable 3: each tier's operating point and the cheapest feasible tier, at the
-    notebook's target and at its stricter one."""
-    measure = _measure(unit)
-    d3 = SETUP.D3
-    slo = measure.Slo(ttft_ms=d3["slo_ttft_ms"], tpot_ms=d3["slo_tpot_ms"])
-    sizes = _trace(unit, d3["trace"])
-    tiers = [_tier(unit, f"tiers/{name}.json") for name in d3["tiers"]]
-    attainment: dict[str, dict[float, tuple[float, float]]] = {}
-    for tier in tiers:
-        attainment[tier.name] = {}
-        for load in d3["loads"]:
-            trace = open_loop(sizes, load, d3["requests"], d3["seed"])
-            requests = _tier_run(unit, tier, trace=trace)
-            end = math.nextafter(max(r["statusMs"] for r in requests), math.inf)
-
-            def passes(request, tier=tier):
-                return measure.quality_passes(request["id"], tier.name, tier.quality_pass_rate)
-
-            report = measure.goodput(requests, slo, 0.0, end, passes=passes)
-            attainment[tier.name][load] = (report.attainment_over_submitted, report.goodput_per_s)
-    return {
-        label: _choice(tiers, attainment, target)
-        for label, target in (("target", d3["target"]), ("strict", d3["strict_target"]))
-    }
-
-
-def _choice(tiers, attainment, target: float) -> dict:
-    points, best, best_cost = {}, None, math.inf
-    for tier in tiers:
-        feasible = [load for load, (att, _) in attainment[tier.name].items() if att >= target]
-        if not feasible:
-            points[tier.name] = None
-            continue
-        load = max(feasible)
-        goodput = attainment[tier.name][load][1]
-        cost = tier.price_per_hour / (goodput * 3600) * 1000
-        points[tier.name] = {"load": load, "goodput_per_s": goodput, "cost_per_1000": cost}
-        if cost < best_cost:
-            best, best_cost = tier.name, cost
-    return {"points": points, "cheapest": best}
+    protocol's targets and at the looser ones, on the same runs."""
+    protocol, results = sweep_results(unit)
+    out = {}
+    for label, targets in SETUP.D3["targets"].items():
+        judged = parse_protocol({**protocol.to_json(), "targets": targets}, label)
+        out[label] = choice_of(unit, judged, results)
+    return out
 
 
 KEYS = {"goodput": goodput_key, "protocol": protocol_key, "sweep": sweep_key}

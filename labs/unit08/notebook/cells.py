@@ -128,14 +128,15 @@ def d1_cells(keys: dict) -> list:
 (`{D1["device"]}`:K = 16,256 个 KV 页),再把排队上限设为 `--queue-cap {D1["queue_cap"]}`,
 分别用 `budgeted`(按声明的上界预留 KV)和 `paged`(动态增长、重算抢占)运行。
 
-SLO:TTFT ≤ {D1["slo_ttft_ms"]:g} ms,TPOT ≤ {D1["slo_tpot_ms"]:g} ms。观察窗取到达时刻在
-[{D1["start_ms"]:g}, {D1["end_ms"]:g}) ms 内的请求(这条 trace 的全部请求),窗长 \
-{(D1["end_ms"] - D1["start_ms"]) / 1000:g} s;这里没有质量检查,完成的请求都算通过。
+SLO:TTFT ≤ {D1["slo_ttft_ms"]:g} ms,TPOT ≤ {D1["slo_tpot_ms"]:g} ms。测量窗口用本单元唯一的
+定义 `measurement_window`(`servesim.protocol`,实验说明「实验协议」一节):一条 trace 没有预热,
+冷却为 1,所以窗口是 [第一个到达, 最后一个到达),请求按到达时刻归属窗口,最后到达的那个请求不在
+窗口里;所有速率都除以窗口长度。这里没有质量检查,完成的请求都算通过。
 请用**你的** `measure.py` 从两个运行文件算出每个策略的:
 
 - `submitted`、`rejected`、`cancelled`:窗口内提交、被拒绝、被取消的请求数;
-- `succeeded`:完成(并通过质量检查)的请求数;`qualifying`:其中满足全部 SLO 的请求数;
-- `goodput_per_s`:合格请求数 / 窗长;`attainment_submitted`、`attainment_succeeded`:
+- `succeeded`:窗口内完成的请求数(教材的定义:不论质量);`qualifying`:其中满足全部目标的请求数;
+- `goodput_per_s`:合格请求数 / 窗口长度;`attainment_submitted`、`attainment_succeeded`:
   SLO 达成率,分母分别是已提交和已成功的请求数(没有成功请求时后者为 `None`);
 - `tpot_request_weighted`、`tpot_token_weighted`:完成请求的 TPOT 均值,按请求加权和按
   token 加权。
@@ -160,19 +161,22 @@ d1 = {{"budgeted": {{"submitted": ..., "rejected": ..., ..., "tpot_token_weighte
             f"""
 import measure
 
+from servesim.protocol import measurement_window
+
 SLO = measure.Slo(ttft_ms={D1["slo_ttft_ms"]!r}, tpot_ms={D1["slo_tpot_ms"]!r})
-START_MS, END_MS = {D1["start_ms"]!r}, {D1["end_ms"]!r}
+WARMUP, COOLDOWN = {D1["warmup"]!r}, {D1["cooldown"]!r}
 burst = {{p: load_requests(f"runs/burst-{{p}}.json") for p in {D1["policies"]!r}}}
 ### BEGIN SOLUTION
 d1 = {{}}
 for policy, requests in burst.items():
-    window = [r for r in requests if START_MS <= r["arrivalMs"] < END_MS]
-    report = measure.goodput(window, SLO, START_MS, END_MS)
-    by_request, by_token = measure.tpot_means(window)
+    window = measurement_window([r["arrivalMs"] for r in requests], WARMUP, COOLDOWN)
+    inside = window.select(requests)
+    report = measure.goodput(requests, SLO, window.start_ms, window.end_ms)
+    by_request, by_token = measure.tpot_means(inside)
     d1[policy] = {{
         "submitted": report.submitted,
-        "rejected": sum(r["status"] == measure.REJECTED for r in window),
-        "cancelled": sum(r["status"] == measure.CANCELLED for r in window),
+        "rejected": sum(r["status"] == measure.REJECTED for r in inside),
+        "cancelled": sum(r["status"] == measure.CANCELLED for r in inside),
         "succeeded": report.succeeded,
         "qualifying": report.qualifying,
         "goodput_per_s": report.goodput_per_s,

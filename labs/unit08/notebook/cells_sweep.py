@@ -1,4 +1,4 @@
-"""The unit 08 notebook's deliverable 3: the operating point from a sweep of the tiers.
+"""The unit 08 notebook's deliverable 3: the operating point from a protocol sweep of the tiers.
 
 ``keys`` are the answer keys (``answer_keys.KEYS``), used only for the figures the model
 answers quote; the test cells ask the trusted grader for them at grading time.
@@ -16,115 +16,140 @@ from grader.units import load_unit
 
 HERE = Path(__file__).resolve().parent
 UNIT = "unit08"
-D3 = load_file(HERE / "notebook_setup.py").D3
-claim = load_file(HERE / "cells.py").claim
+SETUP = load_file(HERE / "notebook_setup.py")
+D3 = SETUP.D3
+UNKNOWN = SETUP.NOT_YET_KNOWN
 
 
 def hidden(body: str) -> str:
     return nbcells.hidden(body, UNIT)
 
 
+def _describe(choice: dict) -> str:
+    """A model answer's sentence about one judged choice."""
+    best = choice["cheapest"]
+    if best == UNKNOWN:
+        return "最便宜的可行档位尚不能确定:有别的档位在区间范围内仍可能更便宜"
+    if best is None:
+        return "没有可行的档位"
+    point = choice["points"][best]
+    return (
+        f"最便宜的可行档位是 `{best}`:最高可行负载 {point['load']:g} 请求/秒,goodput "
+        f"{point['goodput_per_s']:.2f} 请求/秒,每 1,000 个合格请求 "
+        f"{point['cost_per_1000']:.4f} 美元"
+    )
+
+
+def _targets(label: str) -> str:
+    t = D3["targets"][label]
+    return f"达成率 ≥ {t['attainment']:g}、质量通过率 ≥ {t['qualityPassRate']:g}"
+
+
 def d3_cells(keys: dict) -> list:
     sweep = keys["sweep"]
-    best = sweep["target"]["cheapest"]
-    point = sweep["target"]["points"][best]
-    strict_best = sweep["strict"]["cheapest"]
-    strict_point = sweep["strict"]["points"][strict_best]
-    tier_file = load_unit(UNIT).lab_dir / "tiers" / f"{best}.json"
-    quality = json.loads(tier_file.read_text(encoding="utf-8"))
-    claim(
-        quality["qualityPassRate"] < D3["strict_target"] and strict_best != best,
-        "the cheapest tier's quality pass rate is below the strict target",
-    )
-    loads = ", ".join(f"{x:g}" for x in D3["loads"])
+    doc = json.loads((load_unit(UNIT).lab_dir / D3["protocol"]).read_text(encoding="utf-8"))
+    loads = ", ".join(f"{x:g}" for x in doc["loads"])
     tiers = D3["tiers"]
-    run_sweep = (
-        f'sweep_points = run_sweep("{D3["trace"]}", {D3["loads"]!r}, {D3["requests"]}, '
-        f"{D3['seed']}, {D3['slo_ttft_ms']!r}, {D3['slo_tpot_ms']!r})"
-    )
+    first, second = list(D3["targets"])
     return [
         text(
             "d3_intro",
             f"""
 ## 交付 3 · 工作点:最便宜的可行档位
 
-下面的单元格用你的 `policies.py` 和 `measure.py` 做一次 `sweep.py` 式的扫描:`tiers/` 里的
-每个档位({", ".join(f"`{t}`" for t in tiers)})× 开环负载 {loads} 请求/秒,每次
-{D3["requests"]} 个请求(种子 {D3["seed"]}),SLO 为 TTFT ≤ {D3["slo_ttft_ms"]:g} ms、
-TPOT ≤ {D3["slo_tpot_ms"]:g} ms,质量检查用各档位的 `qualityPassRate`。它打印表格,把两张图写进
-`runs/sweep/`,并返回 `sweep_points`:{{档位名: {{"price": 每小时价格, "points": {{负载: Point}}}}}}
-(`Point` 的字段见 `sweep.py`,其中 `point.goodput` 是你的 `measure.goodput` 的结果)。
+下面的单元格用你的 `policies.py` 和 `measure.py` 按协议 `{D3["protocol"]}` 运行 `sweep.py`:
+`tiers/` 里的每个档位({", ".join(f"`{t}`" for t in tiers)})× 开环泊松负载 {loads} 请求/秒,
+每个格子重复 {len(doc["seeds"])} 次、每次 {doc["requestsPerRun"]} 个请求,SLO 为 TTFT ≤
+{doc["slo"]["ttftMs"]:g} ms、TPOT ≤ {doc["slo"]["tpotMs"]:g} ms,质量检查用各档位的 `qualityPassRate`
+和每次重复的种子。它打印带区间和结论的表格,把三张图写进 `runs/sweep/`,并返回
+`sweep_results`:每次重复的 `measure.replication` 结果(`sweep.py --json` 写出的 `results`)。
 
-对每个档位,找出对已提交请求的达成率 ≥ 目标的**最高**负载(工作点),记下那里的负载、goodput
-(请求/秒)和每 1,000 个合格请求的成本 = 每小时价格 / (goodput × 3600) × 1000;没有可行负载的
-档位写 `None`。成本最低的档位是最便宜的可行档位(全都不可行时写 `None`)。目标取
-{D3["target"]:g};然后**不重新运行**,在同一组点上把目标提高到 {D3["strict_target"]:g} 再选一次。
+这个协议比课程页面的小,区间更宽。用 `experiment.py` 里已经写好的函数在**同一组运行**上按两组
+目标各判一次(`parse_protocol` 换掉协议的 `targets` 即可,不要重新运行):
+`experiment.judge`(用你的 `interval` 和 `verdict` 给每个格子下结论)、`experiment.operating_points`、
+`experiment.cheapest`。对每个档位写出它的工作点(结论为「可行」的最高负载)、那里的平均 goodput
+和每 1,000 个合格请求的平均成本,没有可行负载的写 `None`;`cheapest` 写最便宜的可行档位,
+运行还分不出来时写 `"{UNKNOWN}"`,没有任何档位可行(也没有尚不能确定的格子)时写 `None`。
+目标一:{_targets(first)};目标二:{_targets(second)}。
 
 ```python
-d3 = {{"target": {{"points": {{"large-paged": {{"load": ..., "goodput_per_s": ...,
-                                          "cost_per_1000": ...}}, "small-int8": None, ...}},
-                 "cheapest": "..."}},
-      "strict": {{...}}}}
+d3 = {{"{first}": {{"points": {{"large-paged": {{"load": ..., "goodput_per_s": ...,
+                                           "cost_per_1000": ...}}, "small-int8": None, ...}},
+                  "cheapest": "..."}},
+      "{second}": {{...}}}}
 ```
 """,
         ),
-        locked_code("d3_run", run_sweep),
+        locked_code(
+            "d3_run",
+            f'sweep_protocol, sweep_results = run_sweep("{D3["protocol"]}")',
+        ),
         answer_code(
             "d3_answer",
             f"""
-TARGETS = {{"target": {D3["target"]!r}, "strict": {D3["strict_target"]!r}}}
+import experiment
+import measure
+from servesim.protocol import parse_protocol
+from servesim.tiers import load_tier
+
+TARGETS = {D3["targets"]!r}
+TIERS = [load_tier(f"tiers/{{name}}.json") for name in {tiers!r}]
 ### BEGIN SOLUTION
 d3 = {{}}
-for label, target in TARGETS.items():
-    points, best, best_cost = {{}}, None, math.inf
-    for tier, entry in sweep_points.items():
-        feasible = [
-            load
-            for load, point in entry["points"].items()
-            if point.goodput.attainment_over_submitted >= target
-        ]
-        if not feasible:
-            points[tier] = None
-            continue
-        load = max(feasible)
-        goodput = entry["points"][load].goodput.goodput_per_s
-        cost = entry["price"] / (goodput * 3600) * 1000
-        points[tier] = {{"load": load, "goodput_per_s": goodput, "cost_per_1000": cost}}
-        if cost < best_cost:
-            best, best_cost = tier, cost
-    d3[label] = {{"points": points, "cheapest": best}}
+for label, targets in TARGETS.items():
+    judged = parse_protocol({{**sweep_protocol.to_json(), "targets": targets}}, label)
+    cells = experiment.judge(judged, sweep_results, measure)
+    points = experiment.operating_points(TIERS, cells)
+    choice = experiment.cheapest(TIERS, cells, points)
+    if choice.best is not None and choice.decided:
+        cheapest = choice.best.tier.name
+    else:
+        cheapest = None if choice.decided else "{UNKNOWN}"
+    d3[label] = {{
+        "points": {{
+            p.tier.name: None
+            if p.cell is None
+            else {{
+                "load": p.cell.load,
+                "goodput_per_s": p.cell.figures["goodput"].mean,
+                "cost_per_1000": p.cost.mean,
+            }}
+            for p in points
+        }},
+        "cheapest": cheapest,
+    }}
 ### END SOLUTION
 """,
         ),
         test_code(
-            "d3_target",
+            f"d3_{first}",
             3,
-            f"目标 {D3['target']:g} 下各档位的工作点与最便宜的可行档位。本地只检查答案的形状;",
-            f'check_choice(d3["target"], {tiers!r}, "d3[\'target\']")\n\n'
+            f"目标一({_targets(first)})下各档位的工作点与最便宜的可行档位。本地只检查答案的形状;",
+            f'check_choice(d3["{first}"], {tiers!r}, "d3[\'{first}\']")\n\n'
             + hidden(
                 '_key = _trusted("expected", "sweep")\n'
-                'check_close(d3["target"], _key["target"], "d3[\'target\']")'
+                f'check_close(d3["{first}"], _key["{first}"], "d3[\'{first}\']")'
             ),
         ),
         test_code(
-            "d3_strict",
+            f"d3_{second}",
             2,
-            f"目标 {D3['strict_target']:g} 下的选择。本地只检查答案的形状;",
-            f'check_choice(d3["strict"], {tiers!r}, "d3[\'strict\']")\n\n'
+            f"目标二({_targets(second)})下的选择。本地只检查答案的形状;",
+            f'check_choice(d3["{second}"], {tiers!r}, "d3[\'{second}\']")\n\n'
             + hidden(
                 '_key = _trusted("expected", "sweep")\n'
-                'check_close(d3["strict"], _key["strict"], "d3[\'strict\']")'
+                f'check_close(d3["{second}"], _key["{second}"], "d3[\'{second}\']")'
             ),
         ),
         text(
             "d3_explain_prompt",
             """
 **问题 3(人工评分)**:写出你的工作点论证。
-(a) 目标下最便宜的可行档位是哪个?它的最高可行负载、goodput 和每 1,000 个合格请求的成本是多少?
-说明拒绝、取消、质量不通过和超 SLO 分别怎样进入了这个数字的分母。
-(b) 写出**一个**会改变这个选择的条件,用数字说明它如何改变(可以用上面提高目标的结果,也可以
-自己再跑一次 `python3 sweep.py`,例如更严的 TTFT、更突发的到达或不同的请求长度)。
-(c) 你的结论在什么范围内成立?
+(a) 两组目标下,最便宜的可行档位各是什么(或为什么尚不能确定)?引用表格里的区间和「还需」一栏。
+(b) 说明拒绝、取消、质量不通过和超 SLO 分别怎样进入了成本的分母;质量抽签为什么要带上每次
+重复的种子?
+(c) 课程页面用更大的协议(更多请求、更多重复)给出了确定的答案。你的结论在什么范围内成立?
+要让它成立,你会怎样改协议?
 """,
         ),
         manual_answer(
@@ -132,17 +157,18 @@ for label, target in TARGETS.items():
             4,
             f"""
 ### BEGIN SOLUTION
-(a) 目标 {D3["target"]:g} 下最便宜的可行档位是 `{best}`:最高可行负载 {point["load"]:g} 请求/秒,
-goodput {point["goodput_per_s"]:.2f} 请求/秒,每 1,000 个合格请求
-{point["cost_per_1000"]:.4f} 美元。达成率的分母是全部已提交请求:被拒绝、被取消的请求没有
-完成,质量检查没通过的请求不算成功,超 SLO 的请求不合格,它们都在分母里、都不在分子里;成本
-按 goodput(合格请求/秒)摊,所以每一种失败都直接抬高成本。
-(b) 把目标提高到 {D3["strict_target"]:g}:`{best}` 的质量通过率本身就低于这个目标,在任何负载下
-都不可行,最便宜的可行档位变成 `{strict_best}`(最高可行负载 {strict_point["load"]:g} 请求/秒,
-每 1,000 个合格请求 {strict_point["cost_per_1000"]:.4f} 美元)。便宜的档位靠更快的步骤换来了
-更低的质量,对质量要求一变,结论就变。
-(c) 只对这条 trace 的请求长度分布、这几档负载、这个种子、泊松到达和这组 SLO 成立;负载步长是
-1 请求/秒,真实的可行上限在两个网格点之间。换成更突发的到达或更长的提示都要重新扫描。
+(a) 目标一({_targets(first)}):{_describe(sweep[first])}。目标二({_targets(second)}):
+{_describe(sweep[second])}。一个格子只有在区间整个越过目标时才算可行;区间跨过目标的格子是
+「尚不能确定」,它在更便宜的档位上时,最便宜的档位也就定不下来,表格的「还需」一栏给出大约要多少次
+重复。
+(b) 达成率的分母是全部已提交请求:被拒绝、被取消的请求没有成功,质量检查没通过或超 SLO 的成功请求
+不合格,它们都在分母里、都不在分子里;成本按 goodput(合格请求/秒)摊,所以每一种失败都直接抬高
+成本。质量抽签带上种子,每次重复才会各自抽签;只按请求 id 抽,每个种子的 id 都一样,重复就等于
+同一批结果抄了几遍,区间会窄得虚假。
+(c) 只对这份协议成立:这条 trace 的请求长度分布、这几档负载、泊松到达、这组 SLO 和目标、
+{len(doc["seeds"])} 次各 {doc["requestsPerRun"]} 个请求的重复。负载步长很粗,真实的可行上限在
+两个网格点之间。要让结论更确定:增加重复(按「还需」一栏)或加长运行,在不确定的负载附近加密网格;换成更突发的
+到达或更长的提示都要重新扫描。
 ### END SOLUTION
 """,
         ),

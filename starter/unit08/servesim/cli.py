@@ -15,7 +15,8 @@ from .device import DeviceProfile
 from .engine import PolicyError, simulate
 from .faults import FAULTS
 from .labconfig import LabConfig, load_lab
-from .labflags import Setup, UsageError, add_flags, resolve
+from .labflags import Setup, UsageError, add_flags, read_protocol, resolve
+from .protocol import WindowError
 from .runfile import build_document, build_run, default_format, dumps, write_atomic
 from .table import MAX_REQUEST_ROWS, render
 from .trace import TraceError, read_trace_file, resolve_trace
@@ -237,21 +238,57 @@ def import_policies(lab: LabConfig):
     return importlib.import_module("policies")
 
 
+def protocol_lines(setup: Setup, runs: list[dict], report=None) -> list[str]:
+    """Each run's measurement window under ``setup.protocol``, and what ``report(setup, run)``
+    (the lab's own measurements, optional) says about it."""
+    protocol, lines = setup.protocol, []
+    for run in runs:
+        requests = expand_run(run)["requests"]
+        try:
+            window = protocol.window(requests)
+        except WindowError as exc:
+            lines.append(
+                f"protocol {protocol.name}, {run['policy']}: no measurement window ({exc})"
+            )
+            continue
+        inside = len(window.select(requests))
+        lines.append(
+            f"protocol {protocol.name}, seed {setup.seed}, {run['policy']}: window "
+            f"[{window.start_ms:.3f}, {window.end_ms:.3f}) ms by arrival holds {inside} of "
+            f"{len(requests)} requests (warm-up {protocol.warmup_requests}, cool-down "
+            f"{protocol.cooldown_requests})"
+        )
+        if report is not None:
+            lines += report(setup, {**run, "requests": requests})
+    return lines
+
+
 def main(
-    argv=None, policies_module=None, lab_dir: Path | None = None, run_one=None, encode=None
+    argv=None,
+    policies_module=None,
+    lab_dir: Path | None = None,
+    run_one=None,
+    encode=None,
+    report=None,
 ) -> int:
     """``simulate.py``. Staff tools pass ``run_one`` (see ``run_policies``) and ``encode``, the
-    run file's text as ``runfile.dumps`` makes it (a faster encoder of the same JSON)."""
+    run file's text as ``runfile.dumps`` makes it (a faster encoder of the same JSON); a lab
+    passes ``report(setup, run) -> lines``, its own summary of each run under a protocol."""
     lab = load_lab(lab_dir) if lab_dir else load_lab()
     parser = build_parser(lab)
     args = parser.parse_args(argv)
     if args.list_faults:
         print_faults()
         return 0
-    if not args.trace:
+    try:
+        protocol = read_protocol(args) if lab.extended_runs else None
+    except UsageError as exc:
+        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if not args.trace and protocol is None:
         parser.error("--trace is required")
     try:
-        trace = read_trace_file(resolve_trace(args.trace, lab.traces_dir))
+        trace = read_trace_file(resolve_trace(args.trace or protocol.sizes, lab.traces_dir))
         device = device_from_args(lab, args)
     except (TraceError, UsageError) as exc:
         print(f"{parser.prog}: error: {exc}", file=sys.stderr)
@@ -259,7 +296,8 @@ def main(
     setup = None
     if lab.extended_runs:
         try:
-            setup = resolve(args, trace, device, [p.name for p in lab.policies], _uses_budget(lab))
+            names, uses_budget = [p.name for p in lab.policies], _uses_budget(lab)
+            setup = resolve(args, trace, device, names, uses_budget, protocol)
         except UsageError as exc:
             print(f"{parser.prog}: error: {exc}", file=sys.stderr)
             return EXIT_BAD_INPUT
@@ -286,4 +324,6 @@ def main(
         text = (encode or dumps)(document, indent=None if compact else 2)
         write_atomic(Path(args.output), text)
         print(f"wrote {args.output}")
+    if setup is not None and setup.protocol is not None:
+        print("\n".join(protocol_lines(setup, runs, report)))
     return 0

@@ -1,4 +1,4 @@
-"""Unit 08's extra ``simulate.py`` flags: limits, offered load and tier files.
+"""Unit 08's extra ``simulate.py`` flags: limits, offered load, tier and protocol files.
 
 Only labs whose lab.json says ``"runFile": "extended"`` get them, so unit 07's command line is
 unchanged. ``add_flags`` declares them; ``resolve`` turns the parsed flags into a ``Setup``
@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from .arrivals import ClosedLoop
 from .device import DeviceProfile
 from .load import ClosedLoad, LoadError, open_loop, parse_load
+from .protocol import Protocol, ProtocolError, load_protocol
 from .tiers import TierError, check_budget, load_tier
 from .trace import Trace
 
@@ -33,6 +34,9 @@ class Setup:
     queue_cap: int | None
     policy: str | None  # the tier's policy, when a tier file gave one
     tier: str | None
+    quality_pass_rate: float | None = None  # the tier's
+    protocol: Protocol | None = None
+    seed: int = 0  # of the arrivals (and, with a protocol, of the quality draws)
 
 
 def _positive_int(text: str) -> int:
@@ -63,7 +67,20 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--requests", type=_positive_int, help="requests to send with --load (default: the trace's)"
     )
-    parser.add_argument("--seed", type=_int, default=0, help="seed of --load (default 0)")
+    parser.add_argument(
+        "--seed", type=_int, help="seed of --load (default 0; with --protocol its replication's)"
+    )
+    parser.add_argument(
+        "--protocol",
+        help="protocol file: its workload (sizes, arrivals at its first load), requests per run "
+        "and measurement window replace --trace, --load and --requests unless given",
+    )
+    parser.add_argument(
+        "--replication",
+        type=_positive_int,
+        default=1,
+        help="with --protocol: which replication to run (its seed), 1 = the first",
+    )
     parser.add_argument(
         "--tier", help="tier file: its device, policy, budget and queue cap replace the defaults"
     )
@@ -86,15 +103,40 @@ def _device_flags(args, device: DeviceProfile) -> DeviceProfile:
     return device
 
 
-def resolve(args, trace: Trace, device: DeviceProfile, policy_names, uses_budget) -> Setup:
-    """The run's setup from the flags; ``uses_budget(name)`` says whether a policy takes B."""
+def read_protocol(args) -> Protocol | None:
+    """The ``--protocol`` file, or None; a bad one is a ``UsageError`` naming the field."""
+    if not getattr(args, "protocol", None):
+        return None
+    try:
+        protocol = load_protocol(args.protocol)
+    except ProtocolError as exc:
+        raise UsageError(str(exc)) from None
+    if args.replication > len(protocol.seeds):
+        raise UsageError(
+            f"--replication {args.replication}: protocol {protocol.name} has "
+            f"{len(protocol.seeds)} replications"
+        )
+    return protocol
+
+
+def resolve(
+    args, trace: Trace, device: DeviceProfile, policy_names, uses_budget, protocol=None
+) -> Setup:
+    """The run's setup from the flags; ``uses_budget(name)`` says whether a policy takes B.
+
+    With a ``protocol`` (``read_protocol``), ``trace`` holds the protocol's sizes and, unless
+    ``--load`` says otherwise, the arrivals are the protocol's at its first load, with the seed
+    of ``--replication``.
+    """
     budget, queue_cap, policy, tier_name = getattr(args, "budget", None), args.queue_cap, None, None
+    rate = None
     if args.tier:
         try:
             tier = load_tier(args.tier, tuple(policy_names))
         except TierError as exc:
             raise UsageError(str(exc)) from None
         device, policy, tier_name = tier.device, tier.policy, tier.name
+        rate = tier.quality_pass_rate
         budget = tier.budget if tier.budget is not None else budget
         queue_cap = tier.queue_cap if args.queue_cap is None else args.queue_cap
         if args.overhead_ms is not None:
@@ -106,7 +148,11 @@ def resolve(args, trace: Trace, device: DeviceProfile, policy_names, uses_budget
         check_budget(engine_budget, device, "--budget")
     except TierError as exc:
         raise UsageError(str(exc).replace("field 'budget'", "B")) from None
-    requests = args.requests or len(trace.requests)
+    seed = args.seed if args.seed is not None else 0
+    if protocol is not None and args.seed is None:
+        seed = protocol.seeds[args.replication - 1]
+    default_requests = protocol.requests_per_run if protocol else len(trace.requests)
+    requests = args.requests or default_requests
     closed = None
     if args.load:
         try:
@@ -114,14 +160,22 @@ def resolve(args, trace: Trace, device: DeviceProfile, policy_names, uses_budget
         except LoadError as exc:
             raise UsageError(str(exc)) from None
         if isinstance(load, ClosedLoad):
-            if len(selected) != 1:
-                raise UsageError(
-                    "--load closed:...: choose one --policy (each run has its own arrivals)"
-                )
-            closed = ClosedLoop(load.users, load.think_ms, requests, trace, seed=args.seed)
+            closed = ClosedLoop(
+                load.users, load.think_ms, requests, trace, seed=seed, think=load.think
+            )
             trace = None
         else:
-            trace = open_loop(trace, load.rate_per_s, requests, args.seed)
+            trace = open_loop(trace, load.rate_per_s, requests, seed)
+    elif protocol is not None:
+        try:
+            protocol = protocol.narrowed(requests=requests) if args.requests else protocol
+        except ProtocolError as exc:
+            raise UsageError(str(exc)) from None
+        trace, closed = protocol.workload(trace, protocol.loads[0], seed)
     elif args.requests:
         raise UsageError("--requests needs --load (a trace replays all its requests)")
-    return Setup(trace, closed, device, engine_budget, queue_cap, policy, tier_name)
+    if closed is not None and len(selected) != 1:
+        raise UsageError("a closed loop: choose one --policy (each run has its own arrivals)")
+    return Setup(
+        trace, closed, device, engine_budget, queue_cap, policy, tier_name, rate, protocol, seed
+    )

@@ -1,4 +1,5 @@
-"""Part 3: measure.py: goodput with both denominators, Little's law, TPOT weightings."""
+"""Part 3: measure.py: goodput with both denominators, Little's law, TPOT weightings, and the
+protocol's pieces: one replication over the window, intervals, verdicts, the steady check."""
 
 import measure
 from adapters import call_measure, run_policy
@@ -18,18 +19,19 @@ def record(rid, arrival, end, status="completed", tokens=None):
 
 
 def chapter_window():
-    """1,000 submitted over 100 s: 100 rejected, 50 failed, 850 succeeded, 700 met the SLO."""
+    """1,000 submitted over 100 s: 100 rejected, 50 failed (cancelled), 850 succeeded
+    (completed), of which 700 met every target: 30 failed the quality check, 120 the SLO."""
     out, bad_quality = [], set()
     for i in range(1000):
         t, rid = i * 100.0, f"r{i}"
         if i < 100:
             out.append(record(rid, t, t, "rejected"))
-        elif i < 130:
+        elif i < 150:
             out.append(record(rid, t, t + 900, "cancelled"))
         else:
-            ttft = 800.0 if i >= 850 else 100.0
+            ttft = 800.0 if i >= 880 else 100.0
             out.append(record(rid, t, t + ttft + 40, tokens=[t + ttft, t + ttft + 40]))
-            if i < 150:
+            if i < 180:
                 bad_quality.add(rid)
     return out, bad_quality
 
@@ -40,7 +42,9 @@ def test_part3_goodput_chapter_numbers():
     got = call_measure(
         "goodput", requests, slo, 0.0, 100_000.0, passes=lambda r: r["id"] not in bad
     )
-    assert (got.submitted, got.succeeded, got.qualifying) == (1000, 850, 700)
+    assert (got.submitted, got.succeeded, got.qualifying) == (1000, 850, 700), (
+        "succeeded = completed, whatever the quality; qualifying = succeeded and every target met"
+    )
     assert (got.submitted_per_s, got.succeeded_per_s, got.goodput_per_s) == (10, 8.5, 7)
     assert got.attainment_over_submitted == 0.7, "70 % of everything submitted"
     assert abs(got.attainment_over_succeeded - 700 / 850) < 1e-12, "700/850 of the successes"
@@ -77,3 +81,52 @@ def test_part3_tpot_request_vs_token_weighted():
     long = record("l", 0, 130, tokens=[10, 50, 90, 130])
     assert call_measure("tpot_means", [short, long]) == (25, 32.5)
     assert call_measure("tpot_means", [record("x", 0, 5, tokens=[5])]) == (None, None)
+
+
+def test_part3_interval_is_student_t():
+    got = call_measure("interval", [0.93, 0.95, 0.91, 0.96, 0.94], 0.95)
+    assert got.n == 5 and abs(got.mean - 0.938) < 1e-12
+    # t(0.975, 4) = 2.7764..., so the half-width is 2.7764 * sd / sqrt(5)
+    assert abs((got.high - got.low) / 2 - 2.7764451 * got.sd / 5**0.5) < 1e-6
+    try:
+        call_measure("interval", [0.9], 0.95)
+    except ValueError:
+        pass
+    else:
+        raise AssertionError("interval() of one replication must raise ValueError")
+
+
+def _iv(low, high, n=5):
+    mean = (low + high) / 2
+    return measure.Interval(n, mean, (high - low) / 2, low, high, 0.95)
+
+
+def test_part3_verdict_three_ways():
+    target = measure.Target("attainment", 0.9)
+    feasible = call_measure("verdict", [(_iv(0.92, 0.95), target)], True)
+    assert feasible.outcome == measure.FEASIBLE
+    assert call_measure("verdict", [(_iv(0.7, 0.85), target)], True).outcome == measure.INFEASIBLE
+    unknown = call_measure("verdict", [(_iv(0.88, 0.94), target)], True)
+    assert unknown.outcome == measure.NOT_YET_KNOWN and unknown.undecided == ("attainment",)
+    assert unknown.replications_needed is not None and unknown.replications_needed > 5
+    drifting = call_measure("verdict", [(_iv(0.92, 0.95), target)], False)
+    assert drifting.outcome == measure.NOT_YET_KNOWN and drifting.longer_runs
+
+
+def test_part3_steady_state_halves_of_the_window():
+    steady = [record(f"s{i}", i * 100.0, i * 100.0 + 150) for i in range(100)]
+    got = call_measure("steady_state", steady, 1000.0, 9000.0, 0.25)
+    assert abs(got.first_half_in_system - 1.5) < 1e-9 and got.steady
+    growing = [record(f"g{i}", i * 100.0, 10_000.0) for i in range(100)]
+    assert not call_measure("steady_state", growing, 1000.0, 9000.0, 0.25).steady
+
+
+def test_part3_replication_leaves_the_warm_up_out():
+    requests = [
+        record(f"o{i}", i * 100.0, i * 100.0 + 50, tokens=[i * 100.0 + 50]) for i in range(50)
+    ]
+    slo = measure.Slo(ttft_ms=40)  # every TTFT is 50 ms: nobody qualifies
+    got = call_measure("replication", requests, slo, 10, 5, 0.25)
+    assert (got.window_start_ms, got.window_end_ms) == (1000.0, 4500.0)
+    assert got.goodput.submitted == 35 and got.goodput.qualifying == 0
+    assert got.p99_ttft_ms == 50 and got.quality_pass_rate == 1.0
