@@ -7,7 +7,8 @@ Layout of the output (every link relative, so it works from file:// and any web 
     <unit>/index.html          lesson page (site.lesson of unit.yaml; default lesson.html.j2)
     <unit>/handout.html        the lab folder's README.md
     <unit>/<page>.html         extra pages the unit declares (site.pages)
-    <unit>/infra-lab-<unit>.zip  the student lab folder (grader.course.release.build_student_zip)
+    <unit>/infra-lab-<unit>.zip  the student lab folder, unpacking to infra-lab-<unit>/
+                               (grader.course.release.build_student_zip)
 
 Nothing here knows a unit: what a unit shows comes from its unit.yaml and its plug-ins
 (:mod:`grader.sitebuild.plugins`, docs/units.md "Site"). The output folder is replaced as a
@@ -159,7 +160,7 @@ class _Renderer:
 def _build_unit(renderer: _Renderer, site_unit: SiteUnit, next_unit: dict | None) -> None:
     unit, spec = site_unit.unit, site_unit.spec
     env = _environment(spec.unit_dir)
-    zip_name = f"infra-lab-{unit.id}.zip"
+    zip_name = release.student_zip_name(unit)
     archive = release.build_student_zip(unit, renderer.out / unit.id / zip_name)
     archive.chmod(0o644)  # written via mkstemp (0600); a web server must be able to read it
     common = {

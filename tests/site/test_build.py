@@ -152,9 +152,10 @@ def test_student_zip_is_copied_in(built_site, unit07):
     with zipfile.ZipFile(archive) as zf:
         names = set(zf.namelist())
     expected = {
-        "infra-lab/" + p.relative_to(unit07.lab_dir).as_posix() for p in student_files(unit07)
+        "infra-lab-unit07/" + p.relative_to(unit07.lab_dir).as_posix()
+        for p in student_files(unit07)
     }
-    assert names == expected and "infra-lab/simulate.py" in names
+    assert names == expected and "infra-lab-unit07/simulate.py" in names
 
 
 def test_false_claim_stops_the_build_and_keeps_the_old_site(tmp_path):
