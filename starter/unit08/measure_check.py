@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 import measure
+from servesim.stubs import run_main
 
 FUNCTIONS = ("meets_slo", "goodput", "area_under_n", "clipped_residence", "tpot_means")
 
@@ -72,4 +73,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main("measure_check.py", main))

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Sweep tiers x offered loads and find the cheapest feasible tier (given; part 4, deliverable c).
+"""Sweep tiers x offered loads and find the cheapest feasible tier (given; handout deliverable (c)).
 
 For every tier file and every offered load (open loop, Poisson, sizes drawn from --trace) it
 simulates the tier's policy, then measures with YOUR measure.py: goodput over the run, SLO
@@ -30,6 +30,7 @@ from servesim.labconfig import load_lab
 from servesim.load import open_loop
 from servesim.metrics import percentile
 from servesim.runfile import build_run, write_atomic
+from servesim.stubs import run_main
 from servesim.tiers import Tier, TierError, load_tier
 from servesim.trace import TraceError, read_trace_file, resolve_trace
 
@@ -208,4 +209,4 @@ def write_plots(out: Path, tiers: list[Tier], points: list[Point]) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main("sweep.py", main))
