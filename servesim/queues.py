@@ -1,12 +1,16 @@
 """The engine's queues, kept so that each step costs work in proportion to the batch and to the
 changes (arrivals, completions, preemptions), never to the length of a queue.
 
-``WaitingQueue`` holds arrived requests whose prefill is not finished, in queue order: first the
-``front`` (sequences that have started prefill, and preempted ones waiting to recompute), then
-the ``fresh`` requests in arrival order (ties in trace order). A fresh request that starts
-prefill moves to the front once every request ahead of it has started, so a policy that starts
-requests in FIFO order sees exactly the arrival order; a preempted sequence joins the end of the
-front: behind the partial prefills, ahead of every request that has not started.
+``WaitingQueue`` holds arrived requests whose prefill is not finished, as one queue: new
+arrivals join the back (arrival order, ties in trace order), a request that leaves (prefill
+finished, cancelled) is taken out, and a preempted sequence is put at the very front, as vLLM
+V1's ``prepend_request`` does: the victims of one step in turn, in the order the batch names
+them, so the last one named stands first, ahead of every earlier victim. Nobody else moves.
+
+It is kept in two parts: the ``front`` (sequences that have started prefill at some point:
+partial prefills and preempted ones) and the ``fresh`` requests that arrived after them. A fresh
+request that starts prefill moves to the end of the front once every request ahead of it has
+started, so a policy that starts requests in FIFO order sees exactly the arrival order.
 """
 
 from __future__ import annotations
@@ -68,7 +72,7 @@ class SeqView(SequenceABC):
 
 class WaitingQueue:
     def __init__(self):
-        self.front: list[Sequence] = []
+        self.front: deque[Sequence] = deque()
         self.fresh: deque[Sequence] = deque()
         self.unstarted = 0  # fresh requests that never started prefill (what queueCap counts)
 
@@ -88,9 +92,9 @@ class WaitingQueue:
             self.unstarted -= 1
             self._advance()
 
-    def add_preempted(self, seqs: list[Sequence]) -> None:
-        """Preempted sequences (arrival order among themselves) join the end of the front."""
-        self.front.extend(sorted(seqs, key=lambda s: (s.arrival_ms, s.order)))
+    def add_preempted(self, seq: Sequence) -> None:
+        """A preempted sequence goes to the very front of the queue (vLLM's ``prepend_request``)."""
+        self.front.appendleft(seq)
 
     def remove(self, seq: Sequence) -> None:
         """Take out a sequence whose prefill finished, or that was cancelled."""

@@ -128,7 +128,8 @@ def render(trace_name: str, runs: list[dict]) -> str:
         if "completed" in s:  # extended run files (unit 08) count every outcome
             lines.append(
                 f"{_label(run)}: {s['completed']} completed, {s['rejected']} rejected, "
-                f"{s['cancelled']} cancelled; {s['recomputedTokens']} tokens recomputed"
+                f"{s['cancelled']} cancelled; {s['recomputes']} preemptions, "
+                f"{s['recomputedTokens']} tokens recomputed"
             )
     faulty = [r["fault"] for r in runs if r["fault"]]
     if faulty:

@@ -108,7 +108,9 @@ def test_preempted_sequence_recomputes_prompt_and_emitted_tokens():
     assert a.token_times_ms[:2] == plain.sequences[0].token_times_ms[:2]
 
 
-def test_preempted_sequences_rejoin_behind_partial_prefills_in_arrival_order():
+def test_preempted_sequences_go_to_the_front_of_the_queue_the_last_named_first():
+    """vLLM's ``prepend_request``: each victim goes to the very front in turn, ahead of the
+    partial prefill, the earlier victims and the requests that never started."""
     trace = trace_of(("A", 0, 2, 9), ("B", 0, 2, 9), ("P", 0, 8, 2), ("N", 0, 3, 2))
     orders = []
 
@@ -124,27 +126,54 @@ def test_preempted_sequences_rejoin_behind_partial_prefills_in_arrival_order():
         return fifo(view)
 
     timeline = simulate(trace, policy, DeviceProfile())
-    assert orders[3] == ["P", "A", "B", "N"]
+    assert orders[3] == ["A", "B", "P", "N"]
     seqs = {s.id: s for s in timeline.sequences}
     # current prefills in the order they began: P (step 2), then A and B recomputed, then N
     assert sorted(seqs, key=lambda rid: seqs[rid].prefill_start) == ["P", "A", "B", "N"]
     assert seqs["P"].prefill_start_ms == timeline.events[1].start_ms
 
 
-def test_a_prefill_started_in_the_preempting_step_stays_ahead_of_the_preempted():
-    trace = trace_of(("A", 0, 2, 9), ("F", 0, 6, 2), ("N", 0, 2, 2))
+def test_a_later_preemption_goes_ahead_of_earlier_victims():
+    trace = trace_of(("A", 0, 2, 9), ("B", 0, 2, 9), ("F", 0, 6, 2), ("N", 0, 2, 2))
     orders = []
 
     def policy(view):
         orders.append([s.id for s in view.waiting])
-        if len(orders) == 1:
-            return Batch(prefill=[PrefillChunk("A", 2)])
-        if len(orders) == 2:
-            return Batch(prefill=[PrefillChunk("F", 3)], preempt=["A"])
+        step = len(orders)
+        if step == 1:
+            return Batch(prefill=[PrefillChunk("A", 2), PrefillChunk("B", 2)])
+        if step == 2:
+            return Batch(decode=["B"], prefill=[PrefillChunk("F", 3)], preempt=["A"])
+        if step == 3:
+            return Batch(prefill=[PrefillChunk("F", 3)], preempt=["B"])
         return fifo(view)
 
     simulate(trace, policy, DeviceProfile())
-    assert orders[2] == ["F", "A", "N"]
+    assert orders[2] == ["A", "F", "N"]  # the victim stands ahead of the partial prefill F
+    assert orders[3] == ["B", "A", "N"]  # F finished its prefill; B went ahead of A
+
+
+def test_holders_are_in_readmission_order():
+    """``view.holders``: running requests and partial prefills, by when the current prefill
+    began; a recomputed request counts from its restart."""
+    trace = trace_of(("A", 0, 2, 9), ("B", 0, 2, 9), ("P", 0, 8, 2))
+    seen = []
+
+    def policy(view):
+        seen.append([s.id for s in view.holders])
+        step = len(seen)
+        if step == 1:
+            return Batch(prefill=[PrefillChunk("A", 2), PrefillChunk("B", 2)])
+        if step == 2:
+            return Batch(decode=["B"], preempt=["A"])
+        if step == 3:
+            return Batch(decode=["B"], prefill=[PrefillChunk("A", 3), PrefillChunk("P", 2)])
+        return fifo(view)
+
+    simulate(trace, policy, DeviceProfile())
+    assert seen[1] == ["A", "B"]
+    assert seen[2] == ["B"]
+    assert seen[3] == ["B", "A", "P"]  # A's recompute began before P's prefill, same step
 
 
 def test_rejections_at_arrival_stay_in_the_run():

@@ -74,15 +74,15 @@ def batching(runs: Runs) -> dict[str, PolicyRun]:
     return {p: runs.policy(trace, p, {}, dev, p) for p in ("static", "continuous")}
 
 
-def pages_over_time(run: dict, page_tokens: int) -> list[tuple[float, int]]:
-    """(step end, KV pages held after the step) rebuilt from the run's events alone.
+def caches(run: dict):
+    """Each event with every holder's KV cache (positions) after it, from the events alone.
 
     A holder's cache is its prefilled tokens plus one per decode; a preempted one drops it at
     the start of the step; a request that left (completed, cancelled) at a step's end frees it.
+    The dict is the same object each time: copy it to keep a step's state.
     """
     left = {r["id"]: r["statusMs"] for r in run["requests"] if r["status"] != "rejected"}
     cache: dict[str, int] = {}
-    points = [(0.0, 0)]
     for event in run["events"]:
         for rid in event["preempt"]:
             cache.pop(rid, None)
@@ -92,6 +92,13 @@ def pages_over_time(run: dict, page_tokens: int) -> list[tuple[float, int]]:
             cache[rid] += 1
         for rid in [r for r in cache if left[r] == event["endMs"]]:
             del cache[rid]
+        yield event, cache
+
+
+def pages_over_time(run: dict, page_tokens: int) -> list[tuple[float, int]]:
+    """(step end, KV pages held after the step) rebuilt from the run's events alone."""
+    points = [(0.0, 0)]
+    for event, cache in caches(run):
         points.append((event["endMs"], sum(math.ceil(c / page_tokens) for c in cache.values())))
     return points
 
@@ -107,6 +114,80 @@ def kv_pool(runs: Runs) -> dict:
         out["runs"][policy] = run
         out["pages"][policy] = pages_over_time(run.run, dev.page_tokens)
         out["preempts"][policy] = [(e["startMs"], rid) for e in run.events for rid in e["preempt"]]
+    return out
+
+
+LIFO = {"trace": "lifo-victim", "device": "kv-64-pages", "budget": 64}
+
+
+def lab_device(unit: Unit, name: str):
+    """A device profile of the lab's ``devices/`` folder (what a student passes)."""
+    doc = json.loads((unit.lab_dir / "devices" / f"{name}.json").read_text(encoding="utf-8"))
+    return reference.engine(unit).DeviceProfile.from_json(doc["device"], source=name)
+
+
+def caches_before(run: dict, index: int) -> dict[str, int]:
+    """Positions in each holder's KV cache when event ``index`` starts."""
+    cache: dict[str, int] = {}
+    for event, after in caches(run):
+        if event["index"] == index:
+            break
+        cache = dict(after)
+    return cache
+
+
+def lifo_victim(runs: Runs) -> dict:
+    """budgeted and paged on the lab's ``lifo-victim`` construction (B = 64, 64 pages), and
+    the step in which paged throws away the partial prefill of L: each holder's pages before
+    it, the pages left, and the pages L's next chunk needed."""
+    unit = runs.unit
+    trace = reference.load_trace(unit, LIFO["trace"])
+    dev = lab_device(unit, LIFO["device"])
+    params = {"budget": LIFO["budget"]}
+    out = {"device": dev.to_json(), "budget": LIFO["budget"], "runs": {}}
+    out["rows"] = {}
+    for policy in ("budgeted", "paged"):
+        made = out["runs"][policy] = runs.policy(trace, policy, params, dev, f"lifo-{policy}")
+        starts = [e["startMs"] for e in made.events for c in e["prefill"] if c["id"] == "L"]
+        out["rows"][policy] = {
+            "start": starts[0],
+            "preemptions": made.summary["recomputes"],
+            "recomputed": made.summary["recomputedTokens"],
+            "first": made.req["L"]["firstTokenMs"],
+            "finish": {rid: made.req[rid]["finishMs"] for rid in made.req},
+        }
+    run = out["runs"]["paged"].run
+    steps = [e for e in run["events"] if e["preempt"]]
+    if len(steps) != 1 or steps[0]["preempt"] != ["L"]:
+        raise BuildError(f"unit {unit.id}: lifo-victim must preempt L once, got {steps}")
+    step = steps[0]
+    cache = caches_before(run, step["index"])
+    prompt = next(r["inputTokens"] for r in run["requests"] if r["id"] == "L")
+    # what L asked for: its next chunk, from the budget the decodes walked before it left
+    chunk = min(prompt - cache["L"], LIFO["budget"] - len(step["decode"]))
+    held = {rid: dev.pages_for(c) for rid, c in cache.items()}
+    # the pages free for L when it started: after what the step gave the holders before it
+    first = next(e for e in run["events"] if any(c["id"] == "L" for c in e["prefill"]))
+    grown = caches_before(run, first["index"])
+    for rid in first["decode"]:
+        grown[rid] += 1
+    for c in first["prefill"]:
+        if c["id"] != "L":
+            grown[c["id"]] = grown.get(c["id"], 0) + c["tokens"]
+    out["start"] = {
+        "startMs": first["startMs"],
+        "free": dev.kv_pages - sum(dev.pages_for(c) for c in grown.values()),
+        "needs": dev.pages_for(prompt),
+    }
+    out["step"] = {
+        "index": step["index"],
+        "startMs": step["startMs"],
+        "cache": cache,
+        "pages": held,
+        "free": dev.kv_pages - sum(held.values()),
+        "chunk": chunk,
+        "chunkPages": dev.pages_for(cache["L"] + chunk) - held["L"],
+    }
     return out
 
 

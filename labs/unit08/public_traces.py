@@ -1,9 +1,10 @@
 """Unit 08's public traces: the chapter's constructions and seeded generated traces.
 
 ``python labs/unit08/public_traces.py [--check]`` (re)writes them into ``starter/unit08/traces/``;
-a repo test fails when a file is stale. The two hand constructions (``static-vs-continuous``,
-``kv-pages``) are written out request by request; the others are drawn with ``random.Random``
-from a fixed seed, so the files are reproducible, and the Azure ones read the shared data set.
+a repo test fails when a file is stale. The hand constructions (``static-vs-continuous``,
+``kv-pages``, ``lifo-victim``) are written out request by request; the others are drawn with
+``random.Random`` from a fixed seed, so the files are reproducible, and the Azure ones read the
+shared data set.
 """
 
 from __future__ import annotations
@@ -60,6 +61,23 @@ def kv_pages() -> dict:
             _req("Z", 60, 256, 4, maxOutputTokens=768),
             _req("W", 80, 100, 4, maxOutputTokens=1000),
         ],
+    }
+
+
+def lifo_victim() -> dict:
+    """What vLLM's LIFO victim costs: a long prompt thrown away part-way through its prefill.
+
+    A and B (250-token prompts, 40 outputs) decode in a 64-page pool; L (500 tokens) starts as
+    soon as its whole prompt's 32 pages are free. With B = 64 its prefill takes eight steps,
+    while A and B grow into the pool's last pages; L, the most recently admitted, is the victim
+    with most of its prompt done, and prefills all of it again once A and B are gone.
+    """
+    return {
+        "name": "lifo-victim",
+        "description": "A long prompt L starts while A and B decode; run with "
+        "devices/kv-64-pages.json and --budget 64: when A and B need pages that L's chunks "
+        "took, paged preempts L, the newest request, and its prefilled tokens are lost.",
+        "requests": [_req("A", 0, 250, 40), _req("B", 0, 250, 40), _req("L", 30, 500, 4)],
     }
 
 
@@ -190,6 +208,7 @@ def unseen() -> dict:
 BUILDERS = {
     "static-vs-continuous": static_vs_continuous,
     "kv-pages": kv_pages,
+    "lifo-victim": lifo_victim,
     "burst": burst,
     "tenants": tenants,
     "azure-conv-slice": azure_conv_slice,

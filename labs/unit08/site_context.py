@@ -161,6 +161,7 @@ def lesson_context(unit: Unit) -> dict:
     runs = lesson_runs.Runs(unit)
     pair = lesson_runs.batching(runs)
     kv = lesson_runs.kv_pool(runs)
+    lifo = lesson_runs.lifo_victim(runs)
     sweep = lesson_runs.sweep(runs)
     ops = lesson_runs.operating_points(sweep)
     loops = lesson_runs.loops(runs)
@@ -172,6 +173,7 @@ def lesson_context(unit: Unit) -> dict:
         "batching_svg": Markup(batching_figure(pair)),
         "kv": kv,
         "kv_svg": Markup(kv_figure(kv)),
+        "lifo": lifo,
         "sweep": sweep,
         "sweep_rows": _tier_rows(sweep),
         "ops": ops,

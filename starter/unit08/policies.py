@@ -4,12 +4,14 @@ A policy is called at every decision point and returns the next step as a ``Batc
 unit 07, one step may hold decodes and prefill chunks together (a mixed step), and may name
 sequences to preempt at its start. What a policy sees (``SchedulerView``):
 
-- ``view.waiting``: requests whose prefill is not finished. Partial prefills and preempted
-  requests waiting for their recompute come first, then requests that never started, in arrival
-  order. ``seq.holds_kv`` tells a partial prefill (it holds pages) from the rest;
+- ``view.waiting``: requests whose prefill is not finished, in queue order. A preempted request
+  is put at the very front (the latest preemption first); everyone else keeps arrival order.
+  ``seq.holds_kv`` tells a partial prefill (it holds pages) from the rest;
   ``seq.remaining_prefill`` and ``seq.prefill_target`` (the prompt, plus the tokens already
   emitted after a preemption) say how much is left.
 - ``view.running``: requests that have their first token and need more, in that order.
+- ``view.holders``: every request holding KV (running ones and partial prefills), in the order
+  its current prefill began: the order in which they were (re)admitted.
 - ``view.device``: ``max_active`` (K, or None), ``kv_pages`` (M, or None), ``pages_for(tokens)``.
 - ``view.active``, ``view.pages_held``, ``view.pages_reserved``, ``view.free_slots``,
   ``view.free_pages``: running totals over the sequences that hold KV now.
@@ -65,17 +67,28 @@ def budgeted(view: SchedulerView, budget: int) -> Batch:
 
 
 def paged(view: SchedulerView, budget: int) -> Batch:
-    """Dynamic KV growth with recompute preemption, as vLLM does it (31.3, 31.6).
+    """vLLM V1's scheduler (vLLM 0.33.0; FCFS, chunked prefill, no prefix cache, watermark 0):
+    KV pages grow on demand, with lazy recompute preemption (31.3, 31.6).
 
-    Pages needed this step: every running request after one more token
-    (``pages_for(seq.context_tokens + 1)``) plus, for every partial prefill, the pages of its
-    whole prompt (``pages_for(seq.prefill_target)``), set aside so partial prefills never
-    deadlock. While that exceeds M, preempt the running request whose current prefill started
-    last (the largest ``seq.prefill_start``: of two that started in the same step, the later
-    one in queue order). Then decode every running request and fill the rest of ``budget`` with
-    prefill chunks in queue order as ``budgeted`` does, except that a request that has not
-    started needs only the pages of its prompt (``prefill_target``) to fit beside what the step
-    needs. Stop at the first request that cannot start.
+    Keep ``free``, the pages free now (``view.free_pages``, when the device has a pool): every
+    page a request takes in this step comes out of it, every page a victim drops goes back in.
+
+    1. Walk ``view.holders`` (their order of (re)admission) while budget is left. A running
+       request asks for 1 token (a decode), a partial prefill for ``min(remaining_prefill,
+       budget left)`` (its next chunk); that takes ``pages_for(context_tokens + tokens) -
+       pages_for(context_tokens)`` pages. Nothing is set aside for a prefill's later chunks.
+    2. While those pages are more than ``free``, preempt the last holder of the walk (the most
+       recently admitted one) and add its ``pages_for(context_tokens)`` to ``free``. When the
+       last holder is the one asking, it is preempted itself, gets nothing, and the walk ends.
+       Otherwise the one asking gets its tokens (a decode, or a ``PrefillChunk``).
+    3. Only if nobody was preempted in this step, start the requests of ``view.waiting`` that
+       hold no KV, in queue order, while budget is left and fewer than K hold KV, if
+       ``pages_for(prefill_target)`` (the whole prompt, plus the tokens emitted before a
+       preemption) is at most ``free``. Each gets a chunk of ``min(prefill_target, budget
+       left)`` tokens and takes that chunk's pages. The first that cannot start ends the walk.
+
+    Name the victims in ``preempt`` in the order they were preempted: the engine puts each at
+    the front of the waiting queue in turn, so the last one named restarts first.
     """
     # YOUR CODE HERE
     raise NotImplementedError("paged() is not implemented yet")

@@ -85,3 +85,33 @@ def test_sweep_writes_a_table_and_svg_plots(tmp_path):
     for name in ("goodput.svg", "p99-ttft.svg"):
         svg = (lab / "plots" / name).read_text(encoding="utf-8")
         assert svg.startswith("<svg") and "small-int8" in svg and "offered load (req/s)" in svg
+
+
+def test_handout_lifo_victim_numbers_are_the_runs():
+    """The handout's walk through ``lifo-victim`` quotes a reference run; the same run the
+    lesson's table shows (``lesson_runs.lifo_victim``)."""
+    lesson_runs = load_file(UNIT08.unit_dir / "lesson_runs.py")
+    lifo = lesson_runs.lifo_victim(lesson_runs.Runs(UNIT08))
+    step, runs, dev = lifo["step"], lifo["runs"], lesson_runs.lab_device(UNIT08, "kv-64-pages")
+    pages, cache = step["pages"], step["cache"]
+    prompt, others = runs["paged"].req["L"]["inputTokens"], len(cache) - 1
+    assert pages["A"] == pages["B"] and min(cache["A"], cache["B"]) > 256
+    assert lifo["start"]["free"] == lifo["start"]["needs"] == dev.pages_for(prompt)
+    finish = {policy: run.req["L"]["finishMs"] for policy, run in runs.items()}
+    assert finish["budgeted"] < finish["paged"]
+    handout = "".join((UNIT08.lab_dir / "README.md").read_text(encoding="utf-8").split())
+    quoted = [
+        f"{lifo['start']['startMs']:.2f} ms 那一步",
+        f"整段提示的 {lifo['start']['needs']} 页正好空着",
+        f"每步 {lifo['budget'] - others} 个 token",
+        f"{step['startMs']:.2f} ms 开始的那一步",
+        f"各占 {pages['A']} 页，L 占 {pages['L']} 页，池子只剩 {step['free']} 页",
+        f"放不下 L 下一个分块要的 {step['chunkPages']} 页",
+        f"已经算好的 {cache['L']} 个提示 token",
+        f"`recomputedTokens` = {runs['paged'].req['L']['recomputedTokens']}",
+        f"在 {finish['budgeted']:.2f} ms 完成",
+        f"`paged` 的 {finish['paged']:.2f} ms",
+    ]
+    for text in quoted:  # compared without white space: the handout wraps its lines anywhere
+        assert "".join(text.split()) in handout, f"the handout should say {text!r}"
+    assert runs["paged"].req["L"]["recomputedTokens"] == cache["L"]

@@ -1,35 +1,45 @@
-"""Mutant: paged reserves the declared maximum output like budgeted, so it never needs to preempt
-and starts fewer requests.
+"""Mutant: paged starts a request only when the pages of its declared maximum (prompt +
+maxOutputTokens) are free, as budgeted reserves, instead of those of its prompt + emitted tokens.
 """
 
 from servesim import Batch, PrefillChunk, SchedulerView
 
 
 def paged(view: SchedulerView, budget: int) -> Batch:
-    device = view.device
-    running = list(view.running)
-    need = sum(device.pages_for(s.context_tokens + 1) for s in running)
-    need += sum(device.pages_for(s.prefill_target) for s in view.waiting if s.holds_kv)
-    preempt = []
-    while device.kv_pages is not None and running and need > device.kv_pages:
-        victim = max(running, key=lambda s: s.prefill_start)
-        running.remove(victim)
-        preempt.append(victim.id)
-        need -= device.pages_for(victim.context_tokens + 1)
-    left = budget - len(running)
-    active = view.active - len(preempt)
-    chunks = []
-    for seq in view.waiting:
-        if left <= 0:
+    device, pool = view.device, view.device.kv_pages
+    free = pool - view.pages_held if pool is not None else 0
+    walk, left = list(view.holders), budget
+    decode, chunks, preempt = [], [], []
+    done = 0
+    while done < len(walk) and left > 0:
+        seq = walk[done]
+        tokens = min(seq.remaining_prefill, left) if seq.remaining_prefill else 1
+        grow = device.pages_for(seq.context_tokens + tokens) - device.pages_for(seq.context_tokens)
+        while pool is not None and grow > free and walk[-1] is not seq:
+            victim = walk.pop()
+            preempt.append(victim.id)
+            free += device.pages_for(victim.context_tokens)
+        if pool is not None and grow > free:
+            preempt.append(walk.pop().id)
             break
-        if not seq.holds_kv:
-            if device.max_active is not None and active >= device.max_active:
-                break
-            pages = device.pages_for(seq.reservation_tokens)
-            if device.kv_pages is not None and need + pages > device.kv_pages:
-                break
-            active, need = active + 1, need + pages
-        tokens = min(left, seq.remaining_prefill)
-        chunks.append(PrefillChunk(seq.id, tokens))
+        free -= grow
+        if seq.remaining_prefill:
+            chunks.append(PrefillChunk(seq.id, tokens))
+        else:
+            decode.append(seq.id)
         left -= tokens
-    return Batch(decode=[s.id for s in running], prefill=chunks, preempt=preempt)
+        done += 1
+    if not preempt:
+        active, cap = view.active, device.max_active
+        for seq in view.waiting:
+            if seq.holds_kv:
+                continue
+            if left <= 0 or (cap is not None and active >= cap):
+                break
+            if pool is not None and device.pages_for(seq.reservation_tokens) > free:
+                break
+            tokens = min(seq.prefill_target, left)
+            chunks.append(PrefillChunk(seq.id, tokens))
+            free -= device.pages_for(tokens)
+            left, active = left - tokens, active + 1
+    return Batch(decode=decode, prefill=chunks, preempt=preempt)

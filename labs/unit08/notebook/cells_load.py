@@ -57,10 +57,8 @@ def d2_cells(keys: dict) -> list:
     closed, opened, rate = key["loops"]["closed"], key["loops"]["open"], key["rate"]
     little = key["little"]
     claim(opened["p99_ttft"] > closed["p99_ttft"], "the open loop has the longer tail")
-    claim(
-        opened["attainment_submitted"] < closed["attainment_submitted"],
-        "the open loop's attainment is lower",
-    )
+    # one replication of each loop: the attainment may go either way, so the answer reads it off
+    lower = opened["attainment_submitted"] < closed["attainment_submitted"]
     return [
         text(
             "d2_intro",
@@ -232,7 +230,8 @@ d2_little = {{field: getattr(_little, field) for field in {LITTLE_FIELDS!r}}}
 {round(rate["measured"], 2):g} 请求/秒发送。完成请求的 p99 TTFT:闭环 {closed["p99_ttft"]:.0f} ms,
 开环 {opened["p99_ttft"]:.0f} ms;p50 分别是 {closed["p50_ttft"]:.0f} 和 {opened["p50_ttft"]:.0f} ms;
 对已提交请求的达成率 {pct(closed["attainment_submitted"])} 对
-{pct(opened["attainment_submitted"])}。平均速率一样,开环的尾部更长、达成率更低。
+{pct(opened["attainment_submitted"])}。平均速率一样,开环的尾部更长,
+达成率{"更低" if lower else "反而更高"}(这只是每种负载各一次运行,方向要用多次重复才能下结论)。
 (b) 闭环里每个用户在等上一个请求结束之前不会发下一个。服务器一旦变慢,{D2["users"]} 个用户都
 卡在等待里,到达率自动下降,拥塞期间「本该到达」的请求被推迟到拥塞过去以后才发出,测量里
 根本没有它们,尾延迟因此被低估。真实用户不会因为别人慢就不来,开环保留了这些请求。

@@ -14,8 +14,11 @@ They take plain numbers (and a ``DeviceProfile``-like object), never the engine'
 - Caps checked after the step (before releases): at most K holders, their pages within M; the
   step's new positions (one per decode, each prefill token) within the budget B.
 - Tokens: the chunk that completes a prefill emits one token, each decode emits one.
-- Preemption by recompute: the cache is dropped; the new prefill target is the prompt plus
-  every token emitted so far.
+- Preemption by recompute: the cache is dropped at the start of the step; the new prefill
+  target is the prompt plus every token emitted so far. A run counts each preemption
+  (``recomputes``) and the positions it dropped (``recomputedTokens``: the work done again).
+  Which holder is preempted, and where it waits, is the policy's and the queue's business
+  (``queues.py``), not a device rule.
 """
 
 from __future__ import annotations

@@ -24,7 +24,8 @@ class EngineState:
         self.device = device
         self.arrivals = arrivals
         self.waiting = WaitingQueue()
-        self.running: list[Sequence] = []
+        self.running: list[Sequence] = []  # first token out, in the order they got it
+        self.prefilling: dict[str, Sequence] = {}  # hold KV, no first token yet (by start)
         self.live: dict[str, Sequence] = {}  # arrived and not finished, by id
         self.tally = Tally(pages_kept=device.kv_pages is not None)
         self._deadlines: list[tuple[float, int, Sequence]] = []
@@ -41,6 +42,7 @@ class EngineState:
             memo,
             self.tally,
             self.live,
+            SeqView(self.prefilling.values()),
         )
 
     # -- arrivals ---------------------------------------------------------------------------
@@ -79,9 +81,8 @@ class EngineState:
         """Apply a checked batch that ran from ``start_ms`` to ``end``: preempt, prefill,
         decode, finish."""
         live, device, tally = self.live, self.device, self.tally
-        preempted = [live[rid] for rid in batch.preempt]
-        for seq in preempted:
-            self._preempt(seq)
+        for rid in batch.preempt:
+            self._preempt(live[rid])
         for chunk in batch.prefill:
             seq = live[chunk.id]
             if seq.prefilled == 0:
@@ -91,10 +92,9 @@ class EngineState:
                 tally.pages += rules.pages_added(device, seq.context_tokens, chunk.tokens)
             if seq.take_prefill(chunk.tokens, end):
                 self.waiting.remove(seq)
+                del self.prefilling[seq.id]
                 seq.phase = Phase.DECODE
                 self.running.append(seq)
-        # behind every partial prefill, including those this step started
-        self.waiting.add_preempted(preempted)
         done = [live[c.id] for c in batch.prefill if _completed(live[c.id])]
         for rid in batch.decode:
             seq = live[rid]
@@ -113,7 +113,8 @@ class EngineState:
             self.running[:] = [seq for seq in self.running if seq.status is None]
 
     def _preempt(self, seq: Sequence) -> None:
-        """Drop the cache; keep the emitted tokens; prefill prompt + emitted again later."""
+        """Drop the cache; keep the emitted tokens; go to the front of the waiting queue and
+        prefill prompt + emitted again later."""
         self._release(seq)
         if seq.phase is Phase.DECODE:
             self.running.remove(seq)
@@ -121,10 +122,12 @@ class EngineState:
             self.waiting.remove(seq)
         seq.drop_cache()
         seq.phase = Phase.PREFILL
+        self.waiting.add_preempted(seq)
 
     def _hold(self, seq: Sequence, start_ms: float) -> None:
         seq.prefill_start, seq.prefill_start_ms = self._starts, start_ms
         self._starts += 1
+        self.prefilling[seq.id] = seq
         self.tally.active += 1
         if self.tally.pages_kept:
             self.tally.reserved += self.device.pages_for(seq.reservation_tokens)
@@ -132,6 +135,7 @@ class EngineState:
     def _release(self, seq: Sequence) -> None:
         if seq.prefilled == 0:
             return
+        self.prefilling.pop(seq.id, None)
         self.tally.active -= 1
         if self.tally.pages_kept:
             self.tally.pages -= self.device.pages_for(seq.context_tokens)

@@ -39,10 +39,13 @@ class Tally:
 class SchedulerView:
     """What a policy sees at a decision point. Treat every sequence in it as read-only.
 
-    ``waiting``: arrived, prefill not finished; partial prefills and preempted sequences first,
-    then the requests that have not started, in arrival order (ties in trace order).
-    ``running``: first token out, not finished, in the order they got it. Both are read-only
-    sequences valid during the call. ``memo`` is one dict per run for a policy's own state.
+    ``waiting``: arrived, prefill not finished, in queue order: preempted sequences at the front
+    (the latest preemption first: the engine puts each victim of a batch at the front in turn,
+    so the last one named stands first), then the rest in arrival order (ties in trace order),
+    partial prefills where they stand. ``running``: first token out, not finished, in the order
+    they got it. ``holders``: every sequence that holds KV, in the order its current prefill
+    began (vLLM V1's ``running`` queue). All are read-only sequences valid during the call.
+    ``memo`` is one dict per run for a policy's own state.
     """
 
     now_ms: float
@@ -54,6 +57,8 @@ class SchedulerView:
     memo: dict = field(default_factory=dict)
     tally: Tally | None = field(default=None, repr=False)  # engine-kept totals
     live: Mapping[str, Sequence] | None = field(default=None, repr=False)  # id -> sequence
+    # holders without a first token, in the order they began (engine-kept; None: from waiting)
+    prefilling: SeqView | tuple[Sequence, ...] | None = field(default=None, repr=False)
 
     def _tally(self, pages: bool = True) -> Tally:
         if self.tally is not None and (self.tally.pages_kept or not pages):
@@ -64,6 +69,20 @@ class SchedulerView:
     def active(self) -> int:
         """Sequences holding KV now (running ones and partial prefills)."""
         return self._tally(pages=False).active
+
+    @property
+    def holders(self) -> tuple[Sequence, ...]:
+        """Every sequence holding KV now, in the order its current prefill (or recompute) began,
+        i.e. the order of (re)admission (``seq.prefill_start``): vLLM V1's ``running`` queue.
+
+        When requests start in queue order and only the last one started may stop part-way
+        through its prefill (as ``budgeted`` and ``paged`` do), that is ``running`` followed by
+        the partial prefill, if any.
+        """
+        partial = self.prefilling
+        if partial is None:
+            partial = [s for s in self.waiting if s.holds_kv]
+        return tuple(sorted((*self.running, *partial), key=lambda s: s.prefill_start))
 
     @property
     def pages_held(self) -> int:

@@ -1,7 +1,8 @@
 """Part 2: budgeted() and paged() in policies.py (chapter 31.3 and 31.6).
 
-kv-pages is the chapter's page example on a 64-page pool; burst-pool-256 is the burst trace on
-a device with 16 slots and 256 pages, where reservation and dynamic growth part ways.
+kv-pages is the chapter's page example on a 64-page pool; lifo-victim shows what paged's
+last-in-first-out victim costs on the same pool; burst-pool-256 is the burst trace on a device
+with 16 slots and 256 pages, where reservation and dynamic growth part ways.
 """
 
 from adapters import cache_after_steps, check_timeline, device, pages, run_policy, running_at
@@ -24,6 +25,21 @@ def test_part2_paged_kv_pages_33_33_49_then_34():
     after = cache_after_steps(run)
     xy = [{k: v for k, v in step.items() if k in "XY"} for step in after]
     assert [pages(xy[1]), pages(xy[2]), pages(after[2]), pages(xy[3])] == [33, 33, 49, 34]
+
+
+def test_part2_paged_lifo_victim_is_the_long_partial_prefill():
+    run = run_policy("lifo-victim", "paged", "kv-64-pages", budget=64)
+    check_timeline("lifo-victim", "paged", run)
+    victims = [rid for event in run["events"] for rid in event["preempt"]]
+    assert victims == ["L"], "L, admitted last, is the one victim (it asks for the pages itself)"
+    req = {r["id"]: r for r in run["requests"]}
+    assert req["L"]["recomputedTokens"] == 442, "L had 442 of its 500 prompt tokens in its cache"
+
+
+def test_part2_budgeted_lifo_victim_timeline():
+    check_timeline(
+        "lifo-victim", "budgeted", run_policy("lifo-victim", "budgeted", "kv-64-pages", budget=64)
+    )
 
 
 def test_part2_budgeted_burst_timeline():
