@@ -247,7 +247,7 @@ def _safely(compute, fallback):
     of mistake, it never changes a verdict."""
     try:
         return compute()
-    except Exception:  # noqa: BLE001 - any failure of the diagnosis falls back to a fixed text
+    except Exception:  # any failure of the diagnosis falls back to a fixed text
         return fallback
 
 
