@@ -108,7 +108,10 @@ def test_crash_and_timeout_are_reported(tmp_path, unit):
     assert "Traceback" in by_id["fcfs-mixed"].feedback  # visible case: the end of stderr
     assert by_id["chunked-mixed"].status is Status.TIMEOUT
     assert by_id["fcfs-ties"].status is Status.CRASH
-    assert by_id["fcfs-ties"].feedback == "crash: an exception was raised in the run"
+    assert (
+        by_id["fcfs-ties"].feedback
+        == "crash: fcfs() in policies.py: an exception was raised in the run"
+    )
     assert report.score == 0
 
 
