@@ -30,11 +30,16 @@ def _fmt(value: float) -> str:
 
 
 def line_chart(
-    series: dict[str, list[tuple[float, float]]], title: str, x_label: str, y_label: str
+    series: dict[str, list[tuple[float, float]]],
+    title: str,
+    x_label: str,
+    y_label: str,
+    hline: tuple[float, str] | None = None,
 ) -> str:
-    """The SVG text of a chart of ``series`` (name -> [(x, y), ...])."""
+    """The SVG text of a chart of ``series`` (name -> [(x, y), ...]); ``hline`` is a labelled
+    horizontal line (y, label) such as an SLO target."""
     points = [(x, y) for values in series.values() for x, y in values]
-    finite_y = [y for _, y in points if math.isfinite(y)]
+    finite_y = [y for _, y in points if math.isfinite(y)] + ([hline[0]] if hline else [])
     x_ticks = nice_ticks(max((x for x, _ in points), default=1))
     y_ticks = nice_ticks(max(finite_y, default=1) * 1.05)
     plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
@@ -78,6 +83,16 @@ def line_chart(
         f'<text transform="translate(18 {TOP + plot_h / 2}) rotate(-90)" '
         f'text-anchor="middle">{escape(y_label)}</text>'
     )
+    if hline:
+        y = sy(hline[0])
+        out.append(
+            f'<line x1="{LEFT}" y1="{y:.1f}" x2="{LEFT + plot_w}" y2="{y:.1f}" '
+            'stroke="#c00" stroke-dasharray="6 4"/>'
+        )
+        out.append(
+            f'<text x="{LEFT + plot_w - 4}" y="{y - 5:.1f}" text-anchor="end" '
+            f'fill="#c00">{escape(hline[1])}</text>'
+        )
     any_inf = False
     for index, (name, values) in enumerate(series.items()):
         colour = COLOURS[index % len(COLOURS)]
@@ -99,9 +114,9 @@ def line_chart(
     if any_inf:
         ly = TOP + 10 + 18 * len(series) + 10
         out.append(
-            f'<text x="{WIDTH - RIGHT + 15}" y="{ly}" font-size="10">hollow on the top '
-            f'edge:</text><text x="{WIDTH - RIGHT + 15}" y="{ly + 12}" font-size="10">'
-            "infinite (too many failed)</text>"
+            f'<text x="{WIDTH - RIGHT + 15}" y="{ly}" font-size="10">上沿空心点：</text>'
+            f'<text x="{WIDTH - RIGHT + 15}" y="{ly + 12}" font-size="10">'
+            "∞（没有首 token）</text>"
         )
     out.append("</svg>")
     return "\n".join(out) + "\n"

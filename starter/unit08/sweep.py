@@ -181,26 +181,30 @@ def main(argv=None) -> int:
     summary, best = choose(tiers, points, args.target)
     print(summary)
     print(f"cheapest feasible tier: {best.name if best else 'none'}")
-    write_plots(Path(args.out), tiers, points)
+    write_plots(Path(args.out), tiers, points, args.slo_ttft_ms)
     return 0
 
 
-def write_plots(out: Path, tiers: list[Tier], points: list[Point]) -> None:
+def write_plots(out: Path, tiers: list[Tier], points: list[Point], slo_ttft_ms: float) -> None:
+    """The two charts of the sweep, labelled as the lesson page labels its own (Chinese, seconds),
+    the p99 TTFT chart with the SLO's TTFT target as a dashed line."""
+
     def series(value):
         return {t.name: [(p.load, value(p)) for p in points if p.tier == t.name] for t in tiers}
 
     charts = {
         "goodput.svg": line_chart(
             series(lambda p: p.goodput.goodput_per_s),
-            "Goodput vs offered load",
-            "offered load (req/s)",
-            "goodput (qualifying req/s)",
+            "goodput 随提供负载变化，每个档位一条线",
+            "提供负载 (请求/s)",
+            "goodput (合格请求/s)",
         ),
         "p99-ttft.svg": line_chart(
-            series(lambda p: p.p99_ttft_ms),
-            "p99 TTFT vs offered load",
-            "offered load (req/s)",
-            "p99 TTFT (ms), failures = inf",
+            series(lambda p: p.p99_ttft_ms / 1000),
+            "p99 TTFT 随提供负载变化，每个档位一条线",
+            "提供负载 (请求/s)",
+            "p99 TTFT (s)",
+            hline=(slo_ttft_ms / 1000, f"TTFT 目标 {slo_ttft_ms / 1000:g} s"),
         ),
     }
     for name, text in charts.items():

@@ -84,7 +84,9 @@ def test_sweep_writes_a_table_and_svg_plots(tmp_path):
     assert "cheapest feasible tier:" in done.stdout
     for name in ("goodput.svg", "p99-ttft.svg"):
         svg = (lab / "plots" / name).read_text(encoding="utf-8")
-        assert svg.startswith("<svg") and "small-int8" in svg and "offered load (req/s)" in svg
+        assert svg.startswith("<svg") and "small-int8" in svg and "提供负载 (请求/s)" in svg
+    p99 = (lab / "plots" / "p99-ttft.svg").read_text(encoding="utf-8")
+    assert "p99 TTFT (s)" in p99 and "TTFT 目标 2 s" in p99  # the default SLO, in seconds
 
 
 def test_handout_lifo_victim_numbers_are_the_runs():

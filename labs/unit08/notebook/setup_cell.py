@@ -59,7 +59,7 @@ def run_sweep(trace, loads, requests, seed, slo_ttft_ms, slo_tpot_ms):
             run = sweep.run_tier(lab, tier, open_loop(sizes, load, requests, seed))
             points.append(sweep.measure_point(tier, load, run, slo))
     print(sweep.table(points))
-    sweep.write_plots(LAB / "runs" / "sweep", tiers, points)
+    sweep.write_plots(LAB / "runs" / "sweep", tiers, points, slo_ttft_ms)
     return {
         t.name: {
             "price": t.price_per_hour,
