@@ -92,6 +92,7 @@ def sweep_figures(sweep: dict) -> tuple[str, str]:
         ]
 
     loads = "、".join(_n(x) for x in lesson_runs.SWEEP["loads"])
+    ttft_s = lesson_runs.SLO["ttft_ms"] / 1000
     good = line_chart(
         series(lambda p: p.goodput.goodput_per_s),
         element_id="sweep-goodput",
@@ -105,12 +106,14 @@ def sweep_figures(sweep: dict) -> tuple[str, str]:
         series(lambda p: p.p99_ttft_ms / 1000),
         element_id="sweep-p99",
         title="p99 TTFT 随提供负载变化，每个档位一条线",
-        desc=f"横轴为提供负载（请求/秒），纵轴为 p99 TTFT（秒），被拒绝或取消的请求按无穷晚计；"
+        desc=f"横轴为提供负载（请求/秒），纵轴为 p99 TTFT（秒），"
+        f"虚线是 SLO 的 TTFT 目标 {_n(ttft_s)} 秒；被拒绝或取消的请求按无穷晚计；"
         f"超过 1% 的请求没有首 token 时 p99 为无穷大，画成上沿的空心点。档位：{'、'.join(names)}。",
         x_label="提供负载 (请求/s)",
         y_label="p99 TTFT (s)",
         inf_note="空心点：超过 1% 失败，p99 为无穷大",
         inf_label="∞（没有首 token）",
+        hline=(ttft_s, f"TTFT 目标 {_n(ttft_s)} s"),
     )
     return good, p99
 
