@@ -128,6 +128,7 @@ def load_grading(unit: Unit) -> GradingConfig:
             raise UnitError(f"{where}.cases #{number}: duplicate id '{case.id}'")
         seen.add(case.id)
         cases.append(case)
+    _check_parts(unit, cases, where)
     timeouts = []
     for key, default in (
         ("timeout_s", DEFAULT_TIMEOUT_S),
@@ -138,6 +139,19 @@ def load_grading(unit: Unit) -> GradingConfig:
             raise UnitError(f"{where}.{key}: must be a number > 0")
         timeouts.append(float(value))
     return GradingConfig(tuple(cases), *timeouts)
+
+
+def _check_parts(unit: Unit, cases: list[Case], where: str) -> None:
+    """Every case's part is one of the unit's ``parts`` (when unit.yaml lists them)."""
+    from .parts import unit_parts
+
+    known = [p.id for p in unit_parts(unit)]
+    for case in cases:
+        if case.part not in known:
+            raise UnitError(
+                f"{where}: case '{case.id}': part '{case.part}' is not one of the unit's parts "
+                f"({', '.join(known)})"
+            )
 
 
 def _parse_case(item, where: str, policies: dict) -> Case:

@@ -95,6 +95,8 @@ class Unit:
 
         ``run_file: extended`` (unit 08) turns on the run file's status and recompute fields;
         without it lab.json does not mention ``runFile`` and runs keep unit 07's format.
+        ``parts`` (when unit.yaml has them) lets the public tests name a part and skip the
+        optional ones until they are started.
         """
         doc = {
             "unit": self.id,
@@ -106,6 +108,10 @@ class Unit:
         }
         if "run_file" in self.doc:
             doc["runFile"] = self.doc["run_file"]
+        if "parts" in self.doc:
+            from .parts import unit_parts
+
+            doc["parts"] = [part.to_lab_json() for part in unit_parts(self)]
         return doc
 
 

@@ -20,6 +20,21 @@ class PolicySpec:
 
 
 @dataclass(frozen=True)
+class LabPart:
+    """A part of the lab as the handout numbers it (lab.json ``parts``, from unit.yaml)."""
+
+    id: str
+    number: int
+    title: str
+    kind: str  # "core"; "optional" and "challenge" parts' tests skip until started
+    functions: tuple[str, ...]  # "file.py:function"
+
+    @property
+    def skips_until_started(self) -> bool:
+        return self.kind != "core"
+
+
+@dataclass(frozen=True)
 class LabConfig:
     unit: str
     title: str
@@ -28,6 +43,7 @@ class LabConfig:
     public_traces: tuple[str, ...]
     folder: Path
     extended_runs: bool = False  # lab.json "runFile": "extended" (unit 08's run-file fields)
+    parts: tuple[LabPart, ...] = ()
 
     @property
     def traces_dir(self) -> Path:
@@ -35,6 +51,11 @@ class LabConfig:
 
     def policy(self, name: str) -> PolicySpec:
         return next(p for p in self.policies if p.name == name)
+
+    def part_of(self, filename: str, function: str) -> LabPart | None:
+        """The part that asks for ``function`` of ``filename`` (None when no part names it)."""
+        wanted = f"{filename}:{function}"
+        return next((p for p in self.parts if wanted in p.functions), None)
 
 
 def load_lab(folder: Path = LAB_DIR) -> LabConfig:
@@ -50,4 +71,8 @@ def load_lab(folder: Path = LAB_DIR) -> LabConfig:
         public_traces=tuple(doc["publicTraces"]),
         folder=Path(folder),
         extended_runs=doc.get("runFile", "basic") == "extended",
+        parts=tuple(
+            LabPart(p["id"], p["number"], p["title"], p["kind"], tuple(p["functions"]))
+            for p in doc.get("parts", ())
+        ),
     )

@@ -6,9 +6,10 @@ Options: ``-k TEXT`` runs only tests whose name contains TEXT, ``-x`` stops at t
 failure, ``-s`` shows what passing tests print. Exit status 0 when every test passes, 1
 otherwise.
 
-The tests use three things from pytest: ``pytest.approx``, ``pytest.mark.parametrize`` and
-``pytest.fail``. This file provides those three (and nothing else) as a stand-in module, so
-it gives the same verdicts with or without pytest installed.
+The tests use four things from pytest: ``pytest.approx``, ``pytest.mark.parametrize``,
+``pytest.fail`` and ``pytest.skip`` (an optional part not started yet). This file provides
+those four (and nothing else) as a stand-in module, so it gives the same verdicts, skips and
+reasons with or without pytest installed.
 """
 
 from __future__ import annotations
@@ -29,6 +30,11 @@ TESTS_DIR = LAB_DIR / "tests"
 
 class Failed(Exception):
     """Raised by ``pytest.fail``; reported as ``Failed: <message>`` like pytest does."""
+
+
+class Skipped(BaseException):
+    """Raised by ``pytest.skip``; a BaseException, as pytest's, so no ``except Exception`` in the
+    code under test can swallow it."""
 
 
 class Approx:
@@ -69,10 +75,15 @@ def _fail(message: str = "", pytrace: bool = True):
     raise Failed(message)
 
 
+def _skip(reason: str = "") -> None:
+    raise Skipped(reason)
+
+
 def stand_in_pytest() -> types.ModuleType:
     module = types.ModuleType("pytest", "stand-in for the parts of pytest the public tests use")
     module.approx = Approx
     module.fail = _fail
+    module.skip = _skip
     module.mark = types.SimpleNamespace(parametrize=_parametrize)
     return module
 
@@ -120,13 +131,16 @@ def describe(exc: BaseException) -> str:
 
 
 def run(nodes, stop_first: bool, show_output: bool) -> int:
-    failed, passed = [], 0
+    failed, skipped, passed = [], [], 0
     for nodeid, function, kwargs in nodes:
         captured = io.StringIO()
         sink = contextlib.nullcontext() if show_output else contextlib.redirect_stdout(captured)
         try:
             with sink:
                 function(**kwargs)
+        except Skipped as exc:
+            skipped.append((nodeid, str(exc)))
+            print("s", end="", flush=True)
         except Exception as exc:  # a failing test of any kind is reported, never fatal
             failed.append((nodeid, describe(exc)))
             print("F", end="", flush=True)
@@ -136,9 +150,15 @@ def run(nodes, stop_first: bool, show_output: bool) -> int:
             passed += 1
             print(".", end="", flush=True)
     print()
+    for nodeid, reason in skipped:
+        print(f"SKIPPED {nodeid} - {reason}")
     for nodeid, line in failed:
         print(f"FAILED {nodeid} - {line}")
-    print(f"{len(failed)} failed, {passed} passed" if failed else f"{passed} passed")
+    counts = [f"{len(failed)} failed"] if failed else []
+    counts.append(f"{passed} passed")
+    if skipped:
+        counts.append(f"{len(skipped)} skipped")
+    print(", ".join(counts))
     return 1 if failed else 0
 
 

@@ -174,8 +174,9 @@ def test_release_student_ships_the_lab_folder_only(course):
     ok(infralab(course, "release", "student", "--unit", UNIT_ID, "--out", str(out)))
     with zipfile.ZipFile(out / f"infra-lab-{UNIT_ID}.zip") as archive:
         names = set(archive.namelist())
-        stub = archive.read("infra-lab/policies.py").decode()
-    assert {"infra-lab/simulate.py", "infra-lab/lab.json", "infra-lab/traces/tiny.json"} <= names
+        stub = archive.read(f"infra-lab-{UNIT_ID}/policies.py").decode()
+    root = f"infra-lab-{UNIT_ID}"
+    assert {f"{root}/simulate.py", f"{root}/lab.json", f"{root}/traces/tiny.json"} <= names
     assert "view.running[:1]" not in stub
     assert not [n for n in names if "golden" in n or "solutions" in n]
 
@@ -184,7 +185,7 @@ def test_release_autograder_bundle_grades_on_its_own(course, tmp_path):
     out = course / "dist"
     ok(infralab(course, "release", "autograder", "--unit", UNIT_ID, "--out", str(out)))
     source = tmp_path / "autograder" / "source"
-    with zipfile.ZipFile(out / "autograder.zip") as archive:
+    with zipfile.ZipFile(out / f"infra-lab-{UNIT_ID}-autograder.zip") as archive:
         names = set(archive.namelist())
         archive.extractall(source)
     assert {f"labs/{UNIT_ID}/unit.yaml", f"traces/{UNIT_ID}/golden/oldest-tiny.json"} <= names

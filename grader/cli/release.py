@@ -12,12 +12,14 @@ from .common import add_unit, show_path, stale_golden
 _KINDS = (
     (
         "student",
-        "the lab folder as students get it (infra-lab/...), with no hidden traces, golden "
+        "the lab folder as students get it (infra-lab-<unit>.zip holding infra-lab-<unit>/), with "
+        "no hidden traces, golden "
         "files, solutions or grader code",
     ),
     (
         "autograder",
-        "Gradescope's autograder.zip (setup.sh, run_autograder, grader, lab folder, hidden "
+        "Gradescope's infra-lab-<unit>-autograder.zip (setup.sh, run_autograder, grader, lab "
+        "folder, hidden "
         "traces, golden)",
     ),
 )
@@ -31,7 +33,7 @@ def _release(args, extra: list[str]) -> int:
     if out.exists() and not out.is_dir():
         raise UnitError(f"--out {out}: exists and is not a folder")
     if args.action == "student":
-        dest = release.build_student_zip(unit, out / f"infra-lab-{unit.id}.zip")
+        dest = release.build_student_zip(unit, out / release.student_zip_name(unit))
     else:
         reference.engine(unit)
         stale = stale_golden(unit)
@@ -40,7 +42,7 @@ def _release(args, extra: list[str]) -> int:
                 f"golden files are not up to date ({stale[0].path.name}: {stale[0].reason}); "
                 f"run: infralab golden --unit {unit.id}"
             )
-        dest = release.build_autograder_zip(unit, out / "autograder.zip")
+        dest = release.build_autograder_zip(unit, out / release.autograder_zip_name(unit))
     print(f"wrote {show_path(dest)}")
     return 0
 

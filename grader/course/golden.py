@@ -3,7 +3,8 @@
 ``traces/<unit>/golden/<case>.json`` holds the reference run entry together with what it was
 made from (the case as written in unit.yaml, the trace file's sha256, the engine version), so
 ``infralab golden --check`` can tell a stale file from a good one without trusting dates.
-Golden files are written only by ``infralab golden`` (``write_golden`` here).
+Golden files are written only by ``infralab golden`` (``write_golden`` here), which also writes
+the unit's label key once (``grader.course.labels``: stable names of hidden cases).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from .. import reference
 from ..cases import Case, Kind, case_trace_doc, load_grading, sha256_file, trace_path
 from ..jsonio import write_text_atomic
 from ..units import Unit, UnitError
+from . import labels
 
 
 class GoldenState(Enum):
@@ -132,6 +134,8 @@ def check_golden(unit: Unit) -> list[GoldenStatus]:
     for path in sorted(golden_dir(unit).glob("*.json")):
         if path not in wanted:
             statuses.append(GoldenStatus(path, GoldenState.ORPHAN, "no case uses it"))
+    if any(c.hidden for c in grading.cases) and not labels.key_path(unit).is_file():
+        statuses.append(GoldenStatus(labels.key_path(unit), GoldenState.MISSING, "no label key"))
     return statuses
 
 
@@ -165,6 +169,8 @@ def write_golden(unit: Unit) -> list[Path]:
         if path not in docs:
             path.unlink()
             changed.append(path)
+    if any(c.hidden for c in grading.cases):
+        changed += [p for p in [labels.write_key(unit)] if p is not None]
     return changed
 
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..units import Unit, UnitError, labs_dir, load_unit
-from .release import student_files
+from .release import build_folder_zip, lab_root, student_files
 
 CONFIG = "nbgrader_config.py"
 MANAGED_CONFIG = "infralab_nbgrader_config.py"
@@ -204,11 +204,21 @@ def nbgrader(course: Path, *args: str, timeout: float = 600) -> subprocess.Compl
 
 
 def generate_assignment(course: Path, unit: Unit) -> Path:
+    """``release/<unit>/``, and the same folder zipped for an LMS as
+    ``release/infra-lab-<unit>-nbgrader.zip`` (unpacking to ``infra-lab-<unit>/``, beside
+    other units' folders)."""
     done = nbgrader(course, "generate_assignment", unit.id, "--force")
     if done.returncode != 0:
         tail = (done.stderr or done.stdout).strip().splitlines()[-15:]
         raise CourseError("nbgrader generate_assignment failed:\n" + "\n".join(tail))
-    return course / "release" / unit.id
+    folder = course / "release" / unit.id
+    files = sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    build_folder_zip(folder, files, lab_root(unit), release_zip(course, unit))
+    return folder
+
+
+def release_zip(course: Path, unit: Unit) -> Path:
+    return course / "release" / f"{lab_root(unit)}-nbgrader.zip"
 
 
 def release_nbgrader(
@@ -239,6 +249,7 @@ def _command(args) -> int:
     print(f"staged {result.files} files in {result.source}")
     if result.release is not None:
         print(f"generated the student version in {result.release}")
+        print(f"and zipped it for an LMS: {release_zip(Path(args.course).resolve(), unit)}")
     return 0
 
 

@@ -1,5 +1,11 @@
-"""Release builders: the student lab zip (the lab folder as shipped, under ``infra-lab/``) and
-the Gradescope autograder bundle."""
+"""Release builders: the student lab zip (the lab folder as shipped, under
+``infra-lab-<unit>/``) and the Gradescope autograder bundle.
+
+Every unit's zips are named after the unit and the student's unpacks into a folder of its own,
+so the labs of two units unpacked in one place sit side by side and nothing is overwritten:
+``infra-lab-unit07.zip`` holds ``infra-lab-unit07/``, ``infra-lab-unit08.zip``
+``infra-lab-unit08/``; Gradescope's bundle is ``infra-lab-<unit>-autograder.zip`` and the
+nbgrader release zip ``infra-lab-<unit>-nbgrader.zip`` (``grader.course.nbgrader_course``)."""
 
 from __future__ import annotations
 
@@ -12,7 +18,7 @@ from pathlib import Path
 
 from ..units import CODE_ROOT, Unit
 
-ZIP_ROOT = "infra-lab"
+ZIP_PREFIX = "infra-lab"
 SKIP_DIRS = {"__pycache__", ".pytest_cache", "runs", ".hypothesis"}
 
 
@@ -26,13 +32,31 @@ def student_files(unit: Unit) -> list[Path]:
     return files
 
 
+def lab_root(unit: Unit) -> str:
+    """The folder a unit's lab unpacks into: ``infra-lab-<unit>``."""
+    return f"{ZIP_PREFIX}-{unit.id}"
+
+
+def student_zip_name(unit: Unit) -> str:
+    return f"{lab_root(unit)}.zip"
+
+
+def autograder_zip_name(unit: Unit) -> str:
+    return f"{lab_root(unit)}-autograder.zip"
+
+
 def build_student_zip(unit: Unit, dest: Path) -> Path:
     """Write the student lab zip to ``dest`` atomically (fixed timestamps: reproducible bytes)."""
+    return build_folder_zip(unit.lab_dir, student_files(unit), lab_root(unit), dest)
+
+
+def build_folder_zip(folder: Path, files: list[Path], root: str, dest: Path) -> Path:
+    """``files`` (under ``folder``) zipped under ``root/`` with their modes, atomically."""
     entries = []
-    for path in student_files(unit):
-        rel = path.relative_to(unit.lab_dir).as_posix()
+    for path in files:
+        rel = path.relative_to(folder).as_posix()
         mode = 0o755 if os.access(path, os.X_OK) else 0o644
-        entries.append((f"{ZIP_ROOT}/{rel}", path.read_bytes(), mode))
+        entries.append((f"{root}/{rel}", path.read_bytes(), mode))
     return _write_zip(dest, entries)
 
 
@@ -86,7 +110,8 @@ def requirements() -> str:
 
 
 def build_autograder_zip(unit: Unit, dest: Path) -> Path:
-    """Write Gradescope's ``autograder.zip`` for ``unit`` to ``dest`` atomically."""
+    """Write Gradescope's bundle for ``unit`` (``autograder_zip_name``) to ``dest`` atomically;
+    Gradescope wants ``setup.sh`` at its top, so it has no folder of its own."""
     files = autograder_files(unit)
     extra = {
         "requirements.txt": requirements(),

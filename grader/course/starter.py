@@ -5,6 +5,8 @@
 - ``lab.json``: the parts of unit.yaml the standard-library lab needs;
 - ``tests/expected/<id>.json``: the reference token times of the unit's ``snapshots``
   (unit.yaml), which the public tests compare against;
+- the points table in the handout (``README.md``, between the markers of
+  ``grader.course.points``), from unit.yaml's parts and cases and the notebook;
 - the engine packages (``servesim``, ``realdevice``): verbatim copies of the repository's one
   engine source, so that every lab folder runs with python3 alone.
 """
@@ -17,6 +19,7 @@ from pathlib import Path
 
 from .. import reference
 from ..units import CODE_ROOT, Unit
+from . import points
 
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 _DEF = re.compile(r"^\s*def (\w+)\(")
@@ -26,8 +29,9 @@ class SolutionMarkerError(ValueError):
     pass
 
 
-def stub_source(source: str, filename: str) -> str:
-    """The starter version of a solution file."""
+def stub_source(source: str, filename: str, keep=frozenset()) -> str:
+    """The starter version of a solution file; the functions named in ``keep`` keep their
+    solution (a lab with some parts done, for tests)."""
     out, inside, function = [], False, None
     for number, line in enumerate(source.splitlines(keepends=True), start=1):
         stripped = line.strip()
@@ -37,6 +41,8 @@ def stub_source(source: str, filename: str) -> str:
             if inside:
                 raise SolutionMarkerError(f"{filename}:{number}: nested {BEGIN}")
             inside = True
+            if function in keep:
+                continue
             indent = line[: len(line) - len(line.lstrip())]
             message = f"{function}() is not implemented yet" if function else "not implemented"
             out.append(f"{indent}# YOUR CODE HERE\n")
@@ -45,7 +51,7 @@ def stub_source(source: str, filename: str) -> str:
             if not inside:
                 raise SolutionMarkerError(f"{filename}:{number}: {END} without {BEGIN}")
             inside = False
-        elif not inside:
+        elif not inside or function in keep:
             out.append(line)
     if inside:
         raise SolutionMarkerError(f"{filename}: {BEGIN} is never closed")
@@ -136,6 +142,9 @@ def expected_files(unit: Unit) -> dict[Path, str]:
         source = (unit.solutions_dir / name).read_text(encoding="utf-8")
         files[unit.lab_dir / name] = stub_source(source, name)
     files[unit.lab_dir / "lab.json"] = _json(unit.lab_json())
+    readme = unit.lab_dir / "README.md"
+    if readme.is_file():
+        files[readme] = points.handout_text(unit, readme.read_text(encoding="utf-8"))
     for spec in snapshot_specs(unit):
         files[unit.lab_dir / "tests" / "expected" / f"{spec['id']}.json"] = _json(
             snapshot(unit, spec)

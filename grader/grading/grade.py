@@ -33,6 +33,9 @@ from pathlib import Path
 
 from ..cases import Case, Kind, case_trace_doc, load_grading, trace_path
 from ..course.golden import load_golden
+from ..course.labels import hidden_labels
+from ..course.points import points_table
+from ..parts import unit_parts
 from ..sandbox import (
     CaseRun,
     ChildResult,
@@ -98,6 +101,7 @@ def grade_submission(
     """
     started = time.monotonic()
     unit, selected, goldens, submission = _inputs(unit, cases, submission)
+    names = _labels(unit)
     limits = limits or limits_for(unit)
     if runner is None:
         with _environment_errors():
@@ -111,7 +115,7 @@ def grade_submission(
     jobs_ = [JudgeJob(c, case_trace_doc(unit, c), goldens[c.id], children[c.id]) for c in selected]
     judged = judge_cases(unit, jobs_, judge_limits)
     results = [
-        _case_result(case, j.verdict, children[case.id].wall_s + j.cpu_s)
+        _case_result(case, j.verdict, children[case.id].wall_s + j.cpu_s, names.get(case.id, ""))
         for case, j in zip(selected, judged, strict=True)
     ]
     _note_keyed_answers(selected, results)
@@ -124,6 +128,8 @@ def grade_submission(
         missing=list(submission.missing),
         hidden_visibility=str(unit.doc["grading"].get("hidden_visibility", "after_published")),
         seconds=time.monotonic() - started,
+        part_labels={part.id: part.label for part in unit_parts(unit)},
+        points_lines=points_table(unit).lines(),
     )
 
 
@@ -145,6 +151,15 @@ def _inputs(unit: Unit | str, cases: list[str] | None, submission: Path | Submis
         except SubmissionError as exc:
             raise GradingError(str(exc)) from None
     return unit, selected, goldens, submission
+
+
+def _labels(unit: Unit) -> dict[str, str]:
+    """Every hidden case's stable label (over all the unit's cases, so a ``--case`` subset
+    names its cases as a full grading does), or ``GradingError`` without a label key."""
+    try:
+        return hidden_labels(unit, [c.id for c in load_grading(unit).cases if c.hidden])
+    except UnitError as exc:
+        raise GradingError(str(exc)) from None
 
 
 KEYED_NOTE = (
@@ -185,7 +200,7 @@ def _run_with(runner: Runner, unit: Unit, selected, files, limits, goldens, work
     return {case.id: one(case) for case in selected}
 
 
-def _case_result(case: Case, verdict: Verdict, seconds: float) -> CaseResult:
+def _case_result(case: Case, verdict: Verdict, seconds: float, label: str) -> CaseResult:
     metrics = dict(verdict.metrics)
     if case.kind is Kind.GOODPUT and not metrics:  # no valid run: no goodput
         metrics = {"goodput": 0.0, "p99TtftMs": None}
@@ -200,6 +215,7 @@ def _case_result(case: Case, verdict: Verdict, seconds: float) -> CaseResult:
         staff_detail=verdict.visible_text(),
         seconds=seconds,
         metrics=metrics,
+        label=label,
     )
 
 

@@ -4,8 +4,10 @@
 Gradescope's ``results.json`` (``to_gradescope()``).
 
 Student views (``text()``, ``to_json()`` and ``to_gradescope()`` without ``staff``) never name
-a hidden case: it shows as ``hidden-<n>`` (its rank among the hidden cases), with its part,
-coarse points and coarse feedback only. Real ids and staff detail appear only with ``staff``.
+a hidden case: it shows as its stable label ``hidden-<hex>`` (``grader.course.labels``: a keyed
+hash of its id, so labels never move when cases are added), with its part, coarse points and
+feedback that names the function and the kind of mistake only. Real ids (next to their labels)
+and staff detail appear only with ``staff``.
 Gradescope's top-level ``output`` covers the public cases alone (see ``docs/grading.md``).
 """
 
@@ -67,6 +69,7 @@ class CaseResult:
     staff_detail: str = ""  # full detail for staff reports; never shown for hidden cases
     seconds: float = 0.0
     metrics: dict = field(default_factory=dict)  # goodput cases: goodput, p99TtftMs
+    label: str = ""  # hidden cases: the stable name student views use (grader.course.labels)
 
     @property
     def hidden(self) -> bool:
@@ -101,6 +104,8 @@ class GradeReport:
     missing: list[str] = field(default_factory=list)
     hidden_visibility: str = "after_published"
     seconds: float = 0.0
+    part_labels: dict[str, str] = field(default_factory=dict)  # part id -> "part 2 (budgets)"
+    points_lines: list[str] = field(default_factory=list)  # the unit's points table, in words
 
     @property
     def score(self) -> float:
@@ -118,6 +123,10 @@ class GradeReport:
             out[c.part] = (round(got + c.points, 4), round(most + c.max_points, 4))
         return out
 
+    def part_label(self, part: str) -> str:
+        """How reports name a part: ``part 2 (budgets)`` (the handout's number), else its id."""
+        return self.part_labels.get(part, f"part {part}")
+
     def part_note(self, part: str) -> str:
         statuses = {c.status for c in self.cases if c.part == part}
         if statuses == {Status.NOT_IMPLEMENTED}:
@@ -127,13 +136,14 @@ class GradeReport:
         return ""
 
     def names(self, staff: bool = False) -> list[str]:
-        """The name each case goes by: its id, or ``hidden-<n>`` for a hidden case in a
-        student view."""
-        out, hidden = [], 0
+        """The name each case goes by: its id, or its stable label ``hidden-<hex>`` for a hidden
+        case in a student view (staff views show both)."""
+        out = []
         for c in self.cases:
             if c.hidden and not staff:
-                hidden += 1
-                out.append(f"hidden-{hidden}")
+                out.append(c.label or "hidden")
+            elif c.hidden and c.label:
+                out.append(f"{c.id} [{c.label}]")
             else:
                 out.append(c.id)
         return out
@@ -215,7 +225,7 @@ class GradeReport:
         for c, name in zip(self.cases, self.names(), strict=True):
             tests.append(
                 {
-                    "name": f"{c.part}: {name}",
+                    "name": f"{self.part_label(c.part)}: {name}",
                     "score": c.points,
                     "max_score": c.max_points,
                     "status": "passed" if c.status is Status.PASSED else "failed",
@@ -229,7 +239,7 @@ class GradeReport:
         if hidden:
             when = WHEN_SHOWN.get(self.hidden_visibility, "later")
             lines.append(f"{hidden} hidden cases: results {when}")
-        lines += [*self._file_lines(), f"isolation: {self.isolation}"]
+        lines += [*self._file_lines(), f"isolation: {self.isolation}", *self.points_lines]
         doc = {  # no execution_time: a submission's time could carry hidden traces' sizes out
             "score": self.score,
             "output": "\n".join(lines),
@@ -246,7 +256,8 @@ class GradeReport:
         for part, (got, most) in self.parts.items():
             note = self.part_note(part)
             lines.append(
-                f"  part {part}: {_pts(got)} / {_pts(most)}" + (f" ({note})" if note else "")
+                f"  {self.part_label(part)}: {_pts(got)} / {_pts(most)}"
+                + (f" ({note})" if note else "")
             )
         return "\n".join(lines + self._file_lines())
 
@@ -265,7 +276,8 @@ class GradeReport:
             mark = "PASS" if c.status is Status.PASSED else "FAIL"
             vis = "hidden" if c.hidden else "public"
             lines.append(
-                f"[{mark}] {name} ({vis}, part {c.part}): {_pts(c.points)} / {_pts(c.max_points)}"
+                f"[{mark}] {name} ({vis}, {self.part_label(c.part)}): "
+                f"{_pts(c.points)} / {_pts(c.max_points)}"
             )
             if c.status is not Status.PASSED:
                 lines.extend("    " + line for line in c.feedback.splitlines())

@@ -15,7 +15,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from .. import casekinds, verify
+from .. import casekinds, diagnosis, verify
 from ..cases import Case, Kind
 from ..course.golden import case_device, case_limits
 from ..sandbox import ChildResult
@@ -49,8 +49,23 @@ class Verdict:
 
 
 def judge(unit: Unit, case: Case, trace_doc: dict, golden: dict, child: ChildResult) -> Verdict:
-    """Everything the trusted parent decides about one child run (never raises on bad data)."""
-    verdict = _how_it_ended(case, child)
+    """Everything the trusted parent decides about one child run (never raises on bad data).
+
+    Every verdict but a pass names the function the case tests (``diagnosis.subject``)."""
+    return _named(unit, case, _judge(unit, case, trace_doc, golden, child))
+
+
+def _named(unit: Unit, case: Case, verdict: Verdict) -> Verdict:
+    if verdict.status in (Status.PASSED, Status.BELOW_REFERENCE, Status.NOT_IMPLEMENTED):
+        return verdict
+    who = diagnosis.subject(unit, case)
+    if not verdict.summary.startswith(who):
+        verdict.summary = f"{who}: {verdict.summary}" if verdict.summary else who
+    return verdict
+
+
+def _judge(unit: Unit, case: Case, trace_doc: dict, golden: dict, child: ChildResult) -> Verdict:
+    verdict = _how_it_ended(unit, case, child)
     if verdict is not None:
         return verdict
     try:
@@ -72,7 +87,7 @@ def judge(unit: Unit, case: Case, trace_doc: dict, golden: dict, child: ChildRes
         )
 
 
-def _how_it_ended(case: Case, child: ChildResult) -> Verdict | None:
+def _how_it_ended(unit: Unit, case: Case, child: ChildResult) -> Verdict | None:
     """The verdict when the child did not leave a run file to check (None when it did)."""
     if child.skipped:
         return Verdict(Status.TIMEOUT, child.summary)
@@ -93,15 +108,15 @@ def _how_it_ended(case: Case, child: ChildResult) -> Verdict | None:
                 "(is the file empty or incomplete?)",
             )
         if NOT_IMPLEMENTED.search(stderr):
-            what = f"{case.policy}() in policies.py"
-            if case.kind is Kind.SCRIPT:
-                what = f"a function {case.script} calls"
-            return Verdict(Status.NOT_IMPLEMENTED, f"{what} is not implemented yet")
-        return Verdict(
-            Status.CRASH,
-            _crash_summary(child),
-            detail=f"exit code {child.returncode}\n{student_traceback(stderr)}",
-        )
+            who = diagnosis.subject(unit, case)
+            return Verdict(
+                Status.NOT_IMPLEMENTED, f"{who} (or a function it calls) is not implemented yet"
+            )
+        detail = f"exit code {child.returncode}\n{student_traceback(stderr)}"
+        refused = _safely(lambda: diagnosis.diagnose_rejection(unit, case, stderr), None)
+        if refused is not None:
+            return Verdict(Status.CRASH, refused.text(), detail=f"{refused.staff()}\n{detail}")
+        return Verdict(Status.CRASH, _crash_summary(child), detail=detail)
     if child.output is None:
         if case.kind is Kind.SCRIPT:
             return Verdict(Status.CRASH, f"{case.script} exited without writing its answers")
@@ -144,7 +159,7 @@ def _judge_run(unit: Unit, case: Case, trace_doc: dict, golden: dict, output: by
         why = str(exc) if "too large" in str(exc) else "it is not valid JSON"
         return Verdict(Status.INVALID_SCHEDULE, f"the run file was rejected: {why}")
     if case.kind is Kind.SCRIPT:
-        return _answers(golden, document)
+        return _answers(unit, case, golden, document)
     refused = _refused_early(document, trace_doc)
     if refused is not None:
         return refused
@@ -180,7 +195,7 @@ def _judge_run(unit: Unit, case: Case, trace_doc: dict, golden: dict, output: by
         return Verdict(Status.INVALID_SCHEDULE, "the run file was made with a fault switch on")
     if case.kind is Kind.GOODPUT:
         return _goodput(case, trace_doc, replay, golden, device)
-    return _compared(run, replay, golden)
+    return _compared(unit, case, trace_doc, device, run, replay, golden)
 
 
 def _refused_early(document, trace_doc: dict) -> Verdict | None:
@@ -203,19 +218,37 @@ def _refused_early(document, trace_doc: dict) -> Verdict | None:
     return None
 
 
-def _answers(golden: dict, document) -> Verdict:
-    """A script case: the child's answers against the reference's (``golden["answer"]``)."""
+def _answers(unit: Unit, case: Case, golden: dict, document) -> Verdict:
+    """A script case: the child's answers against the reference's (``golden["answer"]``),
+    with the kind of mistake when they differ (``diagnosis.diagnose_answers``)."""
     want = golden["answer"]["answers"]
     got = document.get("answers") if isinstance(document, dict) else None
     if casekinds.same_value(got, want):
         return Verdict(Status.PASSED, "")
     matched, base = casekinds.answer_share(got, want), casekinds.constant_share(want)
     share = casekinds.credited_share(got, want)
+    found = _safely(
+        lambda: diagnosis.diagnose_answers(unit, case, got, want, golden["run"]),
+        diagnosis.Diagnosis(diagnosis.subject(unit, case), UNCLASSIFIED),
+    )
     detail = (
+        f"{found.staff()}\n"
         f"{round(matched * 100)} % of the answers equal the reference's; a constant answer "
         f"would match {round(base * 100)} %, and only what is above that earns credit"
     )
-    return Verdict(Status.WRONG_ANSWER, "", detail=detail, share=share)
+    return Verdict(Status.WRONG_ANSWER, found.text(), detail=detail, share=share)
+
+
+UNCLASSIFIED = "the first difference from the reference could not be classified"
+
+
+def _safely(compute, fallback):
+    """A diagnosis, or ``fallback`` when diagnosing odd data fails: the diagnosis names a kind
+    of mistake, it never changes a verdict."""
+    try:
+        return compute()
+    except Exception:  # any failure of the diagnosis falls back to a fixed text
+        return fallback
 
 
 def _goodput(case: Case, trace_doc: dict, replay, golden: dict, device: dict) -> Verdict:
@@ -249,22 +282,31 @@ def verified_requests(trace_doc: dict, replay) -> list[dict]:
     ]
 
 
-def _compared(run: dict, replay, golden: dict) -> Verdict:
+def _compared(unit: Unit, case: Case, trace_doc, device: dict, run: dict, replay, golden):
+    """An exact case: the verified run against the golden run; when they differ, the kind of
+    the first divergent step (``diagnosis.diagnose_schedule``) is the summary."""
     comparison = compare.compare_with_golden(run, replay, golden["run"])
     if comparison.same:
         return Verdict(Status.PASSED, "")  # feedback: "passed"
     share = comparison.matching_requests / comparison.total_requests
-    detail = ""
+    limits = case_limits(unit, case)
+    found = _safely(
+        lambda: diagnosis.diagnose_schedule(
+            unit, case, trace_doc, device, limits, run, golden["run"]
+        ),
+        diagnosis.Diagnosis(diagnosis.subject(unit, case), UNCLASSIFIED),
+    )
+    detail = found.staff()
     if comparison.divergence is not None:
         order = {r["id"]: n for n, r in enumerate(golden["run"]["requests"])}
         div = comparison.divergence
-        detail = (
-            f"first divergence: {div.text()}\n"
+        detail += (
+            f"\nfirst divergence: {div.text()}\n"
             f"{compare.side_by_side(golden['run']['events'], run['events'], order, div.index)}"
         )
     elif comparison.metric_mismatch:
-        detail = f"recomputed {comparison.metric_mismatch} differs from the reference"
-    return Verdict(Status.WRONG_SCHEDULE, "", detail=detail, share=share)
+        detail += f"\nrecomputed {comparison.metric_mismatch} differs from the reference"
+    return Verdict(Status.WRONG_SCHEDULE, found.text(), detail=detail, share=share)
 
 
 _LAB_PATH = re.compile(r'File "[^"]*?/([^/"]+\.py)"')

@@ -7,7 +7,8 @@ Layout of the output (every link relative, so it works from file:// and any web 
     <unit>/index.html          lesson page (site.lesson of unit.yaml; default lesson.html.j2)
     <unit>/handout.html        the lab folder's README.md
     <unit>/<page>.html         extra pages the unit declares (site.pages)
-    <unit>/infra-lab-<unit>.zip  the student lab folder (grader.course.release.build_student_zip)
+    <unit>/infra-lab-<unit>.zip  the student lab folder, unpacking to infra-lab-<unit>/
+                               (grader.course.release.build_student_zip)
 
 Nothing here knows a unit: what a unit shows comes from its unit.yaml and its plug-ins
 (:mod:`grader.sitebuild.plugins`, docs/units.md "Site"). The output folder is replaced as a
@@ -25,12 +26,15 @@ from fractions import Fraction
 from pathlib import Path
 
 import jinja2
+from markdown_it import MarkdownIt
 from markupsafe import Markup, escape
 
 from ..course import release
+from ..course.points import points_table
 from ..units import LABS_DIR, REPO_ROOT, Unit, UnitError, load_unit
 from . import math as texmath
 from .claims import BuildError, ClaimLog
+from .glossary import load_glossary
 from .handout import render_handout
 from .lang import mark_english
 from .plugins import Page, SiteSpec, page_context, site_spec
@@ -156,10 +160,35 @@ class _Renderer:
         self.report.claims.extend(claims.checked)
 
 
-def _build_unit(renderer: _Renderer, site_unit: SiteUnit, next_unit: dict | None) -> None:
+def _neighbours(units: list[SiteUnit]) -> dict[str, dict]:
+    """Each unit's previous and next unit in course order, as the unit nav links them."""
+
+    def link(u: SiteUnit) -> dict:
+        return {"id": u.id, "title": u.unit.doc.get("title_zh", u.unit.title)}
+
+    return {
+        u.id: {
+            "prev": link(units[n - 1]) if n > 0 else None,
+            "next": link(units[n + 1]) if n + 1 < len(units) else None,
+        }
+        for n, u in enumerate(units)
+    }
+
+
+def _points_html(unit: Unit) -> Markup | None:
+    """The unit's points table per part (the handout's, generated from unit.yaml) as HTML."""
+    if not unit.doc.get("parts"):
+        return None
+    html = MarkdownIt("commonmark").enable("table").render(points_table(unit).markdown())
+    return Markup(html.replace("<table>", '<table class="data points-table" id="points-table">'))
+
+
+def _build_unit(
+    renderer: _Renderer, site_unit: SiteUnit, next_unit: dict | None, course: dict
+) -> None:
     unit, spec = site_unit.unit, site_unit.spec
     env = _environment(spec.unit_dir)
-    zip_name = f"infra-lab-{unit.id}.zip"
+    zip_name = release.student_zip_name(unit)
     archive = release.build_student_zip(unit, renderer.out / unit.id / zip_name)
     archive.chmod(0o644)  # written via mkstemp (0600); a web server must be able to read it
     common = {
@@ -167,6 +196,8 @@ def _build_unit(renderer: _Renderer, site_unit: SiteUnit, next_unit: dict | None
         "zip_name": zip_name,
         "next_unit": next_unit,
         "site_pages": site_unit.pages,
+        "course": course,
+        "points_html": _points_html(unit),
     }
     handout = render_handout(unit.lab_dir, renderer.out / unit.id, "handout-files")
     renderer.report.handout_notes += [
@@ -210,10 +241,13 @@ def build_site(out: Path = DEFAULT_OUT, labs_dir: Path = LABS_DIR) -> BuildRepor
             raise BuildError(str(exc)) from None
         renderer = _Renderer(tmp, report, units)
         shutil.copytree(SITE_DIR / "static", tmp / "static")
-        teasers = _teasers(units)
+        teasers, neighbours = _teasers(units), _neighbours(units)
         for site_unit in units:
-            _build_unit(renderer, site_unit, teasers.get(site_unit.id))
+            _build_unit(renderer, site_unit, teasers.get(site_unit.id), neighbours[site_unit.id])
         renderer.page(_environment(None), "index.html", "index.html", teasers=teasers)
+        renderer.page(
+            _environment(None), "glossary.html", "glossary.html", glossary=load_glossary(labs_dir)
+        )
         (tmp / MARKER).write_text("built by infralab site build\n", encoding="utf-8")
         _replace_dir(tmp, out)
     except BaseException:

@@ -204,7 +204,7 @@ def sweep_figures(sweep: dict) -> dict[str, str]:
             f"水平线是 TTFT 的 SLO {_n(ttft_s)} 秒。",
             x_label="提供负载 (请求/s)",
             y_label="p99 TTFT (s)",
-            hline=(ttft_s, f"SLO {_n(ttft_s)} s"),
+            hline=(ttft_s, f"TTFT 目标 {_n(ttft_s)} s"),
             inf_note="空心点：超过 1% 失败，p99 为无穷大",
             inf_label="∞（没有首 token）",
             bar_note=bars,

@@ -31,6 +31,7 @@ import sys
 from pathlib import Path
 
 import measure
+from servesim.stubs import run_main
 
 FUNCTIONS = (
     "meets_slo",
@@ -135,4 +136,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main("measure_check.py", main))

@@ -127,9 +127,9 @@ def line_chart(
         ly += 24
     if any_inf:
         out.append(
-            f'<text x="{WIDTH - RIGHT + 15}" y="{ly}" font-size="10">hollow on the top '
-            f'edge:</text><text x="{WIDTH - RIGHT + 15}" y="{ly + 12}" font-size="10">'
-            "infinite (too many failed)</text>"
+            f'<text x="{WIDTH - RIGHT + 15}" y="{ly}" font-size="10">上沿空心点：</text>'
+            f'<text x="{WIDTH - RIGHT + 15}" y="{ly + 12}" font-size="10">'
+            "∞（没有首 token）</text>"
         )
     out.append("</svg>")
     return "\n".join(out) + "\n"

@@ -33,6 +33,7 @@ from plots import line_chart
 from servesim.labconfig import load_lab
 from servesim.protocol import ProtocolError, load_protocol
 from servesim.runfile import write_atomic
+from servesim.stubs import run_main, unfinished
 from servesim.tiers import TierError, load_tier
 from servesim.trace import TraceError, read_trace_file, resolve_trace
 
@@ -188,7 +189,7 @@ def main(argv=None) -> int:
         print(file=sys.stderr)
         cells = experiment.judge(protocol, results, measure)
     except NotImplementedError as exc:
-        print(f"\nsweep.py: error: {exc} (in policies.py or measure.py)", file=sys.stderr)
+        print(f"\nsweep.py: error: {unfinished(exc, lab)}", file=sys.stderr)
         return EXIT_NOT_IMPLEMENTED
     points = experiment.operating_points(tiers, cells)
     choice = experiment.cheapest(tiers, cells, points)
@@ -207,6 +208,9 @@ def main(argv=None) -> int:
 
 
 def write_plots(out: Path, protocol, tiers, cells) -> None:
+    """The sweep's three charts, labelled as the lesson page labels its own (Chinese, TTFT in
+    seconds), with the attainment target and the TTFT SLO as dashed lines."""
+
     def series(name, scale=1.0):
         def point(c):
             f = c.figures[name]
@@ -216,24 +220,23 @@ def write_plots(out: Path, protocol, tiers, cells) -> None:
 
         return {t.name: [point(c) for c in cells if c.tier == t.name] for t in tiers}
 
-    x_label = f"offered load ({protocol.load_unit})"
-    note = f"bars: {protocol.confidence:.0%} interval"
+    x_label = "提供负载 (用户数)" if protocol.closed else "提供负载 (请求/s)"
+    note = f"误差线：{protocol.confidence:.0%} 置信区间"
     ttft = protocol.slo_ttft_ms
+    target = protocol.attainment_target
     charts = {
         "goodput.svg": line_chart(
-            series("goodput"), "Goodput vs offered load", x_label, "goodput (qualifying req/s)",
-            bar_note=note,
+            series("goodput"), "goodput 随提供负载变化，每个档位一条线", x_label,
+            "goodput (合格请求/s)", bar_note=note,
         ),
         "attainment.svg": line_chart(
-            series("attainment", 100), "SLO attainment over submitted", x_label,
-            "attainment (% of submitted)",
-            limit=(protocol.attainment_target * 100, f"target {protocol.attainment_target:.0%}"),
-            bar_note=note,
+            series("attainment", 100), "SLO 达成率（以提交数为分母）", x_label, "达成率 (%)",
+            limit=(target * 100, f"目标 {target:.0%}"), bar_note=note,
         ),
         "p99-ttft.svg": line_chart(
-            series("p99_ttft_ms"), "p99 TTFT vs offered load", x_label,
-            "p99 TTFT (ms), failures = inf",
-            limit=(ttft, f"SLO {ttft:g} ms") if ttft is not None else None,
+            series("p99_ttft_ms", 1 / 1000), "p99 TTFT 随提供负载变化，每个档位一条线",
+            x_label, "p99 TTFT (s)",
+            limit=(ttft / 1000, f"TTFT 目标 {ttft / 1000:g} s") if ttft is not None else None,
             bar_note=note,
         ),
     }  # fmt: skip
@@ -243,4 +246,4 @@ def write_plots(out: Path, protocol, tiers, cells) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main("sweep.py", main))

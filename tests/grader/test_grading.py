@@ -10,6 +10,7 @@ import jsonschema
 
 from grader.cases import load_grading
 from grader.grading.grade import Status, grade_submission
+from grader.parts import unit_parts
 from grader.sandbox import Limits
 
 GRADESCOPE_SCHEMA = {
@@ -54,9 +55,10 @@ def test_reference_scores_full_marks(reference_report, unit):
 def test_starter_scores_zero_not_implemented_per_part(starter_report, unit):
     assert starter_report.score == 0
     assert {c.status for c in starter_report.cases} == {Status.NOT_IMPLEMENTED}
+    numbers = {p.id: p.number for p in unit_parts(unit)}
     for part in load_grading(unit).parts:
         assert starter_report.part_note(part) == "not implemented"
-        assert f"part {part}: 0 / " in starter_report.text()
+        assert f"part {numbers[part]} ({part}): 0 / " in starter_report.text()
     assert "not implemented" in starter_report.text()
     # the starter folder holds the whole lab: everything but policies.py is ignored and listed
     assert "simulate.py" in starter_report.ignored
@@ -106,7 +108,10 @@ def test_crash_and_timeout_are_reported(tmp_path, unit):
     assert "Traceback" in by_id["fcfs-mixed"].feedback  # visible case: the end of stderr
     assert by_id["chunked-mixed"].status is Status.TIMEOUT
     assert by_id["fcfs-ties"].status is Status.CRASH
-    assert by_id["fcfs-ties"].feedback == "crash: an exception was raised in the run"
+    assert (
+        by_id["fcfs-ties"].feedback
+        == "crash: fcfs() in policies.py: an exception was raised in the run"
+    )
     assert report.score == 0
 
 

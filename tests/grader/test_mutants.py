@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from grader.cli import main
+from grader.course.labels import hidden_labels
 from grader.grading.grade import KEYED_NOTE, Status, grade_submission
 from grader.traces.mutants import list_mutants
 
@@ -67,10 +68,11 @@ def test_sandboxed_grade_of_a_mutant_names_hidden_cases_for_staff_only(unit, tmp
         unit, folder, cases=["fcfs-mixed", "fcfs-ties", "chunked-ties-chunk2"]
     )
     assert report.killed_by() == ["fcfs-ties", "chunked-ties-chunk2"]
+    label = hidden_labels(unit, ["fcfs-ties"])["fcfs-ties"]
     staff = report.text(staff=True)
-    assert "[FAIL] fcfs-ties (hidden, part fcfs)" in staff
+    assert f"[FAIL] fcfs-ties [{label}] (hidden, part 1 (fcfs))" in staff
     student = report.text()
-    assert "[FAIL] hidden-1 (hidden, part fcfs)" in student
+    assert f"[FAIL] {label} (hidden, part 1 (fcfs))" in student
     assert "[PASS] fcfs-mixed" in student
     assert "ties" not in student
 

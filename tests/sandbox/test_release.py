@@ -52,7 +52,7 @@ def test_student_zip_holds_nothing_secret(student_zip, unit):
     assert len(body_lines) >= 4
     with zipfile.ZipFile(student_zip) as archive:
         names = archive.namelist()
-        assert names and all(n.startswith("infra-lab/") for n in names)
+        assert names and all(n.startswith(f"infra-lab-{unit.id}/") for n in names)
         assert not [n for n in names if re.search(r"(^|/)(golden|hidden|grader|solutions)/", n)]
         for name in names:
             text = archive.read(name).decode("utf-8", "replace")
@@ -72,7 +72,7 @@ def test_student_zip_holds_nothing_secret(student_zip, unit):
 def test_student_zip_runs_from_the_unpacked_folder(student_zip, unit, tmp_path):
     with zipfile.ZipFile(student_zip) as archive:
         archive.extractall(tmp_path)
-    lab = tmp_path / "infra-lab"
+    lab = tmp_path / f"infra-lab-{unit.id}"
     python = shutil.which("python3") or sys.executable
 
     def simulate(*args):
@@ -113,17 +113,18 @@ def test_student_zip_runs_from_the_unpacked_folder(student_zip, unit, tmp_path):
 
 @pytest.fixture(scope="module")
 def autograder_root(tmp_path_factory, unit) -> Path:
-    """autograder.zip unpacked where Gradescope puts it: <root>/source."""
+    """The Gradescope bundle unpacked where Gradescope puts it: <root>/source."""
     out = tmp_path_factory.mktemp("bundle")
     done = infralab("release", "autograder", "--unit", unit.id, "--out", str(out))
     assert done.returncode == 0, done.stderr
     root = tmp_path_factory.mktemp("autograder")
-    with zipfile.ZipFile(out / "autograder.zip") as archive:
+    with zipfile.ZipFile(out / f"infra-lab-{unit.id}-autograder.zip") as archive:
         names = archive.namelist()
         assert {"setup.sh", "run_autograder", "requirements.txt"} <= set(names)
         assert f"labs/{unit.id}/unit.yaml" in names
         assert any(n.startswith(f"traces/{unit.id}/hidden/") for n in names)
         assert any(n.startswith(f"traces/{unit.id}/golden/") for n in names)
+        assert f"traces/{unit.id}/golden/labels.key" in names, "hidden cases' stable names"
         assert not [n for n in names if n.startswith("solutions/")]
         body_lines = solution_lines(unit)
         for name in names:  # grading needs golden files, never the solution itself

@@ -73,3 +73,58 @@ def test_unit08_screenshots(browser, server, tmp_path, width):  # noqa: F811
     if keep:
         Path(keep).mkdir(parents=True, exist_ok=True)
         shutil.copy(shot, Path(keep) / shot.name)
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_course_links_points_table_and_charts_at_width(browser, server, width):  # noqa: F811
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    view = context.new_page()
+    view.goto(f"{server}/unit08/index.html")
+    # the unit nav links the previous unit and the glossary; both pages load
+    prev = view.locator('nav.unit-nav a[data-course="prev"]')
+    assert prev.get_attribute("href") == "../unit07/index.html"
+    assert view.locator('nav.unit-nav a[href$="glossary.html"]').count() == 1
+    # the points table: every part and the total, no header squeezed to one character a line
+    table = view.locator("#points-table")
+    table.scroll_into_view_if_needed()
+    assert table.is_visible()
+    rows = table.locator("tbody tr")
+    assert rows.count() >= 6 and "合计" in rows.last.inner_text()
+    lines = table.locator("thead th").evaluate_all(
+        """l => l.map(th => { const r = document.createRange(); r.selectNodeContents(th);
+            return [th.innerText, new Set([...r.getClientRects()].map(c => c.top)).size]; })"""
+    )
+    assert all(n == 1 for _, n in lines), f"a header wraps: {lines}"
+    assert view.evaluate("document.documentElement.scrollWidth") <= width
+    # the long sweep command stays reachable: it scrolls inside its box, the page does not
+    command = view.locator("#sweep-command").locator("xpath=..")
+    overflow = command.evaluate("e => getComputedStyle(e).overflowX")
+    wide = command.evaluate("e => e.scrollWidth > e.clientWidth")
+    assert overflow == "auto" or not wide
+    # every chapter link lands on a section that exists
+    anchors = view.locator("ul.chapter-links a").evaluate_all("l => l.map(a => a.href)")
+    assert len(anchors) >= 6
+    for href in anchors:
+        target = context.new_page()
+        target.goto(href)
+        fragment = href.split("#", 1)[1]
+        assert target.locator(f"section#{fragment}").count() == 1, href
+        target.close()
+    # charts are drawn at this width
+    for figure in FIGURES:
+        box = view.locator(f"svg#{figure}").bounding_box()
+        assert box and box["width"] > 200, (figure, width)
+    # the p99 TTFT chart shows the SLO's TTFT target as a labelled line
+    limit = view.locator("svg#sweep-p99 g.limit")
+    assert limit.count() == 1 and "TTFT 目标" in limit.text_content()
+    view.goto(f"{server}/glossary.html")
+    term = view.locator("tr#operating-point")
+    assert term.is_visible() and "工作点" in term.inner_text()
+    assert "max_num_batched_tokens" in view.locator("tr#token-budget").inner_text()
+    assert view.evaluate("document.documentElement.scrollWidth") <= width
+    view.goto(f"{server}/unit07/index.html")
+    assert view.locator('nav.unit-nav a[data-course="next"]').get_attribute("href") == (
+        "../unit08/index.html"
+    )
+    assert view.locator("#points-table").count() == 1
+    context.close()

@@ -49,6 +49,7 @@ def test_expected_pages_exist(built_site):
     site, report = built_site
     assert {p.relative_to(site).as_posix() for p in _pages(site)} == {
         "index.html",
+        "glossary.html",
         "unit07/index.html",
         "unit07/handout.html",
         "unit07/chapter31.html",
@@ -152,9 +153,10 @@ def test_student_zip_is_copied_in(built_site, unit07):
     with zipfile.ZipFile(archive) as zf:
         names = set(zf.namelist())
     expected = {
-        "infra-lab/" + p.relative_to(unit07.lab_dir).as_posix() for p in student_files(unit07)
+        "infra-lab-unit07/" + p.relative_to(unit07.lab_dir).as_posix()
+        for p in student_files(unit07)
     }
-    assert names == expected and "infra-lab/simulate.py" in names
+    assert names == expected and "infra-lab-unit07/simulate.py" in names
 
 
 def test_false_claim_stops_the_build_and_keeps_the_old_site(tmp_path):
@@ -273,3 +275,24 @@ def test_quiz_questions_have_one_right_answer_among_similar_options(built_site, 
         )
         positions.add(next(i for i, (r, _) in enumerate(options) if r))
     assert len(positions) > 1, "the right answer sits at the same place in every question"
+
+
+def test_glossary_has_one_word_for_operating_point_and_the_knob_mapping(built_site):
+    site, _ = built_site
+    glossary = (site / "glossary.html").read_text(encoding="utf-8")
+    for knob in ("max_num_batched_tokens", "max_num_seqs", "block_size"):
+        assert knob in glossary
+    # one Chinese word for "operating point" across the site and the lab folders
+    texts = [p.read_text(encoding="utf-8") for p in _pages(site)]
+    texts += [p.read_text(encoding="utf-8") for p in (REPO_ROOT / "starter").rglob("*.md")]
+    assert all("运行点" not in t for t in texts)
+    assert sum("工作点" in t for t in texts) >= 3
+
+
+def test_bad_glossary_is_one_clear_error(tmp_path):
+    from grader.sitebuild.claims import BuildError
+    from grader.sitebuild.glossary import load_glossary
+
+    (tmp_path / "glossary.yaml").write_text("terms:\n  - {id: x, term: t, en: e}\n")
+    with pytest.raises(BuildError, match="terms #1: field 'text'"):
+        load_glossary(tmp_path)

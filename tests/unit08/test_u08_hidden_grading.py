@@ -26,18 +26,23 @@ CASES = {case.id: case for case in GRADING.cases}
 EXPECTED = {
     "static_admits_into_group": ("batching", {Status.WRONG_SCHEDULE}),
     "static_ignores_cap": ("batching", {Status.CRASH}),
+    "static_decodes_whole_group": ("batching", {Status.CRASH}),
+    "continuous_shortest_first": ("batching", {Status.WRONG_SCHEDULE}),
     "continuous_one_per_step": ("batching", {Status.WRONG_SCHEDULE}),
     "continuous_decodes_first": ("batching", {Status.WRONG_SCHEDULE}),
     "decodes_not_in_budget": ("budgets", {Status.CRASH}),
+    "budgeted_budget_plus_one": ("budgets", {Status.CRASH}),
+    "budgeted_one_chunk": ("budgets", {Status.WRONG_SCHEDULE}),
+    "paged_preempts_largest": ("budgets", {Status.WRONG_SCHEDULE}),
     "overtakes_blocked_head": ("budgets", {Status.WRONG_SCHEDULE}),
     "reserves_actual_output": ("budgets", {Status.WRONG_SCHEDULE}),
     "reserves_prompt_only": ("budgets", {Status.CRASH}),
-    "preempts_oldest": ("paged", {Status.WRONG_SCHEDULE}),
-    "starts_after_preemption": ("paged", {Status.WRONG_SCHEDULE}),
-    "paged_sets_aside_prompt": ("paged", {Status.WRONG_SCHEDULE}),
-    "paged_reserves_declared": ("paged", {Status.WRONG_SCHEDULE}),
-    "victims_appended": ("paged", {Status.WRONG_SCHEDULE}),
-    "victims_named_oldest_first": ("paged", {Status.WRONG_SCHEDULE}),
+    "preempts_oldest": ("budgets", {Status.WRONG_SCHEDULE}),
+    "starts_after_preemption": ("budgets", {Status.WRONG_SCHEDULE}),
+    "paged_sets_aside_prompt": ("budgets", {Status.WRONG_SCHEDULE}),
+    "paged_reserves_declared": ("budgets", {Status.WRONG_SCHEDULE}),
+    "victims_appended": ("budgets", {Status.WRONG_SCHEDULE}),
+    "victims_named_oldest_first": ("budgets", {Status.WRONG_SCHEDULE}),
     "uncapped_credits": ("fair", {Status.WRONG_SCHEDULE}),
     "credits_kept_when_idle": ("fair", {Status.WRONG_SCHEDULE}),
     "round_robin_restarts": ("fair", {Status.WRONG_SCHEDULE}),
@@ -45,6 +50,7 @@ EXPECTED = {
     "measure/rejected_not_submitted": ("measure", {Status.WRONG_ANSWER}),
     "measure/goodput_window_by_finish": ("measure", {Status.WRONG_ANSWER}),
     "measure/one_token_fails_tpot": ("measure", {Status.WRONG_ANSWER}),
+    "measure/slo_ignores_status": ("measure", {Status.WRONG_ANSWER}),
     "measure/area_unclipped": ("measure", {Status.WRONG_ANSWER}),
     "measure/residence_unclipped": ("measure", {Status.WRONG_ANSWER}),
     "measure/token_weighted_is_request_weighted": ("measure", {Status.WRONG_ANSWER}),
@@ -127,10 +133,10 @@ def test_reference_gets_full_marks_on_every_case(reference_report):
 
 
 def test_every_exact_part_has_hidden_cases_and_metamorphic_copies():
-    for part in ("batching", "budgets", "paged", "fair", "measure", "challenge"):
+    for part in ("batching", "budgets", "fair", "measure", "challenge"):
         assert len(case_ids(part, hidden=True)) >= 3, part
     relabelled = [c for c in GRADING.cases if c.transform is not None]
-    assert {c.part for c in relabelled} >= {"batching", "paged", "fair"}
+    assert {c.part for c in relabelled} >= {"batching", "budgets", "fair"}
     assert all(c.hidden for c in relabelled)
     # hidden cases vary K, M and the queue cap, not only the lab's default device
     assert {key for c in GRADING.cases for key in c.device} == {"maxActive", "kvPages"}
@@ -151,7 +157,6 @@ def test_corpus_covers_every_part_and_each_mutant_says_what_is_wrong():
     assert {part for part, _ in EXPECTED.values()} == {
         "batching",
         "budgets",
-        "paged",
         "fair",
         "measure",
     }
@@ -178,7 +183,11 @@ def test_script_cases_and_challenge_run_in_the_sandbox():
     assert "in-process" not in report.isolation
     stub = grade_submission(UNIT, UNIT.lab_dir, cases=ids[:2])
     assert {c.status for c in stub.cases} == {Status.NOT_IMPLEMENTED}
-    assert all("measure_check.py" in c.feedback for c in stub.cases)
+    # each names the measure.py function its case tests, as a policy case names its policy
+    assert [c.feedback.split(": ")[1].split(" (")[0] for c in stub.cases] == [
+        "goodput() in measure.py",
+        "tpot_means() in measure.py",
+    ]
 
 
 def test_script_answers_are_compared_value_by_value():

@@ -57,7 +57,7 @@ def cells() -> list:
         text(
             "policies_intro",
             f"""
-## 第 0 部分 · 你的调度策略
+## 准备 · 你的调度策略（第 1–2 部分）
 
 `policies.py` 中的两个函数决定每一次提交做什么:`fcfs` 先把等待队首的 prefill 一次做完,
 `chunked` 在每个周期里先给正在生成的请求一个 decode batch,再做队首最多 `chunk` 个 prefill

@@ -80,7 +80,7 @@ def intro_cells() -> list:
         text(
             "policies_intro",
             f"""
-## 第 0 部分 · 你的策略和测量函数
+## 准备 · 你的策略和测量函数（第 1–3 部分）
 
 `policies.py` 决定每一步做什么,`measure.py` 决定怎样给一次运行算账。两份文件的契约都写在
 各函数上方的 docstring 里;在实验文件夹里运行 `python3 run_tests.py` 会给出本地反馈。

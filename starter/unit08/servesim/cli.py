@@ -18,11 +18,12 @@ from .labconfig import LabConfig, load_lab
 from .labflags import Setup, UsageError, add_flags, read_protocol, resolve
 from .protocol import WindowError
 from .runfile import build_document, build_run, default_format, dumps, write_atomic
+from .stubs import EXIT_NOT_IMPLEMENTED, unfinished
 from .table import MAX_REQUEST_ROWS, render
 from .trace import TraceError, read_trace_file, resolve_trace
 
 EXIT_BAD_INPUT = 2
-EXIT_POLICY = 1
+EXIT_POLICY = EXIT_NOT_IMPLEMENTED  # a policy broke a rule or is still a stub
 
 
 def _non_negative_ms(text: str) -> float:
@@ -116,14 +117,15 @@ def device_from_args(lab: LabConfig, args) -> DeviceProfile:
     return device
 
 
-def _named(function, name: str):
-    """``function`` with a stub's ``NotImplementedError`` turned into a ``PolicyError``."""
+def _named(function, lab: LabConfig | None = None):
+    """``function`` with a stub's ``NotImplementedError`` turned into a ``PolicyError`` that
+    names the unfinished function (``servesim.stubs``)."""
 
     def call(*args, **kwargs):
         try:
             return function(*args, **kwargs)
-        except NotImplementedError:
-            raise PolicyError(f"{name}() in policies.py is not implemented yet") from None
+        except NotImplementedError as exc:
+            raise PolicyError(unfinished(exc, lab)) from None
 
     return call
 
@@ -140,7 +142,7 @@ def selected_policies(lab: LabConfig, policies_module, selected: str, args, over
         if selected not in (spec.name, _every(lab)):
             continue
         params = {name: overrides.get(name, getattr(args, name)) for name in spec.params}
-        function = _named(getattr(policies_module, spec.function), spec.function)
+        function = _named(getattr(policies_module, spec.function), lab)
 
         def policy(view, function=function, params=params):
             return function(view, **params)
@@ -148,9 +150,9 @@ def selected_policies(lab: LabConfig, policies_module, selected: str, args, over
         yield spec, params, policy
 
 
-def admit_hook(spec, policies_module):
+def admit_hook(spec, policies_module, lab: LabConfig | None = None):
     """The policy's admission function (unit.yaml ``admit:``), or None."""
-    return _named(getattr(policies_module, spec.admit), spec.admit) if spec.admit else None
+    return _named(getattr(policies_module, spec.admit), lab) if spec.admit else None
 
 
 def run_policies(
@@ -210,7 +212,7 @@ def run_extended(lab: LabConfig, policies_module, setup: Setup, args, run_one=No
                 setup.device,
                 budget=limits["budget"],
                 queue_cap=limits["queueCap"],
-                admit=admit_hook(spec, policies_module),
+                admit=admit_hook(spec, policies_module, lab),
                 closed=setup.closed,
             )
         except PolicyError as exc:  # with --policy all, say which policy broke a rule

@@ -42,6 +42,28 @@ def test_part1_continuous_exercise_31_2():
     assert mean_completion(run) == 62 / 3, "(10 + 20 + 32) / 3"
 
 
+def start_order(run: dict) -> list[str]:
+    """Requests in the order of their first prefill chunk."""
+    return [c["id"] for e in run["events"] for c in e["prefill"] if c["fromToken"] == 0]
+
+
+def test_part1_static_burst_with_4_slots():
+    run = run_policy("burst", "static", "slots-4")
+    check_timeline("burst-slots-4", "static", run)
+
+
+def test_part1_continuous_starts_in_arrival_order_with_4_slots():
+    # 86 requests with prompts of 26 to 1,585 tokens and only K = 4 slots: the queue is long, so
+    # a policy that picks short prompts first, or fills fewer slots than are free, shows here
+    run = run_policy("burst", "continuous", "slots-4")
+    arrival = {r["id"]: r["arrivalMs"] for r in run["requests"]}
+    started = start_order(run)
+    assert started == sorted(started, key=arrival.__getitem__), (
+        "continuous: requests must start in arrival order, whatever their prompt length"
+    )
+    check_timeline("burst-slots-4", "continuous", run)
+
+
 def test_part1_slots_are_never_exceeded():
     for policy in ("static", "continuous"):
         run = run_policy("burst", policy)

@@ -1,0 +1,53 @@
+"""The course glossary: ``labs/glossary.yaml``, one list of terms for every unit's pages.
+
+::
+
+    terms:
+      - id: operating-point            # the anchor: glossary.html#operating-point
+        term: "工作点"                  # the one Chinese word every page uses
+        en: "operating point"
+        text: "..."                     # what it means, in Chinese
+        vllm: "max_num_seqs"            # optional: the vLLM knob it corresponds to
+        units: [<unit id>, ...]          # optional: units whose lesson uses it
+
+A bad file stops the build with one error naming the entry.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from .claims import BuildError
+
+FILE = "glossary.yaml"
+_ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+_FIELDS = {"id", "term", "en", "text", "vllm", "units"}
+
+
+def load_glossary(labs_dir: Path) -> list[dict]:
+    """The glossary's terms in file order ([] when the course has none)."""
+    import yaml
+
+    path = Path(labs_dir) / FILE
+    if not path.is_file():
+        return []
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        raise BuildError(f"{FILE}: not valid YAML ({exc})") from None
+    terms = doc.get("terms") if isinstance(doc, dict) else None
+    if not isinstance(terms, list):
+        raise BuildError(f"{FILE}: must be a mapping with a list 'terms'")
+    seen = set()
+    for n, item in enumerate(terms, start=1):
+        where = f"{FILE}: terms #{n}"
+        if not isinstance(item, dict) or set(item) - _FIELDS:
+            raise BuildError(f"{where}: must be a mapping of {sorted(_FIELDS)}")
+        for key in ("id", "term", "en", "text"):
+            if not isinstance(item.get(key), str) or not item[key].strip():
+                raise BuildError(f"{where}: field '{key}' must be a non-empty string")
+        if not _ID.match(item["id"]) or item["id"] in seen:
+            raise BuildError(f"{where}: id '{item['id']}' must be unique lower-case words")
+        seen.add(item["id"])
+    return terms
