@@ -35,7 +35,7 @@ def stub_source(source: str, filename: str, keep=frozenset()) -> str:
     out, inside, function = [], False, None
     for number, line in enumerate(source.splitlines(keepends=True), start=1):
         stripped = line.strip()
-        if match := _DEF.match(line):
+        if not inside and (match := _DEF.match(line)):
             function = match.group(1)
         if stripped == BEGIN:
             if inside:

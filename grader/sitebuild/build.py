@@ -198,6 +198,7 @@ def _build_unit(
         "site_pages": site_unit.pages,
         "course": course,
         "points_html": _points_html(unit),
+        "core_hours": points_table(unit).hours() if unit.doc.get("parts") else None,
     }
     handout = render_handout(unit.lab_dir, renderer.out / unit.id, "handout-files")
     renderer.report.handout_notes += [

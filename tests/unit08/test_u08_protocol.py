@@ -300,4 +300,7 @@ def test_the_sweep_prints_intervals_verdicts_and_the_choice(solved):
     assert "cheapest feasible tier:" in done.stdout
     for name in ("goodput.svg", "attainment.svg", "p99-ttft.svg"):
         svg = (solved / "plots" / name).read_text(encoding="utf-8")
-        assert svg.startswith("<svg") and "small-int8" in svg and "interval" in svg
+        assert svg.startswith("<svg") and "small-int8" in svg and "置信区间" in svg
+        assert "提供负载 (请求/s)" in svg  # labelled as the lesson page labels its charts
+    p99 = (solved / "plots" / "p99-ttft.svg").read_text(encoding="utf-8")
+    assert "p99 TTFT (s)" in p99 and "TTFT 目标 2 s" in p99  # the protocol's SLO, in seconds

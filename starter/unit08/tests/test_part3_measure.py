@@ -88,6 +88,8 @@ def test_part3_interval_is_student_t():
     assert got.n == 5 and abs(got.mean - 0.938) < 1e-12
     # t(0.975, 4) = 2.7764..., so the half-width is 2.7764 * sd / sqrt(5)
     assert abs((got.high - got.low) / 2 - 2.7764451 * got.sd / 5**0.5) < 1e-6
+    # the sample standard deviation (divide by n - 1): five replications are a sample
+    assert abs(got.sd - 0.0192353841) < 1e-9, f"sd {got.sd}: divide by n - 1, not by n"
     try:
         call_measure("interval", [0.9], 0.95)
     except ValueError:
@@ -130,3 +132,7 @@ def test_part3_replication_leaves_the_warm_up_out():
     assert (got.window_start_ms, got.window_end_ms) == (1000.0, 4500.0)
     assert got.goodput.submitted == 35 and got.goodput.qualifying == 0
     assert got.p99_ttft_ms == 50 and got.quality_pass_rate == 1.0
+    # each replication draws its own quality outcomes: the seed is part of the draw
+    ids = [f"r{i}" for i in range(200)]
+    draws = [[measure.quality_passes(i, "t", 0.5, seed) for i in ids] for seed in (1, 2)]
+    assert draws[0] != draws[1], "quality_passes(): every seed draws the same outcomes"
