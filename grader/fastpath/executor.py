@@ -51,6 +51,11 @@ class Steps:
     chunks: list[list[int]] = field(default_factory=list)  # [step, request, from, tokens]
     first_step: list[int] = field(default_factory=list)  # the step of each first token
     first_decode: list[int] = field(default_factory=list)  # its first decode's decode index
+    # executors with preemption (``paged``) give the compact tables themselves, in trace order
+    slices: list[list[int]] | None = None  # [request, step, decodeIndex, count]
+    preempts: list[list[int]] | None = None  # [step, request]
+    recomputes: list[int] | None = None  # per request
+    recomputed_tokens: list[int] | None = None  # per request: the cache positions it dropped
 
 
 @dataclass(frozen=True)
@@ -98,7 +103,7 @@ def execute(work: Workload, device, planner: Planner, capped: bool = False) -> S
             clock, st.decoded_last = work.arrival[st.arrived], False  # idle: next arrival
             continue
         decode, plan, tokens = planner(st)
-        end = _end(device, clock, st.running if decode else 0, tokens)
+        end = step_end(device, clock, st.running if decode else 0, tokens)
         if not capped:
             _check_active(device, st, plan)
         out.starts.append(clock)
@@ -114,7 +119,7 @@ def execute(work: Workload, device, planner: Planner, capped: bool = False) -> S
         clock = end
 
 
-def _end(device, clock: float, decoded: int, tokens: int) -> float:
+def step_end(device, clock: float, decoded: int, tokens: int) -> float:
     """The step's end, with the lab device's arithmetic in the lab engine's order."""
     if not decoded and not tokens:
         raise Unsupported("empty batch")
