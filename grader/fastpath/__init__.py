@@ -36,6 +36,8 @@ def _steps(name: str, work: Workload, device, params: dict) -> Steps:
         if set(params) != {"budget"}:
             raise Unsupported(f"paged parameters {sorted(params)}")
         return paged.execute(work, device, params["budget"])
+    if device.kv_pages is not None and max(work.reserve) > device.kv_pages:
+        raise Unsupported("the lab engine rejects a request at arrival")
     make, capped = PLANNERS[name]
     return execute(work, device, make(work, device, **params), capped)
 
@@ -68,8 +70,6 @@ def reference_run(unit, policy: str, params: dict, trace, device, fmt: str, exte
     if not covers(unit, policy, trace, device):
         return None
     work = Workload.of(trace, device)
-    if device.kv_pages is not None and max(work.reserve) > device.kv_pages:
-        return None  # the lab engine rejects such a request at arrival
     with _no_gc():  # only acyclic lists and dicts are made: collection passes are pure cost
         try:
             steps = _steps(planner_name(unit, policy), work, device, params)
@@ -77,6 +77,10 @@ def reference_run(unit, policy: str, params: dict, trace, device, fmt: str, exte
             return None
         run = compact_run(policy, params, device, trace, steps, extended)
         return run if fmt == COMPACT else expand_run(run)
+
+
+def _where(column: list, keep: list[bool]) -> list:
+    return [value for value, k in zip(column, keep) if k]
 
 
 @contextmanager
@@ -94,6 +98,7 @@ def compact_run(policy: str, params: dict, device, trace, steps: Steps, extended
     """The compact run entry (``servesim.compact``) of what the executor produced."""
     reqs = trace.requests
     output = [r.output_tokens for r in reqs]
+    arrival = [r.arrival_ms for r in reqs]
     slices = steps.slices
     if slices is None:  # every request entered the running set once
         slices = [
@@ -102,32 +107,43 @@ def compact_run(policy: str, params: dict, device, trace, steps: Steps, extended
                 zip(steps.first_step, steps.first_decode, output)
             )
         ]
-    tokens = summary.request_tokens(steps.ends, steps.decode_steps, slices, output)
+    done = steps.completed  # None: every request completed
+    kept = (lambda column: column) if done is None else (lambda column: _where(column, done))
+    tokens = summary.request_tokens(steps.ends, steps.decode_steps, slices, kept(output))
     figures = summary.summarize(
-        [r.arrival_ms for r in reqs],
+        kept(arrival),
         steps.starts,
         steps.ends,
         steps.decode_steps,
         [c[0] for c in steps.chunks],
         tokens,
     )
+    figures["requests"] = len(reqs)
     columns = {
         "id": [r.id for r in reqs],
-        "arrivalMs": [r.arrival_ms for r in reqs],
+        "arrivalMs": arrival,
         "inputTokens": [r.input_tokens for r in reqs],
         "outputTokens": output,
     }
     run = {"policy": policy, "params": dict(params), "device": device.to_json(), "fault": None}
-    if extended:  # unit 08's fields: every request completed
+    if extended:  # unit 08's fields: every request completed or was rejected at arrival
         # what the engine would enforce
         run["limits"] = {"budget": params.get("budget"), "queueCap": None}
         count = len(reqs)
         recomputes = steps.recomputes or [0] * count
         recomputed = steps.recomputed_tokens or [0] * count
-        columns |= {"status": ["completed"] * count, "statusMs": tokens[1].tolist()}
+        status, status_ms = ["completed"] * count, tokens[1].tolist()
+        if done is not None:  # a rejected request's status time is its arrival
+            finish = iter(status_ms)
+            status = [s if d else "rejected" for s, d in zip(status, done)]
+            status_ms = [next(finish) if d else a for a, d in zip(arrival, done)]
+            figures["allDoneMs"] = max(status_ms)
+        columns |= {"status": status, "statusMs": status_ms}
         columns |= {"recomputes": recomputes, "recomputedTokens": recomputed}
-        figures |= {"completed": count, "rejected": 0, "cancelled": 0}
-        prompt, again = sum(columns["inputTokens"]), sum(recomputed)
+        completed = len(tokens[0])
+        figures |= {"completed": completed, "rejected": count - completed, "cancelled": 0}
+        admitted = columns["inputTokens"] if done is None else kept(columns["inputTokens"])
+        prompt, again = sum(admitted), sum(recomputed)
         figures |= {"recomputes": sum(recomputes), "recomputedTokens": again}
         figures |= {"promptTokens": prompt, "recomputeRatio": again / prompt if prompt else 0.0}
     return run | {

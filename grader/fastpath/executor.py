@@ -56,6 +56,7 @@ class Steps:
     preempts: list[list[int]] | None = None  # [step, request]
     recomputes: list[int] | None = None  # per request
     recomputed_tokens: list[int] | None = None  # per request: the cache positions it dropped
+    completed: list[bool] | None = None  # per request; False: rejected at arrival (None: all)
 
 
 @dataclass(frozen=True)

@@ -44,15 +44,27 @@ def execute(work: Workload, device, budget: int) -> Steps:
     """
     check_device(device)
     page, pool, cap = device.page_tokens, device.kv_pages, device.max_active
-    total = len(work.order)
-    order, arrival, prompt, output = work.order, work.arrival, work.prompt, work.output
-    out = Steps(preempts=[], recomputes=[0] * total, recomputed_tokens=[0] * total)
+    count = len(work.order)
+    out = Steps(preempts=[], recomputes=[0] * count, recomputed_tokens=[0] * count)
+    # a request whose pages could never fit is rejected at arrival and takes no part in any step
+    admitted = [p for p in range(count) if pool is None or work.reserve[p] <= pool]
+    if not admitted:
+        raise Unsupported("every request is rejected")
+    if len(admitted) < count:
+        out.completed = [True] * count
+        for p in set(range(count)).difference(admitted):
+            out.completed[work.order[p]] = False
+    order, arrival, prompt, output = (
+        [column[p] for p in admitted]
+        for column in (work.order, work.arrival, work.prompt, work.output)
+    )
+    total = len(admitted)
     # by queue position: the prefill target (prompt + tokens emitted before it), tokens emitted
     # by closed slices, the partial prefill's progress; a running request's first decode index,
     # its cache when it entered the running set, and its last decode index
     target, emitted, prefilled = list(prompt), [0] * total, [0] * total
     entry, base, last = [0] * total, [0] * total, [0] * total
-    slices: list[list[list[int]]] = [[] for _ in range(total)]  # by request
+    slices: list[list[list[int]]] = [[] for _ in range(count)]  # by request
     holders: dict[int, None] = {}  # hold KV, in (re)admission order: vLLM's ``running``
     victims: deque[int] = deque()  # preempted and waiting, newest first (the queue's front)
     leaving: dict[int, list[int]] = {}  # decode index -> running requests it is the last of
@@ -98,9 +110,7 @@ def execute(work: Workload, device, budget: int) -> Steps:
             clock = arrival[arrived]  # idle until the next arrival
             continue
         step, k = len(out.ends), len(out.decode_steps)
-        left = budget - running
-        if left < 0:
-            raise Unsupported("more running requests than the budget")
+        left = budget - running  # >= 0: a request joins the running set within the budget
         chunks: list[tuple[int, int, int]] = []  # (position, from token, tokens)
         victims_before = len(out.preempts)
         need = due[k % page] if running else 0
@@ -136,8 +146,6 @@ def execute(work: Workload, device, budget: int) -> Steps:
                 else:
                     decoded += 1
                 i += 1
-            if any(q != partial for q in walk[i:]):
-                raise Unsupported("the budget ends the walk before every running request")
         if len(out.preempts) == victims_before:  # a step that preempted starts nobody
             active = len(holders)
             while left > 0 and (cap is None or active < cap):
