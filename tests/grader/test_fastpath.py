@@ -143,7 +143,8 @@ def test_declines_what_it_does_not_cover(azure):
     pool = servesim.DeviceProfile(**AFFINE, kv_pages=4000)
     assert fastpath.reference_run(U07, "fcfs", {}, azure, context, "full") is None
     assert fastpath.reference_run(U07, "chunked", {"chunk": 4}, azure, pool, "full") is None
-    assert fastpath.reference_run(U08, "paged", {"budget": 512}, azure, pool, "full") is None
+    fair = {"budget": 512, "quantum": 256}  # no fast path named in unit.yaml
+    assert fastpath.reference_run(U08, "fair", fair, azure, pool, "full") is None
     kv = reference.load_trace(U08, "kv-pages")  # carries unit 08 fields the executor ignores
     assert not fastpath.covers(U08, "budgeted", kv, reference.device_profile(U08))
 
