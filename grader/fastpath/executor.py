@@ -122,12 +122,17 @@ def execute(work: Workload, device, planner: Planner, capped: bool = False) -> S
 
 def step_end(device, clock: float, decoded: int, tokens: int) -> float:
     """The step's end, with the lab device's arithmetic in the lab engine's order."""
+    return clock + device.overhead_ms + step_work(device, decoded, tokens)
+
+
+def step_work(device, decoded: int, tokens: int) -> float:
+    """A step's device time without the overhead, computed as the lab engine computes it."""
     if not decoded and not tokens:
         raise Unsupported("empty batch")
     work = device.prefill_ms_per_token * tokens
     if decoded:
         work += device.decode_batch_ms + device.decode_ms_per_seq * decoded
-    return clock + device.overhead_ms + work
+    return work
 
 
 def _check_active(device, st: QueueState, plan) -> None:

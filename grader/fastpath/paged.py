@@ -19,10 +19,11 @@ every token time and event to equal the lab engine's.
 
 from __future__ import annotations
 
+import heapq
 from collections import deque
 from dataclasses import fields
 
-from .executor import Steps, Unsupported, Workload, step_end
+from .executor import Steps, Unsupported, Workload, step_end, step_work
 
 # device fields this executor models; any other at a value other than its default is declined
 MODELLED = {"prefill_ms_per_token", "decode_batch_ms", "decode_ms_per_seq", "overhead_ms"}
@@ -44,6 +45,7 @@ def execute(work: Workload, device, budget: int) -> Steps:
     """
     check_device(device)
     page, pool, cap = device.page_tokens, device.kv_pages, device.max_active
+    overhead = device.overhead_ms
     count = len(work.order)
     out = Steps(preempts=[], recomputes=[0] * count, recomputed_tokens=[0] * count)
     # a request whose pages could never fit is rejected at arrival and takes no part in any step
@@ -68,6 +70,7 @@ def execute(work: Workload, device, budget: int) -> Steps:
     holders: dict[int, None] = {}  # hold KV, in (re)admission order: vLLM's ``running``
     victims: deque[int] = deque()  # preempted and waiting, newest first (the queue's front)
     leaving: dict[int, list[int]] = {}  # decode index -> running requests it is the last of
+    leave_at: list[int] = []  # heap of leaving's keys (some already gone)
     due = [0] * page  # running requests that ask for a page at decode steps k, by k % page
     free = pool if pool is not None else float("inf")  # pages nobody holds
     running = arrived = head = 0
@@ -111,6 +114,27 @@ def execute(work: Workload, device, budget: int) -> Steps:
             continue
         step, k = len(out.ends), len(out.decode_steps)
         left = budget - running  # >= 0: a request joins the running set within the budget
+        if partial is None and running:  # decode-only steps while nothing can change
+            q = victims[0] if victims else head if head < arrived else None
+            stuck = left <= 0 or (cap is not None and len(holders) >= cap)
+            if q is not None and not stuck:
+                stuck = pages(target[q]) > free  # and free only shrinks until someone leaves
+            if stuck or q is None:
+                while leave_at and leave_at[0] < k:
+                    heapq.heappop(leave_at)
+                stop = leave_at[0] if leave_at else k  # that step's leavers: the full path
+                # with an empty queue and room to start, an arrival ends the run of steps
+                horizon = arrival[arrived] if not stuck and arrived < total else float("inf")
+                work, ran = step_work(device, running, 0), k
+                while k < stop and clock < horizon and due[k % page] <= free:
+                    free -= due[k % page]
+                    end = clock + overhead + work
+                    out.starts.append(clock)
+                    out.ends.append(end)
+                    out.decode_steps.append(step)
+                    clock, step, k = end, step + 1, k + 1
+                if k > ran:
+                    continue
         chunks: list[tuple[int, int, int]] = []  # (position, from token, tokens)
         victims_before = len(out.preempts)
         need = due[k % page] if running else 0
@@ -193,7 +217,10 @@ def execute(work: Workload, device, budget: int) -> Steps:
             running += 1
             entry[q], base[q], last[q] = first, target[q], first + count - 1
             due[(first - target[q]) % page] += 1
-            leaving.setdefault(last[q], []).append(q)
+            if last[q] not in leaving:
+                leaving[last[q]] = []
+                heapq.heappush(leave_at, last[q])
+            leaving[last[q]].append(q)
         for q in leaving.pop(k, ()) if decoded else ():
             del holders[q]
             free += pages(base[q] + k + 1 - entry[q])
