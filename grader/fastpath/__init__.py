@@ -17,7 +17,7 @@ from __future__ import annotations
 import gc
 from contextlib import contextmanager
 
-from servesim.compact import COMPACT, expand_run, idle_starts
+from servesim.compact import COMPACT, expand_run
 
 from . import paged, summary
 from .executor import Steps, Unsupported, Workload, execute
@@ -149,7 +149,7 @@ def compact_run(policy: str, params: dict, device, trace, steps: Steps, extended
     return run | {
         "format": COMPACT,
         "stepEndMs": steps.ends,
-        "idleStarts": idle_starts(steps.starts, steps.ends),
+        "idleStarts": steps.idle,
         "decodeSteps": steps.decode_steps,
         "chunks": steps.chunks,
         **({"preempts": steps.preempts or []} if extended else {}),

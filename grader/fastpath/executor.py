@@ -47,6 +47,7 @@ class Steps:
 
     starts: list[float] = field(default_factory=list)
     ends: list[float] = field(default_factory=list)
+    idle: list[list] = field(default_factory=list)  # [step, start] after each idle wait
     decode_steps: list[int] = field(default_factory=list)
     chunks: list[list[int]] = field(default_factory=list)  # [step, request, from, tokens]
     first_step: list[int] = field(default_factory=list)  # the step of each first token
@@ -102,6 +103,7 @@ def execute(work: Workload, device, planner: Planner, capped: bool = False) -> S
             if st.arrived == total:
                 return out
             clock, st.decoded_last = work.arrival[st.arrived], False  # idle: next arrival
+            out.idle.append([len(out.ends), clock])
             continue
         decode, plan, tokens = planner(st)
         end = step_end(device, clock, st.running if decode else 0, tokens)

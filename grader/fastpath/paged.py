@@ -111,6 +111,7 @@ def execute(work: Workload, device, budget: int) -> Steps:
             if arrived == total:
                 break
             clock = arrival[arrived]  # idle until the next arrival
+            out.idle.append([len(out.ends), clock])
             continue
         step, k = len(out.ends), len(out.decode_steps)
         left = budget - running  # >= 0: a request joins the running set within the budget
@@ -136,6 +137,7 @@ def execute(work: Workload, device, budget: int) -> Steps:
                 if k > ran:
                     continue
         chunks: list[tuple[int, int, int]] = []  # (position, from token, tokens)
+        prefill = 0  # their tokens
         victims_before = len(out.preempts)
         need = due[k % page] if running else 0
         if need <= free:  # every decode gets its page; only the partial prefill may not fit
@@ -150,6 +152,7 @@ def execute(work: Workload, device, budget: int) -> Steps:
                 else:
                     free -= grow
                     left -= tokens
+                    prefill += tokens
                     chunks.append((partial, done, tokens))
         else:  # the reference's walk, holder by holder, popping victims off the end
             walk, left, decoded, i = list(holders), budget, 0, 0
@@ -166,6 +169,7 @@ def execute(work: Workload, device, budget: int) -> Steps:
                 free -= grow
                 left -= tokens
                 if q == partial:
+                    prefill += tokens
                     chunks.append((q, have, tokens))
                 else:
                     decoded += 1
@@ -188,12 +192,13 @@ def execute(work: Workload, device, budget: int) -> Steps:
                 tokens = min(target[q], left)
                 free -= pages(tokens)
                 left -= tokens
+                prefill += tokens
                 active += 1
                 holders[q] = None
                 chunks.append((q, 0, tokens))
         if not decoded and not chunks:
             raise Unsupported("empty batch")
-        end = step_end(device, clock, decoded, sum(c[2] for c in chunks))
+        end = step_end(device, clock, decoded, prefill)
         out.starts.append(clock)
         out.ends.append(end)
         if decoded:

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from labtools import affine_devices, rows_trace
 
 from grader import fastpath, reference
 from grader.units import load_unit
@@ -48,17 +49,6 @@ def assert_same(trace, device, budget):
 def plain(trace):
     """``trace`` with only the fields the fast path covers (it declines the others)."""
     doc = {**trace.raw, "requests": [{k: r[k] for k in PLAIN} for r in trace.raw["requests"]]}
-    return servesim.parse_trace(doc)
-
-
-def make_trace(rows):
-    doc = {
-        "name": "random",
-        "requests": [
-            {"id": f"R{i}", "arrivalMs": a, "inputTokens": p, "outputTokens": o}
-            for i, (a, p, o) in enumerate(rows)
-        ],
-    }
     return servesim.parse_trace(doc)
 
 
@@ -105,14 +95,8 @@ rows = st.lists(
     min_size=1,
     max_size=14,
 )
-devices = st.builds(
-    servesim.DeviceProfile,
-    prefill_ms_per_token=st.sampled_from([0.0, 0.1, 1.0, 0.3]),
-    decode_batch_ms=st.sampled_from([1.0, 20.0, 0.7]),
-    decode_ms_per_seq=st.sampled_from([0.0, 0.05, 0.3]),
-    overhead_ms=st.sampled_from([0.0, 0.25, 0.1]),
-    max_active=st.one_of(st.none(), st.integers(1, 6)),
-    page_tokens=st.sampled_from([1, 2, 4, 16]),
+devices = affine_devices(
+    max_active=st.one_of(st.none(), st.integers(1, 6)), page_tokens=st.sampled_from([1, 2, 4, 16])
 )
 
 
@@ -120,7 +104,7 @@ devices = st.builds(
 @given(rows=rows, device=devices, budget=st.integers(1, 64), slack=st.integers(-3, 6))
 def test_random_tight_pools(rows, device, budget, slack):
     """Pools from a few pages below the largest request's (it is rejected) to a few above."""
-    trace = make_trace(rows)
+    trace = rows_trace(rows)
     device = replace(device, kv_pages=max(1, tightest_pool(trace, device) + slack))
     if all(rejected(device, r) for r in trace.requests):
         return  # nobody to schedule (the fast path declines; tested below)
@@ -182,7 +166,7 @@ def sweep_trace(rng, page: int, lockstep: bool):
             rows.append((rng.randrange(0, 3) / 4, prompt, rng.randint(1, 30)))
         else:
             rows.append((rng.randrange(0, 60) / 4, rng.randint(1, 64), rng.randint(1, 30)))
-    return make_trace(rows)
+    return rows_trace(rows)
 
 
 def test_sweep_meets_every_preemption_case():
@@ -267,7 +251,7 @@ def test_declines_what_it_does_not_model(azure):
     swap = SwapDevice(**AFFINE, max_active=128, kv_pages=4000)
     assert fast_run(azure, swap, 512) is not None
     assert fast_run(azure, replace(swap, swap_pages=64), 512) is None
-    alone = make_trace([(0.0, 40, 10)])  # rejected at arrival: no step at all
+    alone = rows_trace([(0.0, 40, 10)])  # rejected at arrival: no step at all
     assert fast_run(alone, replace(pool, kv_pages=2), 512) is None
     params = {"budget": 512, "swap": True}
     assert fastpath.reference_run(U08, "paged", params, azure, pool, "full", True) is None
