@@ -214,13 +214,13 @@ def execute(work: Workload, device, budget: int) -> Steps:
             if q == partial:
                 partial = None
             prefilled[q] = 0
-            count = output[q] - emitted[q] - 1
-            slices[n].append([n, step, first, count])
-            if not count:
+            decodes = output[q] - emitted[q] - 1  # still to come
+            slices[n].append([n, step, first, decodes])
+            if not decodes:
                 done_now.append(q)
                 continue
             running += 1
-            entry[q], base[q], last[q] = first, target[q], first + count - 1
+            entry[q], base[q], last[q] = first, target[q], first + decodes - 1
             due[(first - target[q]) % page] += 1
             if last[q] not in leaving:
                 leaving[last[q]] = []
