@@ -33,6 +33,36 @@ def run_ref(
     )
 
 
+def rows_trace(rows):
+    """A trace of requests ``R0, R1, ...`` from ``(arrivalMs, inputTokens, outputTokens)`` rows."""
+    import servesim
+
+    doc = {
+        "name": "random",
+        "requests": [
+            {"id": f"R{i}", "arrivalMs": a, "inputTokens": p, "outputTokens": o}
+            for i, (a, p, o) in enumerate(rows)
+        ],
+    }
+    return servesim.parse_trace(doc)
+
+
+def affine_devices(**fields):
+    """A hypothesis strategy of lab devices with assorted affine costs (``fields``: strategies
+    of the other ``DeviceProfile`` fields)."""
+    import servesim
+    from hypothesis import strategies as st
+
+    return st.builds(
+        servesim.DeviceProfile,
+        prefill_ms_per_token=st.sampled_from([0.0, 0.1, 1.0, 0.3]),
+        decode_batch_ms=st.sampled_from([1.0, 20.0, 0.7]),
+        decode_ms_per_seq=st.sampled_from([0.0, 0.05, 0.3]),
+        overhead_ms=st.sampled_from([0.0, 0.25, 0.1]),
+        **fields,
+    )
+
+
 def log_contexts(run: dict) -> list[dict[str, int]]:
     """The cached positions of each member of each event, before it runs, from the log alone:
     a preempted sequence drops its cache at the start of its step, a prefill chunk adds its

@@ -226,7 +226,7 @@ def test_ta_command_same_file_from_either_engine(tmp_path, fmt):
 
 
 def test_engine_fast_refuses_what_it_does_not_cover(tmp_path, capsys):
-    code, out = ta_command(tmp_path, "fast", "--policy", "paged", "--budget", "512")
+    code, out = ta_command(tmp_path, "fast", "--policy", "fair", "--budget", "512")
     err = capsys.readouterr().err.strip().splitlines()
-    assert code == 2 and len(err) == 1 and "does not cover policy paged" in err[0]
+    assert code == 2 and len(err) == 1 and "does not cover policy fair" in err[0]
     assert not out.exists()

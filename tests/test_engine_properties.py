@@ -3,7 +3,7 @@
 import servesim
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from labtools import UNIT, simulate_cli
+from labtools import UNIT, rows_trace, simulate_cli
 
 from grader import reference
 
@@ -20,17 +20,6 @@ requests = st.lists(
 )
 
 
-def make_trace(rows):
-    doc = {
-        "name": "random",
-        "requests": [
-            {"id": f"R{i}", "arrivalMs": a, "inputTokens": p, "outputTokens": o}
-            for i, (a, p, o) in enumerate(rows)
-        ],
-    }
-    return servesim.parse_trace(doc)
-
-
 def run(trace, policy, chunk, overhead=0.25):
     device = servesim.DeviceProfile(overhead_ms=overhead)
     params = {} if policy == "fcfs" else {"chunk": chunk}
@@ -40,7 +29,7 @@ def run(trace, policy, chunk, overhead=0.25):
 @settings(max_examples=60, deadline=None)
 @given(rows=requests, chunk=st.integers(1, 6), policy=st.sampled_from(["fcfs", "chunked"]))
 def test_timeline_invariants(rows, chunk, policy):
-    trace = make_trace(rows)
+    trace = rows_trace(rows)
     result = run(trace, policy, chunk)
     for req in result["requests"]:
         times = req["tokenTimesMs"]
@@ -65,7 +54,7 @@ def test_timeline_invariants(rows, chunk, policy):
     chunk=st.integers(1, 40),
 )
 def test_one_request_without_overhead_finishes_alike(arrival, prompt, output, chunk):
-    trace = make_trace([(arrival, prompt, output)])
+    trace = rows_trace([(arrival, prompt, output)])
     fcfs = run(trace, "fcfs", chunk, overhead=0.0)
     chunked = run(trace, "chunked", chunk, overhead=0.0)
     assert fcfs["summary"]["allDoneMs"] == chunked["summary"]["allDoneMs"]

@@ -3,11 +3,13 @@
 ``reference_run(unit, policy, params, trace, device, fmt)`` returns the run entry the lab
 engine would produce for the reference ``policy`` (compact, or expanded to full), or None when
 the fast path does not cover the run; then the caller uses the lab engine. Covered: the
-policies whose unit.yaml entry names a planner of ``planners.PLANNERS`` (``fast_path: NAME``;
-the planner restates its decisions) on devices without per-context-token costs, without a page
-pool unless the policy reserves pages, and without a fault switch. ``executor`` explains the
-step structure that makes this possible; ``tests/grader/test_fastpath.py`` proves the timelines
-identical to the lab engine's.
+policies whose unit.yaml entry names a fast path (``fast_path: NAME``): a planner of
+``planners.PLANNERS`` (it restates the policy's decisions for ``executor``) or ``paged``
+(``paged.execute``, vLLM V1's scheduler with its preemptions), on devices without
+per-context-token costs, without a page pool unless the policy manages pages, and without a
+fault switch. ``executor`` and ``paged`` explain the step structure that makes this possible;
+``tests/grader/test_fastpath.py`` and ``test_fastpath_paged.py`` prove the timelines identical
+to the lab engine's.
 """
 
 from __future__ import annotations
@@ -15,27 +17,44 @@ from __future__ import annotations
 import gc
 from contextlib import contextmanager
 
-from servesim.compact import COMPACT, expand_run, idle_starts
+from servesim.compact import COMPACT, expand_run
 
-from . import summary
+from . import paged, summary
 from .executor import Steps, Unsupported, Workload, execute
 from .planners import PLANNERS
 
 
 def planner_name(unit, policy: str) -> str | None:
-    """The planner unit.yaml names for ``policy`` (its ``fast_path`` key), if any."""
+    """The fast path unit.yaml names for ``policy`` (its ``fast_path`` key), if any."""
     spec = next((p for p in unit.policies if p["name"] == policy), {})
     return spec.get("fast_path")
 
 
+def _steps(name: str, work: Workload, device, params: dict) -> Steps:
+    """Run fast path ``name`` (raises ``Unsupported`` where it does not model the run)."""
+    if name == "paged":
+        if set(params) != {"budget"}:
+            raise Unsupported(f"paged parameters {sorted(params)}")
+        return paged.execute(work, device, params["budget"])
+    if device.kv_pages is not None and max(work.reserve) > device.kv_pages:
+        raise Unsupported("the lab engine rejects a request at arrival")
+    make, capped = PLANNERS[name]
+    return execute(work, device, make(work, device, **params), capped)
+
+
+def _manages_pages(name: str) -> bool:
+    """Whether fast path ``name`` keeps a page pool itself (reservations, or paged growth)."""
+    return name == "paged" or PLANNERS[name][1]
+
+
 def covers(unit, policy: str, trace, device) -> bool:
     """Whether the fast path can run ``policy`` of ``unit`` on this trace and device."""
-    entry = PLANNERS.get(planner_name(unit, policy))
-    if entry is None:
+    name = planner_name(unit, policy)
+    if name != "paged" and name not in PLANNERS:
         return False
     if device.prefill_ms_per_context_token or device.decode_ms_per_context_token:
         return False
-    if device.kv_pages is not None and not entry[1]:
+    if device.kv_pages is not None and not _manages_pages(name):
         return False
     return not any(set(r) - _PLAIN_FIELDS for r in trace.raw.get("requests", []))
 
@@ -51,16 +70,17 @@ def reference_run(unit, policy: str, params: dict, trace, device, fmt: str, exte
     if not covers(unit, policy, trace, device):
         return None
     work = Workload.of(trace, device)
-    if device.kv_pages is not None and max(work.reserve) > device.kv_pages:
-        return None  # the lab engine rejects such a request at arrival
-    make, capped = PLANNERS[planner_name(unit, policy)]
     with _no_gc():  # only acyclic lists and dicts are made: collection passes are pure cost
         try:
-            steps = execute(work, device, make(work, device, **params), capped)
+            steps = _steps(planner_name(unit, policy), work, device, params)
         except Unsupported:
             return None
         run = compact_run(policy, params, device, trace, steps, extended)
         return run if fmt == COMPACT else expand_run(run)
+
+
+def _where(column: list, keep: list[bool]) -> list:
+    return [value for value, k in zip(column, keep) if k]
 
 
 @contextmanager
@@ -78,44 +98,61 @@ def compact_run(policy: str, params: dict, device, trace, steps: Steps, extended
     """The compact run entry (``servesim.compact``) of what the executor produced."""
     reqs = trace.requests
     output = [r.output_tokens for r in reqs]
-    tokens = summary.request_tokens(
-        steps.ends, steps.decode_steps, steps.first_step, steps.first_decode, output
-    )
+    arrival = [r.arrival_ms for r in reqs]
+    slices = steps.slices
+    if slices is None:  # every request entered the running set once
+        slices = [
+            [n, step, first, out - 1]
+            for n, (step, first, out) in enumerate(
+                zip(steps.first_step, steps.first_decode, output)
+            )
+        ]
+    done = steps.completed  # None: every request completed
+    kept = (lambda column: column) if done is None else (lambda column: _where(column, done))
+    tokens = summary.request_tokens(steps.ends, steps.decode_steps, slices, kept(output))
     figures = summary.summarize(
-        [r.arrival_ms for r in reqs],
+        kept(arrival),
         steps.starts,
         steps.ends,
         steps.decode_steps,
         [c[0] for c in steps.chunks],
         tokens,
     )
+    figures["requests"] = len(reqs)
     columns = {
         "id": [r.id for r in reqs],
-        "arrivalMs": [r.arrival_ms for r in reqs],
+        "arrivalMs": arrival,
         "inputTokens": [r.input_tokens for r in reqs],
         "outputTokens": output,
     }
     run = {"policy": policy, "params": dict(params), "device": device.to_json(), "fault": None}
-    if extended:  # unit 08's fields: every request completed, none was preempted
+    if extended:  # unit 08's fields: every request completed or was rejected at arrival
         # what the engine would enforce
         run["limits"] = {"budget": params.get("budget"), "queueCap": None}
         count = len(reqs)
-        columns |= {"status": ["completed"] * count, "statusMs": tokens[1].tolist()}
-        columns |= {"recomputes": [0] * count, "recomputedTokens": [0] * count}
-        figures |= {"completed": count, "rejected": 0, "cancelled": 0, "recomputes": 0}
-        prompt = sum(columns["inputTokens"])
-        figures |= {"recomputedTokens": 0, "promptTokens": prompt, "recomputeRatio": 0.0}
-    slices = [
-        [n, step, first, out - 1]
-        for n, (step, first, out) in enumerate(zip(steps.first_step, steps.first_decode, output))
-    ]
+        recomputes = steps.recomputes or [0] * count
+        recomputed = steps.recomputed_tokens or [0] * count
+        status, status_ms = ["completed"] * count, tokens[1].tolist()
+        if done is not None:  # a rejected request's status time is its arrival
+            finish = iter(status_ms)
+            status = [s if d else "rejected" for s, d in zip(status, done)]
+            status_ms = [next(finish) if d else a for a, d in zip(arrival, done)]
+            figures["allDoneMs"] = max(status_ms)
+        columns |= {"status": status, "statusMs": status_ms}
+        columns |= {"recomputes": recomputes, "recomputedTokens": recomputed}
+        completed = len(tokens[0])
+        figures |= {"completed": completed, "rejected": count - completed, "cancelled": 0}
+        admitted = columns["inputTokens"] if done is None else kept(columns["inputTokens"])
+        prompt, again = sum(admitted), sum(recomputed)
+        figures |= {"recomputes": sum(recomputes), "recomputedTokens": again}
+        figures |= {"promptTokens": prompt, "recomputeRatio": again / prompt if prompt else 0.0}
     return run | {
         "format": COMPACT,
         "stepEndMs": steps.ends,
-        "idleStarts": idle_starts(steps.starts, steps.ends),
+        "idleStarts": steps.idle,
         "decodeSteps": steps.decode_steps,
         "chunks": steps.chunks,
-        **({"preempts": []} if extended else {}),
+        **({"preempts": steps.preempts or []} if extended else {}),
         "slices": slices,
         "requests": columns,
         "summary": figures,

@@ -47,10 +47,17 @@ class Steps:
 
     starts: list[float] = field(default_factory=list)
     ends: list[float] = field(default_factory=list)
+    idle: list[list] = field(default_factory=list)  # [step, start] after each idle wait
     decode_steps: list[int] = field(default_factory=list)
     chunks: list[list[int]] = field(default_factory=list)  # [step, request, from, tokens]
     first_step: list[int] = field(default_factory=list)  # the step of each first token
     first_decode: list[int] = field(default_factory=list)  # its first decode's decode index
+    # executors with preemption (``paged``) give the compact tables themselves, in trace order
+    slices: list[list[int]] | None = None  # [request, step, decodeIndex, count]
+    preempts: list[list[int]] | None = None  # [step, request]
+    recomputes: list[int] | None = None  # per request
+    recomputed_tokens: list[int] | None = None  # per request: the cache positions it dropped
+    completed: list[bool] | None = None  # per request; False: rejected at arrival (None: all)
 
 
 @dataclass(frozen=True)
@@ -96,9 +103,10 @@ def execute(work: Workload, device, planner: Planner, capped: bool = False) -> S
             if st.arrived == total:
                 return out
             clock, st.decoded_last = work.arrival[st.arrived], False  # idle: next arrival
+            out.idle.append([len(out.ends), clock])
             continue
         decode, plan, tokens = planner(st)
-        end = _end(device, clock, st.running if decode else 0, tokens)
+        end = step_end(device, clock, st.running if decode else 0, tokens)
         if not capped:
             _check_active(device, st, plan)
         out.starts.append(clock)
@@ -114,14 +122,19 @@ def execute(work: Workload, device, planner: Planner, capped: bool = False) -> S
         clock = end
 
 
-def _end(device, clock: float, decoded: int, tokens: int) -> float:
+def step_end(device, clock: float, decoded: int, tokens: int) -> float:
     """The step's end, with the lab device's arithmetic in the lab engine's order."""
+    return clock + device.overhead_ms + step_work(device, decoded, tokens)
+
+
+def step_work(device, decoded: int, tokens: int) -> float:
+    """A step's device time without the overhead, computed as the lab engine computes it."""
     if not decoded and not tokens:
         raise Unsupported("empty batch")
     work = device.prefill_ms_per_token * tokens
     if decoded:
         work += device.decode_batch_ms + device.decode_ms_per_seq * decoded
-    return clock + device.overhead_ms + work
+    return work
 
 
 def _check_active(device, st: QueueState, plan) -> None:

@@ -1,9 +1,10 @@
 """Run summaries over millions of token times with numpy, equal to ``servesim.metrics``.
 
 ``servesim.metrics.summarize`` walks Python lists; here the same figures come from arrays. A
-request's decode tokens are one contiguous range of the decode steps, so its inter-token gaps
-are its entry gap (first decode minus first token) followed by a slice of the gaps between
-consecutive decode steps: the same IEEE subtractions the lab makes, so the same values.
+request's decode tokens are contiguous ranges of the decode steps (one per entry into the running
+set), so its inter-token gaps are, range by range, a resume gap (after a preemption), an entry
+gap (first decode minus first token) and a slice of the gaps between consecutive decode steps:
+the same IEEE subtractions the lab makes, so the same values.
 Percentiles are order statistics at the nearest ranks, read off the distinct step gaps weighted
 by how many requests span each of them (a few thousand values instead of millions); every mean
 is Python's own ``sum`` over the values in the lab's order, so the result is the same to the
@@ -89,34 +90,53 @@ class Gaps:
         return float(self.values[self.weights > 0].max()) if len(self.ordered) else None
 
 
-def request_tokens(ends, decode_steps, first_step, first_decode, output):
-    """Token-time arrays of a run whose requests each entered the running set once.
+def request_tokens(ends, decode_steps, slices, output):
+    """Token-time arrays of a run given by its slices (``servesim.compact``).
 
+    ``slices``: ``[request, step, decodeIndex, count]`` rows, by request (trace order) and then
+    in time order, at least one per request. A request's gaps are, slice by slice, the gap from
+    its previous slice's last token (a preempted request resuming), its entry gap (first decode
+    minus the slice's first token) and a run of gaps between consecutive decode steps.
     Returns ``(first, last, count, gaps)``: each request's first and last token time and its
     number of gaps (trace order), and every inter-token gap (``Gaps``).
     """
     ends = np.asarray(ends, dtype=np.float64)
     decode_ends = ends[np.asarray(decode_steps, dtype=np.int64)]
-    first = ends[np.asarray(first_step, dtype=np.int64)]
+    rows = np.asarray(slices, dtype=np.int64).reshape(-1, 4)
+    owner, start, span = rows[:, 0], rows[:, 2], rows[:, 3]
+    opened = ends[rows[:, 1]]  # each slice's first token
+    has = span > 0
+    closed = opened.copy()  # each slice's last token
+    closed[has] = decode_ends[start[has] + span[has] - 1]
+    resumes = np.zeros(len(rows), dtype=bool)  # the slice follows one of the same request
+    resumes[1:] = owner[1:] == owner[:-1]
+    lasts = np.ones(len(rows), dtype=bool)
+    lasts[:-1] = ~resumes[1:]
+    first, last = opened[~resumes], closed[lasts]
     count = np.asarray(output, dtype=np.int64) - 1
-    has = count > 0
-    start, span = np.asarray(first_decode, dtype=np.int64)[has], count[has]
+
     step_gaps = np.zeros_like(decode_ends)  # decode step k's end minus decode step k-1's
     np.subtract(decode_ends[1:], decode_ends[:-1], out=step_gaps[1:])
-    entry = decode_ends[start] - first[has]
-    last = first.copy()
-    last[has] = decode_ends[start + span - 1]
+    resume = opened[resumes] - closed[np.flatnonzero(resumes) - 1]
+    entry = decode_ends[start[has]] - opened[has]
+    # each slice's gaps in the lab's order: [resume], [entry, step gaps start+1 .. start+span-1]
+    width = span + resumes
+    offset = np.cumsum(width) - width
+    ordered = np.empty(int(width.sum()))
+    ordered[offset[resumes]] = resume
+    ordered[(offset + resumes)[has]] = entry
+    inner = np.maximum(span - 1, 0)
+    which = np.repeat(np.arange(len(rows)), inner)
+    within = np.arange(int(inner.sum())) - np.repeat(np.cumsum(inner) - inner, inner)
+    ordered[(offset + resumes + 1)[which] + within] = step_gaps[(start + 1)[which] + within]
 
-    # request r's gaps: its entry gap, then step_gaps[start + 1 : start + span]
-    slices = [step_gaps[a : a + c] for a, c in zip(start.tolist(), span.tolist())]
-    ordered = np.concatenate(slices) if slices else np.empty(0)
-    ordered[np.cumsum(span) - span] = entry
     steps = len(decode_ends)
-    spanning = np.cumsum(  # how many requests have the gap ending at decode step k
-        np.bincount(start + 1, minlength=steps + 1) - np.bincount(start + span, minlength=steps + 1)
+    spanning = np.cumsum(  # how many slices have the gap ending at decode step k
+        np.bincount(start[has] + 1, minlength=steps + 1)
+        - np.bincount(start[has] + span[has], minlength=steps + 1)
     )[1:steps]
-    values = np.concatenate((step_gaps[1:], entry))
-    weights = np.concatenate((spanning, np.ones(len(entry), dtype=np.int64)))
+    values = np.concatenate((step_gaps[1:], entry, resume))
+    weights = np.concatenate((spanning, np.ones(len(entry) + len(resume), dtype=np.int64)))
     return first, last, count, Gaps(ordered, values, weights)
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from labtools import affine_devices, rows_trace
 
 from grader import fastpath, reference
 from grader.units import load_unit
@@ -67,37 +68,19 @@ def test_unit07_traces(name, policy, params, overhead):
     assert assert_same(U07, trace, policy, params, device) is not None
 
 
-def make_trace(rows):
-    doc = {
-        "name": "random",
-        "requests": [
-            {"id": f"R{i}", "arrivalMs": a, "inputTokens": p, "outputTokens": o}
-            for i, (a, p, o) in enumerate(rows)
-        ],
-    }
-    return servesim.parse_trace(doc)
-
-
 rows = st.lists(
     st.tuples(st.integers(0, 60).map(lambda q: q / 4), st.integers(1, 40), st.integers(1, 10)),
     min_size=1,
     max_size=12,
 )
-devices = st.builds(
-    servesim.DeviceProfile,
-    prefill_ms_per_token=st.sampled_from([0.0, 0.1, 1.0, 0.3]),
-    decode_batch_ms=st.sampled_from([1.0, 20.0, 0.7]),
-    decode_ms_per_seq=st.sampled_from([0.0, 0.05, 0.3]),
-    overhead_ms=st.sampled_from([0.0, 0.25, 0.1]),
-    max_active=st.one_of(st.none(), st.integers(1, 5)),
-)
+devices = affine_devices(max_active=st.one_of(st.none(), st.integers(1, 5)))
 
 
 @settings(max_examples=80, deadline=None)
 @given(rows=rows, device=devices, chunk=st.integers(1, 8), fcfs=st.booleans())
 def test_unit07_random(rows, device, chunk, fcfs):
     policy, params = ("fcfs", {}) if fcfs else ("chunked", {"chunk": chunk})
-    assert_same(U07, make_trace(rows), policy, params, device)
+    assert_same(U07, rows_trace(rows), policy, params, device)
 
 
 @settings(max_examples=80, deadline=None)
@@ -108,7 +91,7 @@ def test_unit07_random(rows, device, chunk, fcfs):
     pool=st.one_of(st.none(), st.integers(0, 12)),
 )
 def test_budgeted_random(rows, device, budget, pool):
-    trace = make_trace(rows)
+    trace = rows_trace(rows)
     if pool is not None:  # at least one request's reservation, up to plenty
         need = max(device.pages_for(r.input_tokens + r.output_tokens) for r in trace.requests)
         device = replace(device, kv_pages=need + pool)
@@ -143,7 +126,8 @@ def test_declines_what_it_does_not_cover(azure):
     pool = servesim.DeviceProfile(**AFFINE, kv_pages=4000)
     assert fastpath.reference_run(U07, "fcfs", {}, azure, context, "full") is None
     assert fastpath.reference_run(U07, "chunked", {"chunk": 4}, azure, pool, "full") is None
-    assert fastpath.reference_run(U08, "paged", {"budget": 512}, azure, pool, "full") is None
+    fair = {"budget": 512, "quantum": 256}  # no fast path named in unit.yaml
+    assert fastpath.reference_run(U08, "fair", fair, azure, pool, "full") is None
     kv = reference.load_trace(U08, "kv-pages")  # carries unit 08 fields the executor ignores
     assert not fastpath.covers(U08, "budgeted", kv, reference.device_profile(U08))
 
