@@ -115,3 +115,23 @@ def test_handout_lifo_victim_numbers_are_the_runs():
     for text in quoted:  # compared without white space: the handout wraps its lines anywhere
         assert "".join(text.split()) in handout, f"the handout should say {text!r}"
     assert runs["paged"].req["L"]["recomputedTokens"] == cache["L"]
+
+
+def test_handout_timed_numbers_are_the_runs():
+    """The handout's budgeted vs timed comparison quotes the lesson's runs
+    (``lesson_runs.timed_vs_budgeted``), with the lab's default parameters."""
+    lesson_runs = load_file(UNIT08.unit_dir / "lesson_runs.py")
+    timed = lesson_runs.timed_vs_budgeted(lesson_runs.Runs(UNIT08))
+    b, t, target = timed["rows"]["budgeted"], timed["rows"]["timed"], timed["target"]
+    params = timed["params"]
+    assert t["p99Itl"] <= target < b["p99Itl"] and t["over"] == 0
+    handout = "".join((UNIT08.lab_dir / "README.md").read_text(encoding="utf-8").split())
+    quoted = [
+        f"B = {params['budgeted']['budget']}；目标 {target} ms、份额 {params['timed']['share']}",
+        f"`budgeted` 的 p99 ITL 是 {b['p99Itl']:.2f} ms",
+        f"{b['steps']} 步里有 {b['over']} 步超过 {target} ms",
+        f"`timed` 的 p99 ITL 是 {t['p99Itl']:.2f} ms",
+        f"p99 TTFT 从 {b['p99Ttft'] / 1000:.2f} s 升到 {t['p99Ttft'] / 1000:.2f} s",
+    ]
+    for text in quoted:
+        assert "".join(text.split()) in handout, f"the handout should say {text!r}"
