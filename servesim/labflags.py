@@ -77,7 +77,7 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
         "--kv-pages", type=_positive_int, help="M: KV pages in the pool (device kvPages)"
     )
     for flag, what in CONTEXT_FLAGS.values():
-        parser.add_argument(flag, type=_cost, help=f"ms per {what} (device {_field(flag)})")
+        parser.add_argument(flag, type=non_negative, help=f"ms per {what} (device {_field(flag)})")
 
 
 # The context terms of a step's cost (rules.StepTerms): flag and what the coefficient prices.
@@ -92,7 +92,8 @@ def _field(flag: str) -> str:
     return head + "".join(part.title() for part in rest)
 
 
-def _cost(text: str) -> float:
+def non_negative(text: str) -> float:
+    """A finite number >= 0 (a cost in ms), as argparse's ``type``."""
     try:
         value = float(text)
     except ValueError:
