@@ -47,7 +47,12 @@ def golden_path(unit: Unit, case: Case) -> Path:
 def case_device(unit: Unit, case: Case):
     """The device profile a case runs on: the unit's, with the case's overrides."""
     overrides = {"overhead_ms": case.overhead_ms} if case.overhead_ms is not None else {}
-    names = {"maxActive": "max_active", "kvPages": "kv_pages"}
+    names = {
+        "maxActive": "max_active",
+        "kvPages": "kv_pages",
+        "prefillMsPerContextToken": "prefill_ms_per_context_token",
+        "decodeMsPerContextToken": "decode_ms_per_context_token",
+    }
     overrides.update({names[key]: value for key, value in case.device.items()})
     return reference.device_profile(unit, **overrides)
 

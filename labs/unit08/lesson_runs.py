@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import itertools
 import json
 import math
 import os
@@ -53,10 +54,15 @@ SHORT = {"requests": 300, "seed": 1}  # the single short run the lab once answer
 
 
 def default_budget(unit: Unit, policy: str) -> int:
+    return default_params(unit, policy, "budget")["budget"]
+
+
+def default_params(unit: Unit, policy: str, *names: str) -> dict[str, int]:
+    """The defaults unit.yaml gives ``policy``'s parameters ``names`` (what simulate.py runs)."""
     spec = next((p for p in unit.policies if p["name"] == policy), None)
-    if spec is None or "budget" not in spec["params"]:
-        raise BuildError(f"unit {unit.id}: no policy {policy!r} with a budget in unit.yaml")
-    return int(spec["params"]["budget"]["default"])
+    if spec is None or not set(names) <= set(spec["params"]):
+        raise BuildError(f"unit {unit.id}: no policy {policy!r} with {names} in unit.yaml")
+    return {name: int(spec["params"][name]["default"]) for name in names}
 
 
 @dataclass
@@ -230,6 +236,47 @@ def lifo_victim(runs: Runs) -> dict:
         "chunk": chunk,
         "chunkPages": dev.pages_for(cache["L"] + chunk) - held["L"],
     }
+    return out
+
+
+TIMED = {"trace": "azure-conv-slice", "device": "long-context"}
+
+
+def timed_vs_budgeted(runs: Runs) -> dict:
+    """budgeted (token budget B) and timed (target step time, minimum prefill share), each with
+    the lab's default parameters, on the Azure conversation slice under the long-context device
+    (31.3's context terms): every step's duration, the longest step of each second, and each
+    one's ITL and TTFT percentiles over every request."""
+    unit = runs.unit
+    trace = reference.load_trace(unit, TIMED["trace"])
+    dev = lab_device(unit, TIMED["device"])
+    params = {
+        "budgeted": default_params(unit, "budgeted", "budget"),
+        "timed": default_params(unit, "timed", "target", "share"),
+    }
+    target = params["timed"]["target"]
+    out = {"device": dev.to_json(), "params": params, "target": target, "runs": {}, "rows": {}}
+    out["seconds"] = {}
+    for policy, chosen in params.items():
+        made = out["runs"][policy] = runs.policy(trace, policy, chosen, dev, f"long-{policy}")
+        requests = made.run["requests"]
+        if any(r["status"] != "completed" for r in requests):
+            raise BuildError(f"unit {unit.id}: {policy} left requests of {TIMED['trace']} undone")
+        steps = [e["endMs"] - e["startMs"] for e in made.events]
+        itl = [b - a for r in requests for a, b in itertools.pairwise(r["tokenTimesMs"])]
+        ttft = [r["ttftMs"] for r in requests]
+        out["rows"][policy] = {
+            "steps": len(steps),
+            "over": sum(took > target for took in steps),
+            "maxStep": max(steps),
+            **{f"p{p}Itl": percentile(itl, p) for p in (50, 99)},
+            **{f"p{p}Ttft": percentile(ttft, p) for p in (50, 99)},
+        }
+        longest: dict[int, float] = {}
+        for event, took in zip(made.events, steps):
+            second = int(event["startMs"] // 1000)
+            longest[second] = max(longest.get(second, 0.0), took)
+        out["seconds"][policy] = sorted(longest.items())
     return out
 
 

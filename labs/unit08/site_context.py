@@ -3,9 +3,10 @@
 Site plug-in (docs/units.md, "Site"): ``infralab site build`` calls ``lesson_context(unit)``.
 The runs themselves are in ``lesson_runs.py`` (loaded by path, next to this file); here they
 become the figures (timelines, KV pages over time, the protocol sweep with its intervals, open
-vs closed tails) and the values the text quotes. Claims about them sit in lesson.html.j2 next to
-the sentences; a claim about protocol runs is checked in every replication, or the page states
-it as "in k of n replications" or with its interval.
+vs closed tails, the longest step of each second under a token budget and under a time budget)
+and the values the text quotes. Claims about them sit in lesson.html.j2 next to the sentences; a
+claim about protocol runs is checked in every replication, or the page states it as "in k of n
+replications" or with its interval.
 """
 
 from __future__ import annotations
@@ -335,6 +336,30 @@ def _misled(short: dict, sweep: dict) -> list[dict]:
     return out
 
 
+def timed_figure(timed: dict) -> str:
+    """The longest step of each second under budgeted and timed, with timed's target."""
+    budget, target = timed["params"]["budgeted"]["budget"], timed["target"]
+    names = {"budgeted": f"budgeted（B = {budget}）", "timed": f"timed（目标 {target} ms）"}
+    series = [
+        Series(names[p], [(float(sec), took) for sec, took in timed["seconds"][p]])
+        for p in ("budgeted", "timed")
+    ]
+    desc = (
+        f"Azure 对话切片在带上下文项的设备（long-context）上，两种策略每一秒内最长的一步"
+        f"（毫秒），横轴为秒；水平线是 timed 的目标步长 {target} ms。budgeted 每步最多 "
+        f"{budget} 个新位置，上下文变长时一步变慢；timed 按 view.step_ms 估出的时长装填。"
+    )
+    return line_chart(
+        series,
+        element_id="timed-steps",
+        title="每秒内最长一步的时长：token 预算与时间预算",
+        desc=desc,
+        x_label="时间 (s)",
+        y_label="最长一步 (ms)",
+        hline=(target, f"目标 {target} ms"),
+    )
+
+
 def _cheapest_options(points: list[dict], protocol, best: str | None) -> list[tuple]:
     options = []
     for o in points:
@@ -368,6 +393,7 @@ def lesson_context(unit: Unit) -> dict:
     points = _points(sweep)
     best = sweep["choice"].best
     short["misled"] = _misled(short, sweep)
+    timed = lesson_runs.timed_vs_budgeted(runs)
     return {
         "dev": lesson_runs.device(unit).to_json(),
         "batching": pair,
@@ -393,6 +419,8 @@ def lesson_context(unit: Unit) -> dict:
         "p99_svg": Markup(figures["p99"]),
         "loops": loops,
         "loops_svg": Markup(loops_figure(loops)),
+        "timed": timed,
+        "timed_svg": Markup(timed_figure(timed)),
         "settings": {
             "pool": lesson_runs.POOL,
             "loops": lesson_runs.LOOPS,

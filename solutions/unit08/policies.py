@@ -222,6 +222,55 @@ def fair(view: SchedulerView, budget: int, quantum: int, weights=None) -> Batch:
     ### END SOLUTION
 
 
+def timed(view: SchedulerView, target: int, share: int) -> Batch:
+    """A time-budgeted step (31.3, optional part): fill each step by its estimated duration.
+
+    Decode every running request. Then walk ``view.waiting`` in order, as ``budgeted`` does: a
+    request that has not started (``not seq.holds_kv``) may start only if fewer than K sequences
+    hold KV and, with a page pool, its reservation fits beside every holder's; the first that
+    cannot start ends the walk. Give each request the largest chunk of q tokens
+    (``q <= seq.remaining_prefill``) for which ``view.step_ms`` of the step with that chunk added
+    is at most ``target`` ms. While the step holds fewer than ``share`` prefill tokens, q is at
+    least ``min(seq.remaining_prefill, share - prefill tokens already in the step)``, even past
+    the target: prefill keeps a minimum share of every step. The walk ends at the first request
+    whose q is 0 or leaves part of its prefill for later.
+
+    ``view.step_ms`` grows with q, so the largest q within the target can be found by bisection.
+    """
+    ### BEGIN SOLUTION
+    device, pool = view.device, view.device.kv_pages
+    decode = [s.id for s in view.running]
+    active, reserved = view.active, (view.pages_reserved if pool is not None else 0)
+    chunks, prefill = [], 0
+    for seq in view.waiting:
+        pages = 0
+        if not seq.holds_kv:
+            if device.max_active is not None and active >= device.max_active:
+                break
+            pages = device.pages_for(seq.reservation_tokens)
+            if pool is not None and reserved + pages > pool:
+                break
+        low, high = 0, seq.remaining_prefill  # the largest q within the target lies in [low, high]
+        while low < high:
+            q = (low + high + 1) // 2
+            step = Batch(decode=decode, prefill=[*chunks, PrefillChunk(seq.id, q)])
+            if view.step_ms(step) <= target:
+                low = q
+            else:
+                high = q - 1
+        q = max(low, min(seq.remaining_prefill, share - prefill))
+        if q <= 0:
+            break
+        if not seq.holds_kv:
+            active, reserved = active + 1, reserved + pages
+        chunks.append(PrefillChunk(seq.id, q))
+        prefill += q
+        if q < seq.remaining_prefill:
+            break
+    return Batch(decode=decode, prefill=chunks)
+    ### END SOLUTION
+
+
 def admit(request, view: SchedulerView) -> bool:
     """The goodput challenge's admission decision, called once per arriving request.
 

@@ -111,6 +111,25 @@ def fair(view: SchedulerView, budget: int, quantum: int, weights=None) -> Batch:
     raise NotImplementedError("fair() is not implemented yet")
 
 
+def timed(view: SchedulerView, target: int, share: int) -> Batch:
+    """A time-budgeted step (31.3, optional part): fill each step by its estimated duration.
+
+    Decode every running request. Then walk ``view.waiting`` in order, as ``budgeted`` does: a
+    request that has not started (``not seq.holds_kv``) may start only if fewer than K sequences
+    hold KV and, with a page pool, its reservation fits beside every holder's; the first that
+    cannot start ends the walk. Give each request the largest chunk of q tokens
+    (``q <= seq.remaining_prefill``) for which ``view.step_ms`` of the step with that chunk added
+    is at most ``target`` ms. While the step holds fewer than ``share`` prefill tokens, q is at
+    least ``min(seq.remaining_prefill, share - prefill tokens already in the step)``, even past
+    the target: prefill keeps a minimum share of every step. The walk ends at the first request
+    whose q is 0 or leaves part of its prefill for later.
+
+    ``view.step_ms`` grows with q, so the largest q within the target can be found by bisection.
+    """
+    # YOUR CODE HERE
+    raise NotImplementedError("timed() is not implemented yet")
+
+
 def admit(request, view: SchedulerView) -> bool:
     """The goodput challenge's admission decision, called once per arriving request.
 

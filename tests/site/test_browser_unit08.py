@@ -12,7 +12,14 @@ from pathlib import Path
 import pytest
 from test_browser import browser, page, server  # noqa: F401  (fixtures)
 
-FIGURES = ("timeline-batching", "kv-pages", "sweep-goodput", "sweep-p99", "loops-ttft")
+FIGURES = (
+    "timeline-batching",
+    "kv-pages",
+    "sweep-goodput",
+    "sweep-p99",
+    "loops-ttft",
+    "timed-steps",
+)
 
 
 def test_plots_are_drawn_with_text_alternatives(page, server):  # noqa: F811

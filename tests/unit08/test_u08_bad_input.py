@@ -143,3 +143,34 @@ def test_bad_protocol_is_refused_by_sweep_and_simulate(lab, tmp_path, change, wo
         assert len(lines) == 1 and str(bad) in lines[0], (script, lines)
         assert all(w in lines[0] for w in words), (script, lines[0])
     assert not out.exists() and not (tmp_path / "r.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--prefill-ms-per-context-token", "-1"], ["--prefill-ms-per-context-token", ">= 0"]),
+        (["--decode-ms-per-context-token", "nan"], ["--decode-ms-per-context-token", "finite"]),
+        (["--decode-ms-per-context-token", "fast"], ["--decode-ms-per-context-token", "number"]),
+    ],
+)
+def test_bad_context_flag(lab, tmp_path, args, words):
+    """argparse's own refusal: the usage, then one error line naming the flag; nothing written."""
+    out = tmp_path / "fresh" / "run.json"
+    done = lab_python(lab, "simulate.py", "--trace", "burst", *args, "--output", str(out))
+    assert done.returncode == 2, done.stdout + done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert all(word in last for word in words), last
+    assert not out.exists() and not out.parent.exists()
+
+
+def test_context_flags_replace_the_devices_context_terms(lab, tmp_path):
+    """What a timed case passes the child: the run's device carries the flags' coefficients."""
+    out = tmp_path / "run.json"
+    flags = ["--prefill-ms-per-context-token", "0.00002", "--decode-ms-per-context-token", "0.001"]
+    done = lab_python(
+        lab, "simulate.py", "--trace", "kv-pages", "--policy", "timed", *flags, "--output", str(out)
+    )
+    assert done.returncode == 0, done.stderr
+    device = json.loads(out.read_text())["runs"][0]["device"]
+    assert device["prefillMsPerContextToken"] == 0.00002
+    assert device["decodeMsPerContextToken"] == 0.001

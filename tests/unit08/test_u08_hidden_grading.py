@@ -46,6 +46,10 @@ EXPECTED = {
     "uncapped_credits": ("fair", {Status.WRONG_SCHEDULE}),
     "credits_kept_when_idle": ("fair", {Status.WRONG_SCHEDULE}),
     "round_robin_restarts": ("fair", {Status.WRONG_SCHEDULE}),
+    "timed_ignores_context": ("timed", {Status.WRONG_SCHEDULE}),
+    "timed_target_without_overhead": ("timed", {Status.WRONG_SCHEDULE}),
+    "timed_no_prefill_share": ("timed", {Status.WRONG_SCHEDULE}),
+    "timed_prices_prefill_alone": ("timed", {Status.WRONG_SCHEDULE}),
     "measure/goodput_over_succeeded": ("measure", {Status.WRONG_ANSWER}),
     "measure/rejected_not_submitted": ("measure", {Status.WRONG_ANSWER}),
     "measure/goodput_window_by_finish": ("measure", {Status.WRONG_ANSWER}),
@@ -133,13 +137,18 @@ def test_reference_gets_full_marks_on_every_case(reference_report):
 
 
 def test_every_exact_part_has_hidden_cases_and_metamorphic_copies():
-    for part in ("batching", "budgets", "fair", "measure", "challenge"):
+    for part in ("batching", "budgets", "fair", "timed", "measure", "challenge"):
         assert len(case_ids(part, hidden=True)) >= 3, part
     relabelled = [c for c in GRADING.cases if c.transform is not None]
-    assert {c.part for c in relabelled} >= {"batching", "budgets", "fair"}
+    assert {c.part for c in relabelled} >= {"batching", "budgets", "fair", "timed"}
     assert all(c.hidden for c in relabelled)
-    # hidden cases vary K, M and the queue cap, not only the lab's default device
-    assert {key for c in GRADING.cases for key in c.device} == {"maxActive", "kvPages"}
+    # hidden cases vary K, M, the context terms and the queue cap, not only the lab's device
+    assert {key for c in GRADING.cases for key in c.device} == {
+        "maxActive",
+        "kvPages",
+        "prefillMsPerContextToken",
+        "decodeMsPerContextToken",
+    }
     assert any(c.queue_cap for c in GRADING.cases)
 
 
@@ -158,6 +167,7 @@ def test_corpus_covers_every_part_and_each_mutant_says_what_is_wrong():
         "batching",
         "budgets",
         "fair",
+        "timed",
         "measure",
     }
 

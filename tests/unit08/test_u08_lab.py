@@ -102,19 +102,44 @@ def test_handout_lifo_victim_numbers_are_the_runs():
     assert lifo["start"]["free"] == lifo["start"]["needs"] == dev.pages_for(prompt)
     finish = {policy: run.req["L"]["finishMs"] for policy, run in runs.items()}
     assert finish["budgeted"] < finish["paged"]
-    handout = "".join((UNIT08.lab_dir / "README.md").read_text(encoding="utf-8").split())
-    quoted = [
-        f"{lifo['start']['startMs']:.2f} ms 那一步",
-        f"整段提示的 {lifo['start']['needs']} 页正好空着",
-        f"每步 {lifo['budget'] - others} 个 token",
-        f"{step['startMs']:.2f} ms 开始的那一步",
-        f"各占 {pages['A']} 页，L 占 {pages['L']} 页，池子只剩 {step['free']} 页",
-        f"放不下 L 下一个分块要的 {step['chunkPages']} 页",
-        f"已经算好的 {cache['L']} 个提示 token",
-        f"`recomputedTokens` = {runs['paged'].req['L']['recomputedTokens']}",
-        f"在 {finish['budgeted']:.2f} ms 完成",
-        f"`paged` 的 {finish['paged']:.2f} ms",
-    ]
-    for text in quoted:  # compared without white space: the handout wraps its lines anywhere
-        assert "".join(text.split()) in handout, f"the handout should say {text!r}"
+    assert_handout_says(
+        [
+            f"{lifo['start']['startMs']:.2f} ms 那一步",
+            f"整段提示的 {lifo['start']['needs']} 页正好空着",
+            f"每步 {lifo['budget'] - others} 个 token",
+            f"{step['startMs']:.2f} ms 开始的那一步",
+            f"各占 {pages['A']} 页，L 占 {pages['L']} 页，池子只剩 {step['free']} 页",
+            f"放不下 L 下一个分块要的 {step['chunkPages']} 页",
+            f"已经算好的 {cache['L']} 个提示 token",
+            f"`recomputedTokens` = {runs['paged'].req['L']['recomputedTokens']}",
+            f"在 {finish['budgeted']:.2f} ms 完成",
+            f"`paged` 的 {finish['paged']:.2f} ms",
+        ]
+    )
     assert runs["paged"].req["L"]["recomputedTokens"] == cache["L"]
+
+
+def test_handout_timed_numbers_are_the_runs():
+    """The handout's budgeted vs timed comparison quotes the lesson's runs
+    (``lesson_runs.timed_vs_budgeted``), with the lab's default parameters."""
+    lesson_runs = load_file(UNIT08.unit_dir / "lesson_runs.py")
+    timed = lesson_runs.timed_vs_budgeted(lesson_runs.Runs(UNIT08))
+    b, t, target = timed["rows"]["budgeted"], timed["rows"]["timed"], timed["target"]
+    budget, share = timed["params"]["budgeted"]["budget"], timed["params"]["timed"]["share"]
+    assert t["p99Itl"] <= target < b["p99Itl"] and t["over"] == 0
+    assert_handout_says(
+        [
+            f"B = {budget}；目标 {target} ms、份额 {share}",
+            f"`budgeted` 的 p99 ITL 是 {b['p99Itl']:.2f} ms",
+            f"{b['steps']} 步里有 {b['over']} 步超过 {target} ms",
+            f"`timed` 的 p99 ITL 是 {t['p99Itl']:.2f} ms",
+            f"p99 TTFT 从 {b['p99Ttft'] / 1000:.2f} s 升到 {t['p99Ttft'] / 1000:.2f} s",
+        ]
+    )
+
+
+def assert_handout_says(quoted: list[str]) -> None:
+    """Each text is in the handout, compared without white space (it wraps lines anywhere)."""
+    handout = "".join((UNIT08.lab_dir / "README.md").read_text(encoding="utf-8").split())
+    for text in quoted:
+        assert "".join(text.split()) in handout, f"the handout should say {text!r}"

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
-import math
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -15,7 +14,7 @@ from .device import DeviceProfile
 from .engine import PolicyError, simulate
 from .faults import FAULTS
 from .labconfig import LabConfig, load_lab
-from .labflags import Setup, UsageError, add_flags, read_protocol, resolve
+from .labflags import Setup, UsageError, add_flags, non_negative, read_protocol, resolve
 from .protocol import WindowError
 from .runfile import build_document, build_run, default_format, dumps, write_atomic
 from .stubs import EXIT_NOT_IMPLEMENTED, unfinished
@@ -24,16 +23,6 @@ from .trace import TraceError, read_trace_file, resolve_trace
 
 EXIT_BAD_INPUT = 2
 EXIT_POLICY = EXIT_NOT_IMPLEMENTED  # a policy broke a rule or is still a stub
-
-
-def _non_negative_ms(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
-    return value
 
 
 def _int_at_least(minimum: int):
@@ -74,7 +63,7 @@ def build_parser(lab: LabConfig, prog: str = "simulate.py") -> argparse.Argument
             )
     parser.add_argument(
         "--overhead-ms",
-        type=_non_negative_ms,
+        type=non_negative,
         help=f"overhead per submission (default {lab.device.overhead_ms:g})",
     )
     parser.add_argument("--device-profile", help="JSON device profile replacing the defaults")

@@ -9,6 +9,7 @@ field that is wrong.
 from __future__ import annotations
 
 import argparse
+import math
 from dataclasses import dataclass, replace
 
 from .arrivals import ClosedLoop
@@ -92,14 +93,43 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--kv-pages", type=_positive_int, help="M: KV pages in the pool (device kvPages)"
     )
+    for flag, what in CONTEXT_FLAGS.values():
+        parser.add_argument(flag, type=non_negative, help=f"ms per {what} (device {_field(flag)})")
+
+
+# The context terms of a step's cost (rules.StepTerms): flag and what the coefficient prices.
+CONTEXT_FLAGS = {
+    "prefill_ms_per_context_token": ("--prefill-ms-per-context-token", "prefill attention pair"),
+    "decode_ms_per_context_token": ("--decode-ms-per-context-token", "cached position decoded"),
+}
+
+
+def _field(flag: str) -> str:
+    head, *rest = flag.lstrip("-").split("-")
+    return head + "".join(part.title() for part in rest)
+
+
+def non_negative(text: str) -> float:
+    """A finite number >= 0 (a cost in ms), as argparse's ``type``."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
+    return value
 
 
 def _device_flags(args, device: DeviceProfile) -> DeviceProfile:
-    """``--max-active`` / ``--kv-pages`` replace K and M of the device (tier or profile)."""
+    """``--max-active`` / ``--kv-pages`` replace K and M of the device (tier or profile), the
+    context flags its context terms."""
     if getattr(args, "max_active", None) is not None:
         device = replace(device, max_active=args.max_active)
     if getattr(args, "kv_pages", None) is not None:
         device = replace(device, kv_pages=args.kv_pages)
+    for name in CONTEXT_FLAGS:
+        if getattr(args, name, None) is not None:
+            device = replace(device, **{name: getattr(args, name)})
     return device
 
 
