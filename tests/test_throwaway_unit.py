@@ -155,7 +155,11 @@ def test_starter_sync_and_golden_write_the_generated_files(course):
     snapshot = json.loads((lab / "tests" / "expected" / "tiny.json").read_text())
     assert sorted(snapshot["runs"]["oldest"]["tokenTimesMs"]) == ["a", "b", "c"]
     golden = sorted(p.name for p in (course / "traces" / UNIT_ID / "golden").iterdir())
-    assert golden == ["oldest-tiny-shifted.json", "oldest-tiny.json"]
+    assert golden == [
+        "labels.key",
+        "oldest-tiny-shifted.json",
+        "oldest-tiny.json",
+    ]  # hidden: keyed labels
     assert ok(infralab(course, "starter", "sync", "--unit", UNIT_ID, "--check")) == ""
     ok(infralab(course, "golden", "--unit", UNIT_ID, "--check"))
 

@@ -33,6 +33,7 @@ from labtools import READABLE_REPO
 
 from grader import sandbox
 from grader.cases import load_grading
+from grader.diagnosis.rejections import TEXTS as REJECTION_TEXTS
 from grader.grading.grade import Status, grade_submission
 from grader.grading.inprocess import run_in_process
 from grader.grading.submission import Submission
@@ -74,7 +75,6 @@ FEEDBACK_WORDS = {
     "memory_bomb": "memory limit",
     "exit_early": "without writing its run file",
     "os_exit_in_policy": "without writing its run file",
-    "invalid_batches": "rejected a batch",
     "import_solutions": "exception was raised",
     "padded_run_file": "run file rejected",
     "empty_policies": "policies.py defines no function",
@@ -204,6 +204,8 @@ def test_adversarial_submission(unit, grading, path, mode):
             assert case.status in EXPECT_STATUS[path.stem], (case.id, case.feedback)
         if path.stem in FEEDBACK_WORDS:
             assert FEEDBACK_WORDS[path.stem] in first, (case.id, first)
+        if path.stem == "invalid_batches":  # names the engine rule the batch broke
+            assert any(text in first for text in REJECTION_TEXTS.values()), (case.id, first)
         if path.stem in DETAIL_WORDS and case.status is Status.CRASH:
             shown = DETAIL_WORDS[path.stem] in case.feedback
             assert shown != case.hidden, (case.id, case.feedback)

@@ -25,9 +25,11 @@ def simulate(*args):
 
 
 def load_runs(path):
-    """读取一个运行文件,返回 {策略名: 该策略的 run}。"""
+    """读取一个运行文件(完整或紧凑格式都行),返回 {策略名: 该策略的完整 run}。"""
+    from servesim.compact import expand_run
+
     document = json.loads((LAB / path).read_text(encoding="utf-8"))
-    return {run["policy"]: run for run in document["runs"]}
+    return {run["policy"]: expand_run(run) for run in document["runs"]}
 
 
 def load_requests(path):
