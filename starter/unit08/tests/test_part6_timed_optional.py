@@ -64,3 +64,19 @@ def test_part6_timed_fills_each_step_to_the_target_on_azure_slice():
             assert estimate_ms(dev, event, cache, more=1) > TARGET, (
                 f"{step}: one more token of {last['id']} still fits the target"
             )
+
+
+def test_part6_timed_keeps_the_prefill_share_when_no_step_fits_the_target():
+    """A target below every step's time: only the minimum prefill share moves prompts along, so
+    a step that leaves a prompt unfinished holds at least SHARE prefill tokens."""
+    run = run_policy("burst", "timed", "long-context", target=1, share=SHARE)
+    prompts = {r["id"]: r["inputTokens"] for r in run["requests"]}
+    done: dict[str, int] = {}
+    for event in run["events"]:
+        for chunk in event["prefill"]:
+            done[chunk["id"]] = done.get(chunk["id"], 0) + chunk["tokens"]
+        if event["prefill"]:
+            last = event["prefill"][-1]["id"]
+            tokens = sum(c["tokens"] for c in event["prefill"])
+            step = f"step {event['index']} ({tokens} prefill tokens)"
+            assert done[last] >= prompts[last] or tokens >= SHARE, f"{step}: below the share"
