@@ -23,6 +23,7 @@ the batch. The summary counts the error rows.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import multiprocessing.connection
 import os
@@ -130,6 +131,7 @@ def _worker_init() -> None:
     # terminated; SIGTERM unwinds (temp folders and sandbox children are cleaned up).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _exit_on_term)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # forked while held
 
 
 def _exit_on_term(signum, frame):
@@ -223,8 +225,9 @@ def _run_workers(todo, jobs, total, progress, result: BatchResult, write_csv, on
             while waiting and len(running) < workers:
                 task = waiting.pop()
                 worker = context.Process(target=_worker, args=(task,))
-                worker.start()
-                running[worker.sentinel] = (worker, task)
+                with _sigint_held():
+                    worker.start()
+                    running[worker.sentinel] = (worker, task)
             for sentinel in multiprocessing.connection.wait(list(running)):
                 worker, task = running.pop(sentinel)
                 worker.join()
@@ -250,6 +253,17 @@ def _run_workers(todo, jobs, total, progress, result: BatchResult, write_csv, on
             worker.join()
         bar.close()
         write_csv()
+
+
+@contextlib.contextmanager
+def _sigint_held():
+    """Hold SIGINT while a worker forks: a Ctrl-C landing inside fork() is otherwise swallowed by
+    an at-fork handler (logging's) and never interrupts the batch; held, it arrives just after."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 def _worker(task: tuple) -> None:
