@@ -120,6 +120,7 @@ def test_sweep_key_makes_the_choice_sweep_py_makes(lab):
     d3 = SETUP.D3
     key = nbcheck.answer_key(UNIT, "sweep")
     doc = json.loads((lab / d3["protocol"]).read_text(encoding="utf-8"))
+    (lab / "runs").mkdir(exist_ok=True)
     for label, targets in d3["targets"].items():
         protocol = f"runs/{label}.json"
         (lab / protocol).write_text(json.dumps({**doc, "targets": targets}), encoding="utf-8")
