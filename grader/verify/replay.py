@@ -113,18 +113,21 @@ class _Walker:
                 start,
             )
         ids = [*event["decode"], *(c["id"] for c in event["prefill"])]
-        if not ids:
+        if not ids and not (event.get("swapOut") or event.get("swapIn")):
             found.add(
                 BAD, "events[]", f"event #{k} at {fmt_ms(start)} is an empty submission", start
             )
-        members = [*ids, *event.get("preempt", [])]
-        unknown = next((i for i in members if i not in self.reqs), None)
+        decoded = set(event["decode"])  # a sequence swapped in may decode in the same step
+        swap_in = event.get("swapIn", [])
+        members = [*ids, *event.get("preempt", []), *event.get("swapOut", [])]
+        members += [rid for rid in swap_in if rid not in decoded]
+        unknown = next((i for i in [*members, *swap_in] if i not in self.reqs), None)
         if unknown is not None:
             found.add(
                 BAD, "events[]", f"{where} names unknown request '{short_id(unknown)}'", start
             )
             return None
-        if len(set(members)) != len(members):
+        if len(set(members)) != len(members) or len(set(swap_in)) != len(swap_in):
             found.add(BAD, "events[]", f"{where} holds a request twice", start)
             return None
         return where
@@ -164,8 +167,11 @@ class _Walker:
 
     def _check_members(self, event: dict, where: str) -> None:
         start, found = event["startMs"], self.found
+        swap_out, swap_in = event.get("swapOut", []), event.get("swapIn", [])
         for rid in [
             *event.get("preempt", []),
+            *swap_out,
+            *swap_in,
             *event["decode"],
             *(c["id"] for c in event["prefill"]),
         ]:
@@ -177,11 +183,30 @@ class _Walker:
         for rid in event.get("preempt", []):
             if not self.reqs[rid].holds:
                 found.add(BAD, "preempt", f"{where}: '{rid}' holds no KV cache", start)
+        for rid in swap_out:
+            st = self.reqs[rid]
+            if st.swapped or not st.decoding:
+                found.add(
+                    BAD,
+                    "swapOut",
+                    f"{where}: '{rid}' is not running (only a running sequence can be swapped out)",
+                    start,
+                )
+        for rid in swap_in:
+            if not self.reqs[rid].swapped:
+                found.add(BAD, "swapIn", f"{where}: '{rid}' is not swapped out", start)
         for chunk in event["prefill"]:
             self._check_chunk(chunk, where, start)
         for rid in event["decode"]:
             st = self.reqs[rid]
-            if not st.decoding or st.times[0] > start + EPS_MS:
+            if st.swapped and rid not in swap_in:
+                found.add(
+                    BAD,
+                    "decode while swapped out",
+                    f"{where}: '{rid}' is swapped out (its cache is on the host pool)",
+                    start,
+                )
+            elif not st.decoding or st.times[0] > start + EPS_MS:
                 found.add(
                     BAD,
                     "decode before first token",
@@ -223,21 +248,29 @@ class _Walker:
             )
 
     def _end(self, k: int, event: dict, where: str) -> float:
-        rules, start = self.rules, event["startMs"]
-        context = {rid: self.reqs[rid].cache for rid in event["decode"]}
-        context |= {c["id"]: self.reqs[c["id"]].cache for c in event["prefill"]}
-        duration = rules.step_duration_ms(self.profile, _Batch(event), context)
+        rules, start, batch = self.rules, event["startMs"], _Batch(event)
+        ids = [*event["decode"], *(c["id"] for c in event["prefill"]), *batch.moved]
+        context = {rid: self.reqs[rid].cache for rid in ids}
+        duration = rules.step_duration_ms(self.profile, batch, context)
         if self.timing != "virtual":
             if event["endMs"] < start:
                 self.found.add(BAD, "events[].endMs", f"{where} ends before it starts", start)
             return event["endMs"]
         end = start + duration
         if not close_ms(event["endMs"], end):
+            moved = rules.transfer_terms(self.profile, batch, context)
+            transfer = rules.work_ms(self.profile, moved) if moved.moved_seqs else 0.0
+            charged = (
+                f" ({fmt_ms(transfer)} of it moving {moved.moved_pages} pages to or from the "
+                "host pool)"
+                if transfer
+                else ""
+            )
             self.found.add(
                 ProblemKind.INCONSISTENT_STATS,
                 "events[].endMs",
                 f"events[{k}].endMs is {fmt_ms(event['endMs'])}, but {where} lasts "
-                f"{fmt_ms(duration)} by the device rules, so it ends at {fmt_ms(end)}",
+                f"{fmt_ms(duration)} by the device rules{charged}, so it ends at {fmt_ms(end)}",
                 start,
             )
         return end
@@ -247,12 +280,20 @@ class _Walker:
         dropped = [reqs[rid].cache for rid in event.get("preempt", []) if reqs[rid].holds]
         growth = [(reqs[rid].cache, 1) for rid in event["decode"]]
         growth += [(reqs[c["id"]].cache, c["tokens"]) for c in event["prefill"]]
-        return self.rules.occupancy_after(self.profile, self.occupancy, dropped, growth)
+        out = [reqs[rid].cache for rid in event.get("swapOut", []) if reqs[rid].holds]
+        back = [reqs[rid].cache for rid in event.get("swapIn", []) if reqs[rid].swapped]
+        return self.rules.occupancy_after(
+            self.profile, self.occupancy, dropped, growth, swapped_out=out, swapped_in=back
+        )
 
     def _apply(self, event: dict, end: float, occ) -> None:
         rules, profile, reqs = self.rules, self.profile, self.reqs
         for rid in event.get("preempt", []):
             reqs[rid].preempt(rules)
+        for rid in event.get("swapOut", []):
+            reqs[rid].swapped = True
+        for rid in event.get("swapIn", []):
+            reqs[rid].swapped = False
         for chunk in event["prefill"]:
             reqs[chunk["id"]].prefill(chunk["tokens"], end, rules)
             self.arrivals.started(chunk["id"])
@@ -319,6 +360,13 @@ class _Walker:
                     "prefill incomplete",
                     f"'{rid}' gets {st.prefilled} of its {st.target} prompt tokens prefilled",
                 )
+            elif st.swapped:
+                self.found.add(
+                    BAD,
+                    "token count",
+                    f"'{rid}' is still swapped out after the last event, with "
+                    f"{len(st.times)} of its {st.spec.output_tokens} tokens",
+                )
             elif len(st.times) != st.spec.output_tokens:
                 self.found.add(
                     BAD,
@@ -329,7 +377,7 @@ class _Walker:
 
 
 def _release(rules, profile, occ, cache: int):
-    return rules.Occupancy(occ.active - 1, occ.pages - rules.pages_for(profile, cache))
+    return rules.Occupancy(occ.active - 1, occ.pages - rules.pages_for(profile, cache), occ.host)
 
 
 class _Batch:
@@ -339,6 +387,7 @@ class _Batch:
         self.decode = event["decode"]
         self.prefill = [_Chunk(c["id"], c["tokens"]) for c in event["prefill"]]
         self.prefill_tokens = sum(c.tokens for c in self.prefill)
+        self.moved = (*event.get("swapOut", ()), *event.get("swapIn", ()))
 
 
 @dataclass(frozen=True)

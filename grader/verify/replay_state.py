@@ -13,6 +13,7 @@ class ReqState:
     decodes: int = 0  # decodes since the current prefill
     times: list[float] = field(default_factory=list)
     gone: bool = False  # completed or cancelled: must not run again
+    swapped: bool = False  # its cache is on the host pool (31.6)
     recomputes: int = 0
     recomputed: int = 0  # KV positions dropped by preemptions
 
@@ -25,11 +26,13 @@ class ReqState:
 
     @property
     def holds(self) -> bool:
-        return self.prefilled > 0 and not self.gone
+        """Holds KV on the device (a swapped-out sequence holds host pages instead)."""
+        return self.prefilled > 0 and not self.gone and not self.swapped
 
     @property
     def decoding(self) -> bool:
-        return self.holds and self.prefilled >= self.target and bool(self.times)
+        """Prefill done and first token out, not finished (on the device or swapped out)."""
+        return self.prefilled >= self.target > 0 and bool(self.times) and not self.gone
 
     def preempt(self, rules) -> None:
         self.recomputes += 1
