@@ -121,7 +121,7 @@ def check_batch(batch, view: SchedulerView, measured: bool = False) -> tuple[int
     if not isinstance(batch, Batch):
         raise PolicyError(f"the policy must return a Batch, got {type(batch).__name__}")
     at = f"at {view.now_ms:.2f} ms"
-    if not batch.decode and not batch.prefill and not batch.moved:
+    if not batch.decode and not batch.prefill:  # a step that only moves pages is empty too
         raise PolicyError(f"empty batch {at} although work is waiting")
     decoded = set(batch.decode)  # a sequence swapped in may decode in the same step
     ids = [*batch.ids, *batch.preempt, *batch.swap_out]

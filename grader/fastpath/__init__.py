@@ -6,8 +6,8 @@ the fast path does not cover the run; then the caller uses the lab engine. Cover
 policies whose unit.yaml entry names a fast path (``fast_path: NAME``): a planner of
 ``planners.PLANNERS`` (it restates the policy's decisions for ``executor``) or ``paged``
 (``paged.execute``, vLLM V1's scheduler with its preemptions), on devices without
-per-context-token costs, without a page pool unless the policy manages pages, and without a
-fault switch. ``executor`` and ``paged`` explain the step structure that makes this possible;
+per-context-token costs, without a host pool or transfer costs (swap, 31.6), without a page
+pool unless the policy manages pages, and without a fault switch. ``executor`` and ``paged`` explain the step structure that makes this possible;
 ``tests/grader/test_fastpath.py`` and ``test_fastpath_paged.py`` prove the timelines identical
 to the lab engine's.
 """
@@ -54,6 +54,8 @@ def covers(unit, policy: str, trace, device) -> bool:
         return False
     if device.prefill_ms_per_context_token or device.decode_ms_per_context_token:
         return False
+    if device.swaps or device.swap_ms_per_page or device.swap_sync_ms:
+        return False  # swap (31.6): the lab engine's host pool and transfers
     if device.kv_pages is not None and not _manages_pages(name):
         return False
     return not any(set(r) - _PLAIN_FIELDS for r in trace.raw.get("requests", []))

@@ -12,7 +12,10 @@ A valid schedule of a trace needs at most, whatever the policy:
 - one prefill chunk per prefill position: the prompts, plus what preemptions drop and prefill
   again, allowed up to ``RECOMPUTE_ALLOWANCE`` times the trace's prompt and output positions
   (the reference recomputes at most a quarter of them);
-- one step per new position (a step holds at least one), one preemption per recomputed position.
+- one step per new position (a step holds at least one), one preemption per recomputed position;
+- swaps (devices with a host pool): swap-outs, swap-ins and the resumes of a compact entry
+  within the same allowance as preemptions (the decode tokens after a resume count among the
+  request's tokens).
 
 ``oversize`` reads only the lengths of the entry's lists (full or compact), so a run file that
 declares more work than that is refused before anything is expanded, replayed or validated
@@ -106,7 +109,8 @@ def _full_lists(run: dict, bounds: TraceBounds):
     events = [e for e in events if isinstance(e, dict)]
     yield "decode entries", sum(len(_list(e.get("decode"))) for e in events), sum(bounds.outputs)
     yield "prefill chunks", sum(len(_list(e.get("prefill"))) for e in events), bounds.chunks
-    yield "preempt entries", sum(len(_list(e.get("preempt"))) for e in events), bounds.recompute
+    for name in ("preempt", "swapOut", "swapIn"):
+        yield f"{name} entries", sum(len(_list(e.get(name))) for e in events), bounds.recompute
 
 
 def _compact_oversize(run: dict, bounds: TraceBounds) -> Oversize | None:
@@ -117,13 +121,14 @@ def _compact_oversize(run: dict, bounds: TraceBounds) -> Oversize | None:
         if isinstance(column, list) and len(column) != len(bounds.outputs):
             return _count_mismatch(len(column), bounds)
     entries, tokens = [0] * len(bounds.outputs), [0] * len(bounds.outputs)
-    for item in _list(run.get("slices")):
-        if not (isinstance(item, list) and len(item) == 4):
-            continue
-        n, count = item[0], item[3]
-        if isinstance(n, int) and 0 <= n < len(entries):
-            entries[n] += 1
-            tokens[n] += 1 + (count if isinstance(count, int) and count > 0 else 0)
+    for table, at_entry in (("slices", 1), ("resumes", 0)):
+        for item in _list(run.get(table)):
+            if not (isinstance(item, list) and len(item) == 4):
+                continue
+            n, count = item[0], item[3]
+            if isinstance(n, int) and 0 <= n < len(entries):
+                entries[n] += at_entry
+                tokens[n] += at_entry + (count if isinstance(count, int) and count > 0 else 0)
     for number, most in enumerate(bounds.outputs):
         found = _first_over(
             (("slices", entries[number], most), ("slice tokens", tokens[number], most))
@@ -138,7 +143,8 @@ def _compact_lists(run: dict, bounds: TraceBounds):
     yield "idleStarts", len(_list(run.get("idleStarts"))), bounds.steps
     yield "decodeSteps", len(_list(run.get("decodeSteps"))), bounds.steps
     yield "chunks", len(_list(run.get("chunks"))), bounds.chunks
-    yield "preempts", len(_list(run.get("preempts"))), bounds.recompute
+    for name in ("preempts", "swapOuts", "swapIns", "resumes"):
+        yield name, len(_list(run.get(name))), bounds.recompute
     yield "slices", len(_list(run.get("slices"))), sum(bounds.outputs)
 
 

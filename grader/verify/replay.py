@@ -113,7 +113,7 @@ class _Walker:
                 start,
             )
         ids = [*event["decode"], *(c["id"] for c in event["prefill"])]
-        if not ids and not (event.get("swapOut") or event.get("swapIn")):
+        if not ids:
             found.add(
                 BAD, "events[]", f"event #{k} at {fmt_ms(start)} is an empty submission", start
             )

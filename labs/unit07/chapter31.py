@@ -43,12 +43,13 @@ def attention_pairs(new: int, cached: int) -> int:
     return sum(cached + r for r in range(1, new + 1))
 
 
-def lab_exercise(name: str) -> dict:
-    """What ``python3 exercises.py NAME`` prints in the unit 08 lab folder (its ``--json``
-    form), run as a student runs it; the page quotes that command and checks its numbers."""
+def lab_exercise(name: str, *options: str) -> dict:
+    """What ``python3 exercises.py NAME [OPTIONS]`` prints in the unit 08 lab folder (its
+    ``--json`` form), run as a student runs it; the page quotes that command and checks its
+    numbers."""
     lab = load_unit("unit08").lab_dir
     done = subprocess.run(
-        [sys.executable, "exercises.py", name, "--json"],
+        [sys.executable, "exercises.py", name, *options, "--json"],
         cwd=lab,
         capture_output=True,
         text=True,
@@ -244,5 +245,6 @@ def later_sections() -> dict:
 def chapter_context(unit) -> dict:
     """Template variables of chapter31.html.j2: ``ch``, every worked example, and ``lab``, what
     the unit 08 lab's exercise command prints for the exercises that have one."""
-    lab = {name: lab_exercise(name) for name in ("31.3", "31.4")}
+    lab = {name: lab_exercise(name) for name in ("31.3", "31.4", "31.6")}
+    lab["31.6 pages"] = lab_exercise("31.6", "--page-tokens", "16", "--lengths", "16")
     return {"ch": chapter_numbers() | later_sections(), "lab": lab}

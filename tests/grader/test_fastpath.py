@@ -165,6 +165,38 @@ def test_context_costs_run_on_the_lab_engine(tmp_path, capsys, field):
     assert not (tmp_path / "fast.json").exists()
 
 
+@pytest.mark.parametrize("field, value", [("hostPages", 64), ("swapMsPerPage", 0.04)])
+def test_swap_devices_run_on_the_lab_engine(tmp_path, field, value):
+    """A device that can swap (31.6) is the lab engine's: the fast path declines it, and
+    ``--engine auto`` writes exactly the lab engine's run file, which passes the replay.
+    ``paged`` never swaps, so its schedule is the plain device's (the fast path's) run."""
+    from grader.cli.main import main
+    from grader.verify import verify_run
+
+    trace = reference.load_trace(U08, "azure-conv-slice")
+    plain = replace(reference.device_profile(U08), kv_pages=2048)
+    device = servesim.DeviceProfile.from_json(plain.to_json() | {field: value})
+    assert fastpath.covers(U08, "paged", trace, plain)
+    assert not fastpath.covers(U08, "paged", trace, device)
+    assert fastpath.reference_run(U08, "paged", {"budget": 512}, trace, device, "full") is None
+    profile = tmp_path / "device.json"
+    profile.write_text(json.dumps(device.to_json()), encoding="utf-8")
+    args = ["simulate", "--unit", "unit08", "--reference", "--trace", "azure-conv-slice"]
+    args += ["--policy", "paged", "--device-profile", str(profile)]
+    files = {engine: tmp_path / f"{engine}.json" for engine in ("auto", "lab")}
+    for engine, path in files.items():
+        assert main([*args, "--engine", engine, "--output", str(path)]) == 0
+    assert files["auto"].read_bytes() == files["lab"].read_bytes()
+    run = json.loads(files["auto"].read_text(encoding="utf-8"))["runs"][0]
+    assert run["device"][field] == value
+    assert verify_run(run, trace.raw, device.to_json(), unit=U08) == []
+    fast = fastpath.reference_run(U08, "paged", {"budget": 512}, trace, plain, "full", True)
+    swaps = {"swapOut", "swapIn"}
+    events = [{k: v for k, v in e.items() if k not in swaps} for e in run["events"]]
+    assert events == fast["events"] and run["requests"] == fast["requests"]
+    assert all(not e.get("swapOut") and not e.get("swapIn") for e in run["events"])
+
+
 NO_NUMPY = "import sys; sys.modules['numpy'] = None; from grader.cli import main; sys.exit(main())"
 
 

@@ -1,9 +1,10 @@
 """The lab's exercises.py, run as a student runs it (python3 alone), against the textbook's
-worked answers to exercises 31.3 and 31.4 and against counts made here."""
+worked answers to exercises 31.3, 31.4 and 31.6 and against counts made here."""
 
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 
@@ -55,12 +56,50 @@ def test_exercise_31_4_default_numbers_and_table():
     assert "16 x 16" in text and "6032" in text
 
 
+def closed_form(tokens: int, page_tokens: int) -> tuple[float, float]:
+    """Section 31.6: recompute C_r = n / (20,000 tokens/s); swap 2m / b + C_s with m the bytes
+    of the pages holding n tokens (64 KiB each token), b = 25 GB/s, C_s = 2 ms; in ms."""
+    moved = math.ceil(tokens / page_tokens) * page_tokens * 64 * 1024
+    return 1000 * tokens / 20_000, 1000 * 2 * moved / 25e9 + 2.0
+
+
+@pytest.mark.parametrize(("page_tokens", "crossover"), [(1, 45), (16, 46)])
+def test_exercise_31_6_runs_match_the_closed_form(page_tokens, crossover):
+    """Each run's preemption cost is C_r or 2m/b + C_s; the crossover measured from the runs
+    is the shortest length the closed form favours swap at (45: the chapter's answer)."""
+    lengths = [1, 16, 44, 45, 46, 47, 64, 1024]
+    r = numbers("31.6", "--page-tokens", str(page_tokens), "--lengths", *map(str, lengths))
+    assert [row["tokens"] for row in r["rows"]] == lengths
+    for row in r["rows"]:
+        recompute, swap = closed_form(row["tokens"], page_tokens)
+        assert row["recomputeMs"] == pytest.approx(recompute, abs=1e-9)
+        assert row["swapMs"] == pytest.approx(swap, abs=1e-9)
+        assert row["pages"] == math.ceil(row["tokens"] / page_tokens)
+        assert row["recomputeRunMs"] - row["baselineMs"] == row["recomputeMs"]
+    shortest = next(
+        n for n in range(1, 5000) if closed_form(n, page_tokens)[1] < closed_form(n, page_tokens)[0]
+    )
+    assert r["crossover"] == shortest == crossover
+    text = exercises("31.6", "--page-tokens", str(page_tokens)).stdout
+    assert f"crossover: {crossover} tokens" in text
+
+
+def test_exercise_31_6_without_a_crossover():
+    """Up to 40 tokens swap never wins: the command says so instead of inventing a length."""
+    r = numbers("31.6", "--up-to", "40", "--lengths", "8")
+    assert r["crossover"] is None and r["searchedUpTo"] == 40
+    assert (
+        "swap is never the shorter run up to 40 tokens" in exercises("31.6", "--up-to", "40").stdout
+    )
+
+
 @pytest.mark.parametrize(
     "args, message",
     [
         (["31.3", "--lengths", "0", "4"], "must be >= 1, got 0"),
         (["31.4", "--new", "4", "--split", "4"], "--split must be below --new"),
         (["31.4", "--cached", "x"], "not an integer: 'x'"),
+        (["31.6", "--page-tokens", "0"], "must be >= 1, got 0"),
         (["31.9"], "invalid choice"),
     ],
 )

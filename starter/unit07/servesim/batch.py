@@ -21,17 +21,24 @@ class Batch:
     batch that holds both (the mixed steps of chapter 31). ``preempt`` names sequences whose
     KV cache is dropped at the start of the step (preemption by recompute, unit 08): they keep
     the tokens they emitted and go back to the waiting queue.
+
+    The other way to preempt (31.6, devices with a host pool): ``swap_out`` names running
+    sequences whose pages move to the host pool at the start of the step (they keep their cache
+    and tokens and wait in ``view.swapped``), ``swap_in`` swapped-out sequences whose pages come
+    back at the start of the step (running again, they may decode in the same step). The step
+    pays for the pages it moves (``rules.transfer_terms``).
     """
 
     decode: tuple[str, ...] = ()
     prefill: tuple[PrefillChunk, ...] = ()
     preempt: tuple[str, ...] = ()
+    swap_out: tuple[str, ...] = ()
+    swap_in: tuple[str, ...] = ()
 
     def __post_init__(self):
         # Accept lists from policy code; keep the batch immutable.
-        object.__setattr__(self, "decode", tuple(self.decode))
-        object.__setattr__(self, "prefill", tuple(self.prefill))
-        object.__setattr__(self, "preempt", tuple(self.preempt))
+        for name in ("decode", "prefill", "preempt", "swap_out", "swap_in"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
 
     @classmethod
     def decode_of(cls, seqs) -> Batch:
@@ -55,3 +62,8 @@ class Batch:
     @property
     def ids(self) -> list[str]:
         return [*self.decode, *(chunk.id for chunk in self.prefill)]
+
+    @property
+    def moved(self) -> tuple[str, ...]:
+        """The sequences whose pages this step moves between device and host."""
+        return (*self.swap_out, *self.swap_in)

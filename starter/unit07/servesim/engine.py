@@ -1,7 +1,7 @@
 """The engine loop: admit arrivals, ask the policy for a batch, check it, run it, postprocess.
 
     arrivals (admit / reject) -> deadlines (cancel) -> schedule (policy) -> check
-    -> run (device clock) -> postprocess (preempt, tokens, phases)
+    -> run (device clock) -> postprocess (preempt, swap, tokens, phases)
 
 The policy only decides; the engine owns the clock and every sequence's state (``state.py``).
 The device rules (cost of a step, KV pages, caps, the token rule) are in ``rules.py``.
@@ -92,8 +92,8 @@ def simulate(
             continue
 
         batch = policy(view)
-        starts = check_batch(batch, view)
-        context = _context(batch, state.live) if needs_context else {}
+        starts = check_batch(batch, view, measured=execute is not None)
+        context = _context(batch, state.live) if needs_context or batch.moved else {}
         work = device.work_ms(batch, context)
         if execute is None:
             end = clock + device.overhead_ms + work
@@ -108,26 +108,45 @@ def simulate(
 
 
 def _context(batch: Batch, live) -> dict[str, int]:
-    """The cached positions of each request in ``batch`` (what calibrated costs read)."""
-    return {rid: live[rid].context_tokens for rid in batch.ids}
+    """The cached positions of each request in ``batch`` and each it swaps (what calibrated
+    costs and transfers read)."""
+    return {rid: live[rid].context_tokens for rid in (*batch.ids, *batch.moved)}
 
 
-def check_batch(batch, view: SchedulerView) -> tuple[int, ...]:
-    """Raise ``PolicyError`` unless ``batch`` can run now; return each chunk's first token index."""
+def check_batch(batch, view: SchedulerView, measured: bool = False) -> tuple[int, ...]:
+    """Raise ``PolicyError`` unless ``batch`` can run now; return each chunk's first token index.
+
+    ``measured``: the batch runs on a real device, which has no host pool to swap to.
+    """
     if not isinstance(batch, Batch):
         raise PolicyError(f"the policy must return a Batch, got {type(batch).__name__}")
     at = f"at {view.now_ms:.2f} ms"
-    if not batch.decode and not batch.prefill:
+    if not batch.decode and not batch.prefill:  # a step that only moves pages is empty too
         raise PolicyError(f"empty batch {at} although work is waiting")
-    ids = [*batch.ids, *batch.preempt]
-    if len(set(ids)) != len(ids):
+    decoded = set(batch.decode)  # a sequence swapped in may decode in the same step
+    ids = [*batch.ids, *batch.preempt, *batch.swap_out]
+    ids += [rid for rid in batch.swap_in if rid not in decoded]
+    if len(set(ids)) != len(ids) or len(set(batch.swap_in)) != len(batch.swap_in):
         raise PolicyError(f"a request appears twice in the batch {at}")
-    live = view.live if view.live is not None else {s.id: s for s in (*view.waiting, *view.running)}
+    if measured and batch.moved:
+        raise PolicyError(f"swap {at}: the real-device runner does not model a host pool")
+    live = view.live
+    if live is None:
+        live = {s.id: s for s in (*view.waiting, *view.running, *view.swapped)}
     for rid in batch.preempt:
         if rid not in live or not live[rid].holds_kv:
             raise PolicyError(f"preempt of '{rid}' {at}: it holds no KV cache")
-    for rid in batch.decode:
+    for rid in batch.swap_out:
         if rid not in live or live[rid].phase is not Phase.DECODE:
+            raise PolicyError(f"swap out of '{rid}' {at}: only a running sequence can be swapped")
+    for rid in batch.swap_in:
+        if rid not in live or live[rid].phase is not Phase.SWAPPED:
+            raise PolicyError(f"swap in of '{rid}' {at}: it is not swapped out")
+    for rid in batch.decode:
+        phase = live[rid].phase if rid in live else None
+        if phase is Phase.SWAPPED and rid not in batch.swap_in:
+            raise PolicyError(f"decode of '{rid}' {at}: it is swapped out (swap it in first)")
+        if phase not in (Phase.DECODE, Phase.SWAPPED):
             raise PolicyError(f"decode of '{rid}' {at}: it is not running")
     starts = []
     for chunk in batch.prefill:

@@ -14,6 +14,10 @@ They take plain numbers (and a ``DeviceProfile``-like object), never the engine'
 - Caps checked after the step (before releases): at most K holders, their pages within M; the
   step's new positions (one per decode, each prefill token) within the budget B.
 - Tokens: the chunk that completes a prefill emits one token, each decode emits one.
+- Transfers (31.6, devices with a host pool of ``hostPages``): a step that swaps sequences out
+  or in pays ``swapMsPerPage`` per page it moves and ``swapSyncMs`` per sequence it moves, on
+  top of its compute; a swapped-out sequence holds host pages, not device pages or a K slot.
+  The host pool is checked after the step like the others.
 - Preemption by recompute: the cache is dropped at the start of the step; the new prefill
   target is the prompt plus every token emitted so far. A run counts each preemption
   (``recomputes``) and the positions it dropped (``recomputedTokens``: the work done again).
@@ -25,7 +29,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 
 
 @dataclass(frozen=True)
@@ -35,22 +39,21 @@ class StepTerms:
     ``attention_pairs``: formula 31.4 summed over the prefill chunks, ``q * s + q * (q + 1) / 2``
     for a chunk of q new positions after s cached ones (query r of the chunk sees the s cached
     keys and the r new ones up to itself). ``decode_context``: the cached positions each decoded
-    sequence reads, summed. Terms add (``+``), so a policy can price a candidate step member by
-    member with ``chunk_terms`` and ``decode_terms``.
+    sequence reads, summed. ``moved_pages`` and ``moved_seqs``: the KV pages the step moves
+    between device and host and the sequences they belong to (``transfer_terms``). Terms add
+    (``+``), so a policy can price a candidate step member by member with ``chunk_terms`` and
+    ``decode_terms``.
     """
 
     prefill_tokens: int = 0
     attention_pairs: int = 0
     decode_seqs: int = 0
     decode_context: int = 0
+    moved_pages: int = 0
+    moved_seqs: int = 0
 
     def __add__(self, other: StepTerms) -> StepTerms:
-        return StepTerms(
-            self.prefill_tokens + other.prefill_tokens,
-            self.attention_pairs + other.attention_pairs,
-            self.decode_seqs + other.decode_seqs,
-            self.decode_context + other.decode_context,
-        )
+        return StepTerms(*(a + b for a, b in zip(astuple(self), astuple(other), strict=True)))
 
 
 def attention_pairs(new: int, cached: int) -> int:
@@ -78,14 +81,24 @@ def step_terms(batch, context: Mapping[str, int]) -> StepTerms:
     )
 
 
+def transfer_terms(device, batch, context: Mapping[str, int]) -> StepTerms:
+    """The pages ``batch`` swaps out or in (each moved sequence's whole cache) and how many
+    sequences they belong to; ``context`` maps each moved sequence to its cached positions."""
+    moved = getattr(batch, "moved", ())
+    pages = sum(pages_for(device, context[rid]) for rid in moved)
+    return StepTerms(moved_pages=pages, moved_seqs=len(moved))
+
+
 def work_ms(device, terms: StepTerms) -> float:
     """Device time of a step with ``terms``, without the submission overhead: the estimate
-    t-hat of section 31.3, with the profile's coefficients."""
+    t-hat of section 31.3, with the profile's coefficients, plus the step's transfers."""
     work = _affine_work_ms(device, terms.prefill_tokens, terms.decode_seqs)
     if device.prefill_ms_per_context_token:
         work += device.prefill_ms_per_context_token * terms.attention_pairs
     if device.decode_ms_per_context_token:
         work += device.decode_ms_per_context_token * terms.decode_context
+    if terms.moved_seqs:
+        work += device.swap_ms_per_page * terms.moved_pages + device.swap_sync_ms * terms.moved_seqs
     return work
 
 
@@ -104,13 +117,17 @@ def reads_context(device) -> bool:
 def step_work_ms(device, batch, context: Mapping[str, int]) -> float:
     """Device time of ``batch`` without the submission overhead.
 
-    ``context`` maps each request in the batch to the positions already in its KV cache; it is
-    read only by profiles with context costs (zero in the lab's devices), so the engine may pass
-    an empty mapping for the others.
+    ``context`` maps each request in the batch (and each it swaps) to the positions already in
+    its KV cache; it is read only by profiles with context costs (zero in the lab's devices) and
+    by batches that swap, so the engine may pass an empty mapping for the others.
     """
-    if not reads_context(device):  # the engine's hot path: no terms to gather
+    moves = getattr(batch, "moved", ())
+    if not moves and not reads_context(device):  # the engine's hot path: no terms to gather
         return _affine_work_ms(device, batch.prefill_tokens, len(batch.decode))
-    return work_ms(device, step_terms(batch, context))
+    terms = step_terms(batch, context)
+    if moves:
+        terms += transfer_terms(device, batch, context)
+    return work_ms(device, terms)
 
 
 def step_duration_ms(device, batch, context: Mapping[str, int]) -> float:
@@ -148,10 +165,12 @@ def emits_on_prefill(prefilled_before: int, tokens: int, target: int) -> bool:
 
 @dataclass(frozen=True)
 class Occupancy:
-    """What the holders of KV take: how many there are and their pages."""
+    """What the holders of KV take: how many there are and their pages, and the host pages of
+    the swapped-out sequences."""
 
     active: int = 0
     pages: int = 0
+    host: int = 0
 
 
 def occupancy_after(
@@ -159,34 +178,48 @@ def occupancy_after(
     before: Occupancy,
     dropped: Iterable[int],
     growth: Iterable[tuple[int, int]],
+    swapped_out: Iterable[int] = (),
+    swapped_in: Iterable[int] = (),
 ) -> Occupancy:
     """Holders and pages right after a step, before any sequence is released.
 
     ``before`` is the occupancy when the step starts; ``dropped`` the cache sizes of the
-    sequences it preempts; ``growth`` one ``(cache before, new positions)`` pair per member of
-    the batch (a decode adds 1, a chunk its tokens; cache 0 means the sequence starts holding).
-    Without a page pool the pages are not counted (``before.pages`` is returned unchanged).
+    sequences it preempts; ``swapped_out`` and ``swapped_in`` those of the sequences whose pages
+    it moves to the host and back; ``growth`` one ``(cache before, new positions)`` pair per
+    member of the batch (a decode adds 1, a chunk its tokens; cache 0 means the sequence starts
+    holding). Without a page pool the device pages are not counted (``before.pages`` is
+    returned unchanged).
     """
-    active, pages, count = before.active, before.pages, device.kv_pages is not None
+    active, pages, host = before.active, before.pages, before.host
+    count = device.kv_pages is not None
     for cached in dropped:
         active -= 1
         pages -= pages_for(device, cached) if count else 0
+    for sign, caches in ((-1, swapped_out), (1, swapped_in)):
+        for cached in caches:
+            moved = pages_for(device, cached)
+            active += sign
+            pages += sign * moved if count else 0
+            host -= sign * moved
     for cached, new in growth:
         if cached == 0:
             active += 1
         pages += pages_added(device, cached, new) if count else 0
-    return Occupancy(active, pages)
+    return Occupancy(active, pages, host)
 
 
 def cap_violation(
     device, after: Occupancy, new_positions: int, budget: int | None
 ) -> tuple[str, str] | None:
     """``(limit, reason)`` when a step breaks the token budget (``budget``), the active cap
-    (``maxActive``) or the page pool (``kvPages``); None when it fits."""
+    (``maxActive``), the page pool (``kvPages``) or the host pool (``hostPages``); None when it
+    fits."""
     if budget is not None and new_positions > budget:
         return "budget", f"{new_positions} new positions, token budget {budget}"
     if device.max_active is not None and after.active > device.max_active:
         return "maxActive", f"{after.active} active sequences, cap {device.max_active}"
     if device.kv_pages is not None and after.pages > device.kv_pages:
         return "kvPages", f"needs {after.pages} KV pages, budget {device.kv_pages}"
+    if after.host > device.host_pages:
+        return "hostPages", f"needs {after.host} host pages, host pool {device.host_pages}"
     return None

@@ -13,15 +13,20 @@ field of the full entry except the per-token ones, and stores the timeline as ta
   order and, within a step, in the batch's order;
 - ``preempts`` (runs whose events list preemptions): ``[step, request index]`` likewise;
 - ``slices``: ``[request index, step, decodeIndex, count]`` for each time a request entered the
-  running set (by request, then in time order): its token from the prefill that ended at
-  submission ``step``, then ``count`` decode tokens at submissions
+  running set by a prefill (by request, then in time order): its token from the prefill that
+  ended at submission ``step``, then ``count`` decode tokens at submissions
   ``decodeSteps[decodeIndex : decodeIndex + count]``;
+- on a device with a host pool (31.6): ``swapOuts`` and ``swapIns``, ``[step, request index]``
+  per sequence swapped out or in, and ``resumes``, ``[request index, step, decodeIndex, count]``
+  for each time a request re-entered the running set by a swap-in at the start of ``step``:
+  ``count`` decode tokens as for a slice, and no token at entry;
 - ``requests``: the requests' own fields as columns (``{"id": [...], "arrivalMs": [...],
   ...}``, one entry per request in trace order); a field only some requests have is null for
   the others.
 
 A decode batch holds every running request, in the order they entered the running set (the
-earlier entering submission first; within one submission, its chunk order). The engine keeps
+earlier entering submission first; within one submission, its swap-ins in batch order, then its
+chunk order). The engine keeps
 that order and every policy of the course decodes all running requests at once; a run whose
 batches do not is written in the full format (``compact_run`` returns None).
 
@@ -45,7 +50,8 @@ def is_compact(run: dict) -> bool:
 
 def compact_run(run: dict, timeline) -> dict | None:
     """The compact form of ``run``, the full entry built from ``timeline`` (no fault switch)."""
-    fields = _timeline_fields(timeline, preempts="limits" in run)
+    swaps = run["device"].get("hostPages", 0) > 0
+    fields = _timeline_fields(timeline, preempts="limits" in run, swaps=swaps)
     if fields is None:
         return None
     head = {k: v for k, v in run.items() if k not in ("requests", "events", "summary")}
@@ -77,30 +83,52 @@ def step_starts(run: dict) -> list[float]:
     return starts
 
 
-def _timeline_fields(timeline, preempts: bool) -> dict | None:
+def _timeline_fields(timeline, preempts: bool, swaps: bool = False) -> dict | None:
     index = {seq.id: n for n, seq in enumerate(timeline.sequences)}
     seqs = timeline.sequences
     slices: list[list] = [[] for _ in seqs]
-    emitted = [0] * len(seqs)  # tokens of the request's closed slices
+    resumes: list[list] = []
+    emitted = [0] * len(seqs)  # tokens of the request's closed slices and resumes
+    open_row: dict[str, tuple[list, int]] = {}  # running id -> (its row, tokens at entry)
     running: dict[str, None] = {}
     leaving: dict[int, list[str]] = {}
-    chunks, decode_steps, preempted = [], [], []
+    chunks, decode_steps = [], []
+    moves = {"preempts": [], "swapOuts": [], "swapIns": []}
+
+    def enter(rid: str, row: list, at_entry: int) -> None:
+        if row[3]:
+            running[rid] = None
+            open_row[rid] = (row, at_entry)
+            leaving.setdefault(row[2] + row[3] - 1, []).append(rid)
+        else:
+            emitted[row[0]] += at_entry
+
+    def leave(rid: str) -> None:  # its open row ends: it decoded up to the previous decode step
+        if rid in running:
+            del running[rid]
+            row, at_entry = open_row.pop(rid)
+            leaving[row[2] + row[3] - 1].remove(rid)
+            row[3] = len(decode_steps) - row[2]
+            emitted[row[0]] += at_entry + row[3]
+
     for step, event in enumerate(timeline.events):
         batch = event.batch
-        for rid in getattr(batch, "preempt", ()):
+        for key, ids in (("preempts", batch.preempt), ("swapOuts", batch.swap_out)):
+            for rid in ids:
+                moves[key].append([step, index[rid]])
+                leave(rid)
+        for rid in batch.swap_in:
             n = index[rid]
-            preempted.append([step, n])
-            if rid in running:  # its slice ends: it decoded up to the previous decode step
-                del running[rid]
-                own = slices[n][-1]
-                leaving[own[2] + own[3] - 1].remove(rid)
-                own[3] = len(decode_steps) - own[2]
-                emitted[n] += 1 + own[3]
+            moves["swapIns"].append([step, n])
+            row = [n, step, len(decode_steps), seqs[n].output_tokens - emitted[n]]
+            resumes.append(row)
+            enter(rid, row, 0)
         if batch.decode:
             if batch.decode != tuple(running):
                 return None
             for rid in leaving.pop(len(decode_steps), ()):
                 del running[rid]
+                del open_row[rid]  # it finishes here
             decode_steps.append(step)
         for chunk, start in zip(batch.prefill, event.prefill_from):
             n = index[chunk.id]
@@ -108,13 +136,9 @@ def _timeline_fields(timeline, preempts: bool) -> dict | None:
             chunks.append([step, n, start, chunk.tokens])
             if start + chunk.tokens < seq.input_tokens + emitted[n]:
                 continue  # the prefill (or recompute) is not complete yet
-            left = seq.output_tokens - emitted[n] - 1
-            slices[n].append([n, step, len(decode_steps), left])
-            if left:
-                running[chunk.id] = None
-                leaving.setdefault(len(decode_steps) + left - 1, []).append(chunk.id)
-            else:
-                emitted[n] += 1
+            row = [n, step, len(decode_steps), seq.output_tokens - emitted[n] - 1]
+            slices[n].append(row)
+            enter(chunk.id, row, 1)
     ends = [event.end_ms for event in timeline.events]
     fields = {
         "stepEndMs": ends,
@@ -123,18 +147,29 @@ def _timeline_fields(timeline, preempts: bool) -> dict | None:
         "chunks": chunks,
     }
     if preempts:
-        fields["preempts"] = preempted
-    return fields | {"slices": [row for own in slices for row in own]}
+        fields["preempts"] = moves["preempts"]
+    if swaps:
+        fields |= {"swapOuts": moves["swapOuts"], "swapIns": moves["swapIns"]}
+    fields["slices"] = [row for own in slices for row in own]
+    if swaps:
+        fields["resumes"] = sorted(resumes)
+    return fields
 
 
 def token_times(run: dict) -> list[list[float]]:
-    """Every request's token times, read off the step end times by its slices."""
+    """Every request's token times, read off the step end times by its slices and resumes."""
     ends, decode_steps = run["stepEndMs"], run["decodeSteps"]
     times: list[list[float]] = [[] for _ in run["requests"]["id"]]
     for n, step, first, count in run["slices"]:
         own = times[n]
         own.append(ends[step])
         own.extend(ends[s] for s in decode_steps[first : first + count])
+    resumes = run.get("resumes", ())
+    for n, _step, first, count in resumes:
+        times[n].extend(ends[s] for s in decode_steps[first : first + count])
+    if resumes:  # a request's rows of both kinds, merged in time order
+        for n in {row[0] for row in resumes}:
+            times[n].sort()
     return times
 
 
@@ -181,22 +216,30 @@ def _events(run: dict, ids: list[str]) -> list[dict]:
     for step, n, start, tokens in run["chunks"]:
         position[step, n] = len(prefill[step])
         prefill[step].append({"id": ids[n], "fromToken": start, "tokens": tokens})
-    entries = sorted(
-        (step, position[step, n], n, first, count) for n, step, first, count in run["slices"]
-    )
+    swapped_in, taken = {}, {}  # (step, request) -> place among the step's swap-ins
+    for step, n in run.get("swapIns", ()):
+        swapped_in[step, n] = taken[step] = taken.get(step, -1) + 1
+    entries = [
+        (step, 1, position[step, n], n, first, count) for n, step, first, count in run["slices"]
+    ]
+    entries += [
+        (step, 0, swapped_in[step, n], n, first, count)
+        for n, step, first, count in run.get("resumes", ())
+    ]
     decode_steps = run["decodeSteps"]
-    for _, _, n, first, count in entries:  # the order requests entered the running set
+    for *_, n, first, count in sorted(entries):  # the order requests entered the running set
         for step in decode_steps[first : first + count]:
             decode[step].append(ids[n])
     events = [
         {"index": i, "startMs": start, "endMs": end, "decode": decode[i], "prefill": prefill[i]}
         for i, (start, end) in enumerate(zip(starts, ends))
     ]
-    if "preempts" in run:
-        for event in events:
-            event["preempt"] = []
-        for step, n in run["preempts"]:
-            events[step]["preempt"].append(ids[n])
+    for table, key in (("preempts", "preempt"), ("swapOuts", "swapOut"), ("swapIns", "swapIn")):
+        if table in run:
+            for event in events:
+                event[key] = []
+            for step, n in run[table]:
+                events[step][key].append(ids[n])
     return events
 
 

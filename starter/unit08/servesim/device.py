@@ -6,7 +6,10 @@ active sequences, a KV page budget) are there for the later parts of chapter 31;
 defaults they change nothing. The two context costs let a profile calibrated on a real device
 (``run_gpu.py --calibrate``) charge for attention over the KV cache (``rules.StepTerms``); they
 are left out of ``to_json`` while they are zero, so run files on the lab's devices do not
-mention them, and recorded whenever they are not.
+mention them, and recorded whenever they are not. The swap knobs (section 31.6) work the same
+way: a host pool of ``hostPages`` pages that a policy may swap running sequences out to, and
+the transfer charged in the step that moves the pages (``swapMsPerPage`` per page each way,
+``swapSyncMs`` per sequence moved); all zero, the device cannot swap and says nothing of it.
 """
 
 from __future__ import annotations
@@ -30,6 +33,9 @@ class DeviceProfile:
     page_tokens: int = 16
     prefill_ms_per_context_token: float = 0.0  # per attention pair of a prefill chunk (31.4)
     decode_ms_per_context_token: float = 0.0  # per cached position a decoded sequence reads
+    swap_ms_per_page: float = 0.0  # moving one KV page between device and host, either way
+    swap_sync_ms: float = 0.0  # per sequence swapped out or in (the chapter's C_s is two of them)
+    host_pages: int = 0  # pages of the host pool swapped-out sequences wait in (0: no swap)
 
     def work_ms(self, batch: Batch, context: Mapping[str, int]) -> float:
         """Device time of a batch without the submission overhead (see ``rules.step_work_ms``)."""
@@ -64,7 +70,7 @@ class DeviceProfile:
             "decode_batch_ms",
             "decode_ms_per_seq",
             "overhead_ms",
-            *_OMITTED_WHEN_ZERO,
+            *_COSTS_OMITTED_WHEN_ZERO,
         ):
             value = getattr(self, name)
             ok = isinstance(value, (int, float)) and not isinstance(value, bool)
@@ -76,9 +82,23 @@ class DeviceProfile:
                 raise ValueError(f"{source}: {_camel(name)} must be null or an integer >= 1")
         if not isinstance(self.page_tokens, int) or self.page_tokens < 1:
             raise ValueError(f"{source}: pageTokens must be an integer >= 1")
+        host = self.host_pages
+        if isinstance(host, bool) or not isinstance(host, int) or host < 0:
+            raise ValueError(f"{source}: hostPages must be an integer >= 0")
+
+    @property
+    def swaps(self) -> bool:
+        """Whether sequences may be swapped out to a host pool (run files then record swaps)."""
+        return self.host_pages > 0
 
 
-_OMITTED_WHEN_ZERO = ("prefill_ms_per_context_token", "decode_ms_per_context_token")
+_COSTS_OMITTED_WHEN_ZERO = (
+    "prefill_ms_per_context_token",
+    "decode_ms_per_context_token",
+    "swap_ms_per_page",
+    "swap_sync_ms",
+)
+_OMITTED_WHEN_ZERO = (*_COSTS_OMITTED_WHEN_ZERO, "host_pages")
 
 
 def _camel(name: str) -> str:

@@ -31,10 +31,11 @@ def build_run(
 
     ``extended`` (unit 08) adds each request's status, its recomputes and unit 08 trace fields,
     each event's ``preempt`` list, the engine ``limits`` and the status counts of the summary;
-    without it the entry is exactly unit 07's.
+    without it the entry is exactly unit 07's. On a device with a host pool every event also
+    lists the sequences it swapped out and in (``swapOut``, ``swapIn``).
     """
     requests = request_records(timeline, extended=extended)
-    events = [_event(event, extended) for event in timeline.events]
+    events = [_event(event, extended, device.swaps) for event in timeline.events]
     run = {
         "policy": policy,
         "params": dict(params),
@@ -86,7 +87,7 @@ def _request(seq, extended: bool) -> dict:
     return entry
 
 
-def _event(event, extended: bool) -> dict:
+def _event(event, extended: bool, swaps: bool) -> dict:
     entry = {
         "index": event.index,
         "startMs": event.start_ms,
@@ -99,6 +100,8 @@ def _event(event, extended: bool) -> dict:
     }
     if extended:
         entry["preempt"] = list(event.batch.preempt)
+    if swaps:
+        entry |= {"swapOut": list(event.batch.swap_out), "swapIn": list(event.batch.swap_in)}
     return entry
 
 

@@ -13,6 +13,7 @@ class Phase(Enum):
     PENDING = "pending"  # not arrived yet
     PREFILL = "prefill"  # arrived, prompt (or recompute) not fully prefilled
     DECODE = "decode"  # first token out, more to come
+    SWAPPED = "swapped"  # first token out, its cache moved to the host pool (31.6)
     FINISHED = "finished"  # completed, rejected or cancelled: see ``status``
 
 
@@ -52,6 +53,7 @@ class Sequence:
     prefill_start_ms: float | None = None  # when the current prefill (or recompute) began
     recomputes: int = 0
     recomputed_tokens: int = 0
+    swaps: int = 0  # times it was swapped out
     token_times_ms: list[float] = field(default_factory=list)
 
     def __post_init__(self):
@@ -90,8 +92,9 @@ class Sequence:
 
     @property
     def holds_kv(self) -> bool:
-        """Its prefill has started and it has neither finished nor been preempted since."""
-        return self.prefilled > 0 and self.status is None
+        """Its prefill has started and it has neither finished nor been preempted since; a
+        swapped-out sequence keeps its cache on the host, not on the device."""
+        return self.prefilled > 0 and self.status is None and self.phase is not Phase.SWAPPED
 
     @property
     def recomputing(self) -> bool:

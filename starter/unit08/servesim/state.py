@@ -1,6 +1,7 @@
 """Every sequence's state while the engine runs, changed only through these steps:
 
-    arrive (admit or reject) -> run a checked batch (preempt, prefill, decode, finish) -> cancel
+    arrive (admit or reject) -> run a checked batch (preempt, swap out and in, prefill, decode,
+    finish) -> cancel
 
 Each change costs work in proportion to what changes; the totals a policy needs (holders,
 pages held, pages reserved) are kept as running sums in a ``Tally``.
@@ -27,6 +28,7 @@ class EngineState:
         self.running: list[Sequence] = []  # first token out, in the order they got it
         self.prefilling: dict[str, Sequence] = {}  # hold KV, no first token yet (by start)
         self.live: dict[str, Sequence] = {}  # arrived and not finished, by id
+        self.swapped: list[Sequence] = []  # on the host pool, in the order they left (31.6)
         self.tally = Tally(pages_kept=device.kv_pages is not None)
         self._deadlines: list[tuple[float, int, Sequence]] = []
         self._starts = 0  # prefills begun so far (Sequence.prefill_start)
@@ -43,6 +45,7 @@ class EngineState:
             self.tally,
             self.live,
             SeqView(self.prefilling.values()),
+            SeqView(self.swapped),
         )
 
     # -- arrivals ---------------------------------------------------------------------------
@@ -78,11 +81,15 @@ class EngineState:
     # -- one step ---------------------------------------------------------------------------
 
     def run_step(self, batch: Batch, start_ms: float, end: float) -> None:
-        """Apply a checked batch that ran from ``start_ms`` to ``end``: preempt, prefill,
-        decode, finish."""
+        """Apply a checked batch that ran from ``start_ms`` to ``end``: preempt, swap out, swap
+        in, prefill, decode, finish."""
         live, device, tally = self.live, self.device, self.tally
         for rid in batch.preempt:
             self._preempt(live[rid])
+        for rid in batch.swap_out:
+            self._swap_out(live[rid])
+        for rid in batch.swap_in:
+            self._swap_in(live[rid])
         for chunk in batch.prefill:
             seq = live[chunk.id]
             if seq.prefilled == 0:
@@ -124,16 +131,40 @@ class EngineState:
         seq.phase = Phase.PREFILL
         self.waiting.add_preempted(seq)
 
+    def _swap_out(self, seq: Sequence) -> None:
+        """The cache moves to the host pool; tokens and cache are kept (31.6)."""
+        self._release(seq)
+        self.running.remove(seq)
+        seq.phase = Phase.SWAPPED
+        seq.swaps += 1
+        self.tally.host += self.device.pages_for(seq.context_tokens)
+        self.swapped.append(seq)
+
+    def _swap_in(self, seq: Sequence) -> None:
+        """The cache comes back: the sequence runs again, readmitted now (``prefill_start``)."""
+        self.swapped.remove(seq)
+        self.tally.host -= self.device.pages_for(seq.context_tokens)
+        seq.phase = Phase.DECODE
+        self._take_slot(seq)
+        if self.tally.pages_kept:
+            self.tally.pages += self.device.pages_for(seq.context_tokens)
+        self.running.append(seq)
+
     def _hold(self, seq: Sequence, start_ms: float) -> None:
-        seq.prefill_start, seq.prefill_start_ms = self._starts, start_ms
-        self._starts += 1
+        seq.prefill_start_ms = start_ms
+        self._take_slot(seq)
         self.prefilling[seq.id] = seq
+
+    def _take_slot(self, seq: Sequence) -> None:
+        """``seq`` starts holding KV: (re)admitted now, after every current holder."""
+        seq.prefill_start = self._starts
+        self._starts += 1
         self.tally.active += 1
         if self.tally.pages_kept:
             self.tally.reserved += self.device.pages_for(seq.reservation_tokens)
 
     def _release(self, seq: Sequence) -> None:
-        if seq.prefilled == 0:
+        if seq.prefilled == 0 or seq.phase is Phase.SWAPPED:
             return
         self.prefilling.pop(seq.id, None)
         self.tally.active -= 1

@@ -24,6 +24,7 @@ class Tally:
     pages: int = 0  # sum of pages_for(context_tokens) over holders
     reserved: int = 0  # sum of pages_for(reservation_tokens) over holders
     pages_kept: bool = True
+    host: int = 0  # host pages of the swapped-out sequences (always kept)
 
     @classmethod
     def of(cls, device: DeviceProfile, seqs) -> Tally:
@@ -44,7 +45,8 @@ class SchedulerView:
     so the last one named stands first), then the rest in arrival order (ties in trace order),
     partial prefills where they stand. ``running``: first token out, not finished, in the order
     they got it. ``holders``: every sequence that holds KV, in the order its current prefill
-    began (vLLM V1's ``running`` queue). All are read-only sequences valid during the call.
+    began (vLLM V1's ``running`` queue). ``swapped``: sequences swapped out to the host pool,
+    in the order they left (31.6). All are read-only sequences valid during the call.
     ``memo`` is one dict per run for a policy's own state.
     """
 
@@ -59,6 +61,7 @@ class SchedulerView:
     live: Mapping[str, Sequence] | None = field(default=None, repr=False)  # id -> sequence
     # holders without a first token, in the order they began (engine-kept; None: from waiting)
     prefilling: SeqView | tuple[Sequence, ...] | None = field(default=None, repr=False)
+    swapped: SeqView | tuple[Sequence, ...] = ()
 
     def _tally(self, pages: bool = True) -> Tally:
         if self.tally is not None and (self.tally.pages_kept or not pages):
@@ -103,22 +106,43 @@ class SchedulerView:
         pool = self.device.kv_pages
         return None if pool is None else pool - self.pages_held
 
+    @property
+    def host_pages_held(self) -> int:
+        """Host pages of the swapped-out sequences."""
+        if self.tally is not None:
+            return self.tally.host
+        return sum(self.device.pages_for(s.context_tokens) for s in self.swapped)
+
+    @property
+    def free_host_pages(self) -> int:
+        """Host pages a swap-out may still take (0 on a device without a host pool)."""
+        return self.device.host_pages - self.host_pages_held
+
     def sequence(self, rid: str) -> Sequence:
         """The arrived, unfinished sequence with id ``rid`` (KeyError if none)."""
         if self.live is not None:
             return self.live[rid]
-        return next(s for s in (*self.waiting, *self.running) if s.id == rid)
+        return next(s for s in (*self.waiting, *self.running, *self.swapped) if s.id == rid)
 
     def violation(self, batch: Batch) -> str | None:
-        """Why ``batch`` would break B, K or M now (None: it fits). Ids must be valid."""
+        """Why ``batch`` would break B, K, M or the host pool now (None: it fits). Ids must be
+        valid."""
         pages = self.device.kv_pages is not None
-        dropped = [self.sequence(rid).context_tokens for rid in batch.preempt]
+
+        def caches(ids):
+            return [self.sequence(rid).context_tokens for rid in ids]
+
         growth = [(self.sequence(c.id).context_tokens, c.tokens) for c in batch.prefill]
         if pages:  # a decode never adds a holder: it matters for the pages only
             growth += [(self.sequence(rid).context_tokens, 1) for rid in batch.decode]
         t = self._tally(pages)
         after = rules.occupancy_after(
-            self.device, rules.Occupancy(t.active, t.pages), dropped, growth
+            self.device,
+            rules.Occupancy(t.active, t.pages, self.host_pages_held),
+            caches(batch.preempt),
+            growth,
+            caches(batch.swap_out),
+            caches(batch.swap_in),
         )
         found = rules.cap_violation(self.device, after, batch.new_positions, self.budget)
         return None if found is None else found[1]
@@ -129,5 +153,6 @@ class SchedulerView:
     def step_ms(self, batch: Batch) -> float:
         """What the device would charge for ``batch`` now, overhead included (the t-hat of
         section 31.3): ``rules.step_duration_ms`` with each member's cached positions."""
-        context = {rid: self.sequence(rid).context_tokens for rid in batch.ids}
+        ids = (*batch.ids, *batch.moved)
+        context = {rid: self.sequence(rid).context_tokens for rid in ids}
         return rules.step_duration_ms(self.device, batch, context)
