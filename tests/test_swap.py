@@ -60,9 +60,11 @@ def scripted(batches, seen=None):
     steps = iter(batches)
 
     def policy(view):
+        batch = next(steps)
         if seen is not None:
-            seen.append(([s.id for s in view.swapped], view.host_pages_held, view.free_host_pages))
-        return next(steps)
+            swapped = [s.id for s in view.swapped]
+            seen.append((swapped, view.host_pages_held, view.free_host_pages, view.step_ms(batch)))
+        return batch
 
     return policy
 
@@ -91,7 +93,8 @@ def test_round_trip_charges_the_transfer_in_the_step_that_moves_the_pages():
     assert times["A"] == pytest.approx([ends[0], ends[2], ends[3], ends[4]])
     assert times["B"] == pytest.approx([ends[1], ends[2]])
     # the view: nothing swapped, then A with its 2 host pages of the 3, then back
-    assert seen[1] == ([], 0, 3) and seen[2] == (["A"], 2, 1) and seen[3] == ([], 0, 3)
+    assert [row[:3] for row in seen[1:4]] == [([], 0, 3), (["A"], 2, 1), ([], 0, 3)]
+    assert [row[3] for row in seen] == pytest.approx(step)  # t-hat includes the transfers
     assert [s.swaps for s in timeline.sequences] == [1, 0]
 
 
@@ -261,3 +264,22 @@ def test_swap_long_around_paged(host_pages):
 
 def problems_of(run, trace_, dev):
     return verify_run(run, trace_.raw, dev.to_json(), unit=U08)
+
+
+@pytest.mark.parametrize("unit", ["unit07", "unit08"])
+def test_swap_runs_match_the_published_schemas(unit):
+    """Both formats of a run that swaps validate against each lab's run schema; a compact run
+    with a field the schema does not name still fails."""
+    from servesim.runfile import build_document
+
+    from grader.verify.runschema import validate_run_file
+
+    lab = load_unit(unit)
+    dev = device()
+    timeline = simulate(trace(), scripted(SCRIPT), dev)
+    run = build_run("script", {}, dev, timeline, None, extended=unit == "unit08")
+    compact = compact_run(run, timeline)
+    for entry in (run, compact):
+        assert validate_run_file(lab, build_document(trace(), [entry])) is None
+    bad = compact | {"swapped": []}
+    assert validate_run_file(lab, build_document(trace(), [bad])) is not None
