@@ -11,8 +11,9 @@ formula 31.3. 31.4: causal attention pairs of q new positions after s cached one
 query by query and by formula 31.4 (q s + q (q + 1) / 2); the same q split in two chunks; and the
 prompt run through this lab's engine in several chunkings on a device that charges 1 ms per
 attention pair (``prefillMsPerContextToken``, the cost ``servesim/rules.py`` adds for context)
-and nothing else, next to how many cached positions the chunks read again. 31.6: recompute vs
-swap for one preempted sequence, each way run through this lab's engine on a device with the
+and nothing else, next to how many cached positions the chunks read again. 31.6: the worked
+example of section 31.6 (the chapter's exercise 31.6 is Little's law, in measure.py), recompute
+vs swap for one preempted sequence, each way run through this lab's engine on a device with the
 chapter's constants (64 KiB of KV per token, 20,000 prefill tokens/s, a 25 GB/s link, a sync
 cost C_s of 2 ms per round trip) and a host pool; the cost of each way is its run's length
 minus that of a run without the preemption, and the crossover is the shortest sequence whose
@@ -165,7 +166,7 @@ def preemption_runs(tokens: int, constants: SwapConstants) -> dict:
 
 
 def swap_or_recompute(lengths: list[int], constants: SwapConstants, up_to: int) -> dict:
-    """Exercise 31.6 (the section's worked example): recompute vs swap, measured from runs."""
+    """Section 31.6's worked example: recompute vs swap, measured from runs."""
     rows = []
     for tokens in lengths:
         run = preemption_runs(tokens, constants)
@@ -242,8 +243,8 @@ def render_pairs(r: dict) -> str:
 
 def render_swap(r: dict) -> str:
     lines = [
-        "exercise 31.6: a preempted sequence, recomputed or swapped out and back, on this lab's "
-        "engine",
+        "section 31.6, worked example: a preempted sequence, recomputed or swapped out and back, "
+        "on this lab's engine",
         f"  {r['bytesPerToken'] // 1024} KiB of KV per token, {r['tokensPerS']:g} prefill tokens/s, "
         f"{r['linkBytesPerS'] / 1e9:g} GB/s link, C_s {r['syncMs']:g} ms per round trip, "
         f"pages of {r['pageTokens']} token(s)",
@@ -286,7 +287,9 @@ def build_parser() -> argparse.ArgumentParser:
     ex4.add_argument("--cached", type=int_at_least(0), default=257, help="cached positions s (257)")
     ex4.add_argument("--split", type=int_at_least(1), default=100, help="first of two chunks (100)")
     ex4.add_argument("--chunks", type=int_at_least(1), nargs="*", default=[64, 16], help="(64 16)")
-    ex6 = exercises.add_parser("31.6", help="recompute vs swap for a preempted sequence")
+    ex6 = exercises.add_parser(
+        "31.6", help="section 31.6's worked example: recompute vs swap for a preempted sequence"
+    )
     ex6.add_argument("--lengths", type=int_at_least(1), nargs="+", default=[16, 44, 45, 1024])
     ex6.add_argument(
         "--page-tokens", type=int_at_least(1), default=1, help="tokens per KV page moved (1)"
