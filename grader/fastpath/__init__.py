@@ -6,10 +6,11 @@ the fast path does not cover the run; then the caller uses the lab engine. Cover
 policies whose unit.yaml entry names a fast path (``fast_path: NAME``): a planner of
 ``planners.PLANNERS`` (it restates the policy's decisions for ``executor``) or ``paged``
 (``paged.execute``, vLLM V1's scheduler with its preemptions), on devices without
-per-context-token costs, without a host pool or transfer costs (swap, 31.6), without a page
-pool unless the policy manages pages, and without a fault switch. ``executor`` and ``paged`` explain the step structure that makes this possible;
-``tests/grader/test_fastpath.py`` and ``test_fastpath_paged.py`` prove the timelines identical
-to the lab engine's.
+per-context-token costs, without a host pool or transfer costs (swap, 31.6: no policy can swap
+without a host pool, so no covered run swaps), without a page pool unless the policy manages
+pages, and without a fault switch. ``executor`` and ``paged`` explain the step structure that
+makes this possible; ``tests/grader/test_fastpath.py`` and ``test_fastpath_paged.py`` prove the
+timelines identical to the lab engine's.
 """
 
 from __future__ import annotations

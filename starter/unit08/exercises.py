@@ -245,8 +245,8 @@ def render_swap(r: dict) -> str:
     lines = [
         "section 31.6, worked example: a preempted sequence, recomputed or swapped out and back, "
         "on this lab's engine",
-        f"  {r['bytesPerToken'] // 1024} KiB of KV per token, {r['tokensPerS']:g} prefill tokens/s, "
-        f"{r['linkBytesPerS'] / 1e9:g} GB/s link, C_s {r['syncMs']:g} ms per round trip, "
+        f"  {r['bytesPerToken'] // 1024} KiB of KV per token, {r['tokensPerS']:g} prefill "
+        f"tokens/s, {r['linkBytesPerS'] / 1e9:g} GB/s link, C_s {r['syncMs']:g} ms per round trip, "
         f"pages of {r['pageTokens']} token(s)",
         "  each cost is the run's length minus that of the run without the preemption (ms):",
         f"    {'tokens':>8}{'pages':>8}{'recompute':>12}{'swap':>12}  cheaper",
