@@ -258,7 +258,7 @@ def _loops(loops: dict, measure) -> dict:
     return out
 
 
-def loops_figure(loops: dict) -> str:
+def loops_figure(loops: dict, slo_ttft_ms: float) -> str:
     groups = ["p50", "p90", "p99"]
     series, errors = [], []
     for name, word in (("closed", "闭环"), ("open", "开环")):
@@ -282,6 +282,7 @@ def loops_figure(loops: dict) -> str:
         y_label="TTFT (s)",
         errors=errors,
         bar_note=f"竖线：{loops['n']} 次重复的 {loops['confidence']:.0%} 置信区间",
+        hline=(slo_ttft_ms / 1000, f"TTFT 目标 {_n(slo_ttft_ms / 1000)} s"),
     )
 
 
@@ -418,7 +419,7 @@ def lesson_context(unit: Unit) -> dict:
         "attainment_svg": Markup(figures["attainment"]),
         "p99_svg": Markup(figures["p99"]),
         "loops": loops,
-        "loops_svg": Markup(loops_figure(loops)),
+        "loops_svg": Markup(loops_figure(loops, loop_runs["protocol"].slo_ttft_ms)),
         "timed": timed,
         "timed_svg": Markup(timed_figure(timed)),
         "settings": {
