@@ -147,13 +147,38 @@ def _bar_shape(element_id: str, k: int, x: float, y: float, w: float, h: float) 
     return rect + f'/>{rect} class="hatch" fill="url(#{element_id}-hatch)"/>'
 
 
+def _limit_line(hline: tuple[float, str] | None, sy, plot_w: float) -> list[str]:
+    """The horizontal limit across the plot; its name is in the legend, never in the plot,
+    where it would collide with the lines' own labels and error bars."""
+    if not hline:
+        return []
+    y = sy(hline[0])
+    return [f'<line class="limit" x1="{LEFT}" y1="{y:.1f}" x2="{LEFT + plot_w}" y2="{y:.1f}"/>']
+
+
 def _legend(
-    names: list[str], y0: float, shape: str, extra, element_id: str, markers=None
+    names: list[str],
+    y0: float,
+    shape: str,
+    extra,
+    element_id: str,
+    markers=None,
+    limit: str | None = None,
 ) -> list[str]:
-    """One row per series (its line with dash and marker, or its bar), then a row per note of
-    ``extra`` (a note, a list of notes, or None)."""
+    """One row per series (its line with dash and marker, or its bar), a row for the
+    horizontal limit named ``limit`` if there is one, then a row per note of ``extra`` (a
+    note, a list of notes, or None)."""
     markers = markers or [True] * len(names)
     out = []
+    if limit:
+        y = y0 + LEGEND_ROW * len(names)
+        out.append(
+            f'<g class="legend-item"><line class="limit" x1="{LEFT}" y1="{y}" x2="{LEFT + 26}" '
+            f'y2="{y}"/><text x="{LEFT + 32}" y="{y + 4}">{escape(limit)}</text></g>'
+        )
+        names_and_limit = len(names) + 1
+    else:
+        names_and_limit = len(names)
     for i, name in enumerate(names):
         y = y0 + LEGEND_ROW * i
         if shape == "line":
@@ -166,7 +191,7 @@ def _legend(
             f"{escape(name)}</text></g>"
         )
     for k, note in enumerate([extra] if isinstance(extra, str) else extra or []):
-        y = y0 + LEGEND_ROW * (len(names) + k)
+        y = y0 + LEGEND_ROW * (names_and_limit + k)
         out.append(f'<text class="legend-note" x="{LEFT}" y="{y + 4}">{escape(note)}</text>')
     return out
 
@@ -307,15 +332,12 @@ def line_chart(
     any_inf = any(not math.isfinite(y) for s in series for _, y in s.points)
     any_bar = any(e for s in series for e in s.errors)
     notes = [n for n in (inf_note if any_inf else None, mark_note, any_bar and bar_note) if n]
-    height = TOP + PLOT_H + BOTTOM + LEGEND_ROW * (len(series) + len(notes)) + 6
-    out = _open(element_id, height, title, desc, "line-chart")
+    rows = len(series) + len(notes) + bool(hline)
+    out = _open(
+        element_id, TOP + PLOT_H + BOTTOM + LEGEND_ROW * rows + 6, title, desc, "line-chart"
+    )
     out += _axes(x_ticks, y_ticks, sx, sy, x_label, y_label)
-    if hline:
-        out.append(
-            f'<g class="limit"><line x1="{LEFT}" y1="{sy(hline[0]):.1f}" x2="{LEFT + plot_w}" '
-            f'y2="{sy(hline[0]):.1f}"/><text x="{LEFT + plot_w - 4}" y="{sy(hline[0]) - 5:.1f}" '
-            f'text-anchor="end">{escape(hline[1])}</text></g>'
-        )
+    out += _limit_line(hline, sy, plot_w)
     for i, s in enumerate(series):
         out.append(f'<g class="series series-{i}" data-series="{escape(s.name)}">')
         out.append(f'<polyline points="{_line_path(s.points, sx, sy, s.step)}"{_dash(i)}/>')
@@ -340,7 +362,8 @@ def line_chart(
     out += _direct_labels(series, sx, sy)
     legend_top = TOP + PLOT_H + BOTTOM + 8
     marked = [not s.step for s in series]
-    out += _legend([s.name for s in series], legend_top, "line", notes, element_id, marked)
+    limit = hline[1] if hline else None
+    out += _legend([s.name for s in series], legend_top, "line", notes, element_id, marked, limit)
     out.append("</svg>")
     return Chart("".join(out), data_table(title, x_label, series, inf_label, mark_note))
 
@@ -356,13 +379,16 @@ def bar_chart(
     y_label: str,
     errors: list[list[tuple[float, float] | None]] | None = None,
     bar_note: str = "竖线：置信区间",
+    hline: tuple[float, str] | None = None,
 ) -> Chart:
     """Grouped bars: one group per label in ``groups``, one bar per series in each group, each
     bar labelled with its value; ``errors[k][i]`` is an interval drawn over bar i of series k
-    (explained by ``bar_note``); the data table has a row per group, a column per series."""
+    (explained by ``bar_note``); ``hline`` is a horizontal limit, as in ``line_chart``; the data
+    table has a row per group, a column per series."""
     errors = errors or [[None] * len(values) for _, values in series]
     high = max((v for _, values in series for v in values), default=1)
     high = max([high, *(v for row in errors for e in row if e for v in e if math.isfinite(v))])
+    high = max(high, hline[0] if hline else 0)
     y_ticks = nice_ticks(high * 1.12)  # room for the value labels above the bars
     plot_w = WIDTH - LEFT - RIGHT
     slot = plot_w / len(groups)
@@ -375,10 +401,11 @@ def bar_chart(
         return TOP + PLOT_H * (1 - y / y_ticks[-1])
 
     note = [bar_note] if any(e for row in errors for e in row) else []
-    height = TOP + PLOT_H + BOTTOM + LEGEND_ROW * (len(series) + len(note)) + 6
-    out = _open(element_id, height, title, desc, "bar-chart")
+    rows = len(series) + len(note) + bool(hline)
+    out = _open(element_id, TOP + PLOT_H + BOTTOM + LEGEND_ROW * rows + 6, title, desc, "bar-chart")
     out.append(_hatch_defs(element_id, len(series)))
     out += _axes(range(len(groups)), y_ticks, sx, sy, x_label, y_label, x_text=groups)
+    out += _limit_line(hline, sy, plot_w)
     for k, (name, values) in enumerate(series):
         out.append(f'<g class="series series-{k}" data-series="{escape(name)}">')
         for i, value in enumerate(values):
@@ -399,7 +426,8 @@ def bar_chart(
             )
         out.append("</g>")
     names = [name for name, _ in series]
-    out += _legend(names, TOP + PLOT_H + BOTTOM + 8, "bar", note, element_id)
+    limit = hline[1] if hline else None
+    out += _legend(names, TOP + PLOT_H + BOTTOM + 8, "bar", note, element_id, limit=limit)
     out.append("</svg>")
     head = "".join(f'<th scope="col">{escape(name)}</th>' for name, _ in series)
     rows = [

@@ -152,7 +152,10 @@ def _rows(cells) -> list[dict]:
     ]
 
 
-def _series(sweep: dict, name: str, scale: float = 1.0) -> list[Series]:
+def _series(sweep: dict, name: str, scale: float = 1.0, most: float = math.inf) -> list[Series]:
+    """One line per tier of figure ``name`` times ``scale``; each error bar is the t interval
+    cut to the values the figure can take (0 to ``most``): the t interval is symmetric and may
+    reach past them, which says nothing about the figure."""
     out = []
     for tier in sweep["tiers"]:
         mine = [c for c in sweep["cells"] if c.tier == tier.name]
@@ -160,7 +163,8 @@ def _series(sweep: dict, name: str, scale: float = 1.0) -> list[Series]:
         for c in mine:
             f = c.figures[name]
             points.append((c.load, math.inf if f is None else f.mean * scale))
-            errors.append(None if f is None else (f.low * scale, f.high * scale))
+            bar = None if f is None else (max(f.low * scale, 0.0), min(f.high * scale, most))
+            errors.append(bar)
         out.append(Series(tier.name, points, errors=errors))
     return out
 
@@ -170,7 +174,7 @@ def sweep_figures(sweep: dict) -> dict[str, str]:
     names = "、".join(t.name for t in sweep["tiers"])
     loads = "、".join(_n(x) for x in protocol.loads)
     n, conf = len(protocol.seeds), f"{protocol.confidence:.0%}"
-    bars = f"竖线：{n} 次重复的 {conf} 置信区间"
+    bars = f"竖线：{n} 次重复的 {conf} 置信区间，截在可能的取值内"
     common = f"横轴为提供负载（请求/秒，取 {loads}）；{len(sweep['tiers'])} 条线是档位 {names}；"
     target = protocol.attainment_target
     ttft_s = protocol.slo_ttft_ms / 1000
@@ -186,7 +190,7 @@ def sweep_figures(sweep: dict) -> dict[str, str]:
             bar_note=bars,
         ),
         "attainment": line_chart(
-            _series(sweep, "attainment", 100),
+            _series(sweep, "attainment", 100, most=100.0),
             element_id="sweep-attainment",
             title="SLO 达成率（以提交数为分母）随提供负载变化",
             desc=common + f"纵轴为达成率（%），点是 {n} 次重复的均值，竖线是 {conf} 置信区间；"
@@ -258,7 +262,7 @@ def _loops(loops: dict, measure) -> dict:
     return out
 
 
-def loops_figure(loops: dict) -> str:
+def loops_figure(loops: dict, slo_ttft_ms: float) -> str:
     groups = ["p50", "p90", "p99"]
     series, errors = [], []
     for name, word in (("closed", "闭环"), ("open", "开环")):
@@ -282,6 +286,7 @@ def loops_figure(loops: dict) -> str:
         y_label="TTFT (s)",
         errors=errors,
         bar_note=f"竖线：{loops['n']} 次重复的 {loops['confidence']:.0%} 置信区间",
+        hline=(slo_ttft_ms / 1000, f"TTFT 目标 {_n(slo_ttft_ms / 1000)} s"),
     )
 
 
@@ -418,7 +423,7 @@ def lesson_context(unit: Unit) -> dict:
         "attainment_svg": Markup(figures["attainment"]),
         "p99_svg": Markup(figures["p99"]),
         "loops": loops,
-        "loops_svg": Markup(loops_figure(loops)),
+        "loops_svg": Markup(loops_figure(loops, loop_runs["protocol"].slo_ttft_ms)),
         "timed": timed,
         "timed_svg": Markup(timed_figure(timed)),
         "settings": {

@@ -121,9 +121,11 @@ def test_course_links_points_table_and_charts_at_width(browser, server, width): 
     for figure in FIGURES:
         box = view.locator(f"svg#{figure}").bounding_box()
         assert box and box["width"] > 200, (figure, width)
-    # the p99 TTFT chart shows the SLO's TTFT target as a labelled line
-    limit = view.locator("svg#sweep-p99 g.limit")
-    assert limit.count() == 1 and "TTFT 目标" in limit.text_content()
+    # the p99 TTFT chart and the loops chart draw the SLO's TTFT target, named in the legend
+    for figure in ("sweep-p99", "loops-ttft"):
+        assert view.locator(f"svg#{figure} > line.limit").count() == 1, figure
+        key = view.locator(f"svg#{figure} g.legend-item:has(line.limit)")
+        assert key.count() == 1 and "TTFT 目标" in key.text_content(), figure
     view.goto(f"{server}/glossary.html")
     term = view.locator("tr#operating-point")
     assert term.is_visible() and "工作点" in term.inner_text()

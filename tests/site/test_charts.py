@@ -9,7 +9,7 @@ import xml.etree.ElementTree as ET
 
 import html5lib
 
-from grader.sitebuild.charts import Series, bar_chart, line_chart, nice_ticks
+from grader.sitebuild.charts import PLOT_H, TOP, Series, bar_chart, line_chart, nice_ticks
 
 NS = {"s": "http://www.w3.org/2000/svg"}
 SVG = "{http://www.w3.org/2000/svg}"
@@ -90,6 +90,33 @@ def test_series_differ_by_dash_and_marker_shape_and_are_labelled_at_their_end():
     assert [t.text for t in labels] == ["s0", "s1", "s2", "s3"]
     ys = sorted(float(t.get("y")) for t in labels)
     assert all(b - a >= 13 for a, b in zip(ys, ys[1:]))  # close ends: labels pushed apart
+
+
+def test_a_limit_is_named_in_the_legend_and_not_over_the_plot():
+    """A limit's name in the plot collides with the lines' end labels and error bars (figure
+    08.4's "目标 90%" overprinted large-paged); it gets a legend row of its own instead."""
+    series = [Series("near", [(1, 95.0), (2, 91.0)]), Series("far", [(1, 50.0), (2, 40.0)])]
+    charts = [
+        line_chart(
+            series, element_id="c5", title="T", desc="D", x_label="x", y_label="y",
+            hline=(90.0, "target 90%"),
+        ),
+        bar_chart(
+            ["a", "b"], [("near", [95.0, 91.0])], element_id="c6", title="T", desc="D",
+            x_label="x", y_label="y", hline=(90.0, "target 90%"),
+        ),
+    ]  # fmt: skip
+    for chart in charts:
+        svg = ET.fromstring(chart.svg)
+        plot_bottom = TOP + PLOT_H
+        (limit,) = [t for t in svg.iter(f"{SVG}text") if t.text == "target 90%"]
+        legend_rows = [t for t in svg.iter(f"{SVG}text") if t.text in ("near", "target 90%")]
+        assert float(limit.get("y")) > plot_bottom  # below the plot, in the legend
+        ys = sorted(float(t.get("y")) for t in legend_rows)
+        assert all(b - a >= 13 for a, b in zip(ys, ys[1:]))
+        lines = svg.findall(".//s:line[@class='limit']", NS)
+        assert len(lines) == 2  # across the plot, and its sample in the legend
+        assert float(lines[0].get("y1")) < float(limit.get("y"))
 
 
 def test_step_series_holds_each_value_until_the_next_point():

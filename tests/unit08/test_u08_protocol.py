@@ -304,3 +304,22 @@ def test_the_sweep_prints_intervals_verdicts_and_the_choice(solved):
         assert "提供负载 (请求/s)" in svg  # labelled as the lesson page labels its charts
     p99 = (solved / "plots" / "p99-ttft.svg").read_text(encoding="utf-8")
     assert "p99 TTFT (s)" in p99 and "TTFT 目标 2 s" in p99  # the protocol's SLO, in seconds
+
+
+def test_figures_cut_error_bars_to_the_values_a_figure_can_take():
+    """The t interval is symmetric: with a mean near 100 % it reaches past 100 %, and with a
+    goodput near 0 below 0. The lesson's charts draw it cut to what the figure can take."""
+    from types import SimpleNamespace as NS
+
+    from grader.plugins import load_file
+
+    site_context = load_file(UNIT08.unit_dir / "site_context.py")
+    figure = NS(mean=0.97, low=0.91, high=1.03)
+    low_goodput = NS(mean=0.2, low=-0.1, high=0.5)
+    cell = NS(tier="t", load=1.0, figures={"attainment": figure, "goodput": low_goodput})
+    sweep = {"tiers": [NS(name="t")], "cells": [cell]}
+    (attainment,) = site_context._series(sweep, "attainment", 100, most=100.0)
+    assert attainment.errors == [(pytest.approx(91.0), 100.0)]
+    assert attainment.points == [(1.0, pytest.approx(97.0))]
+    (goodput,) = site_context._series(sweep, "goodput")
+    assert goodput.errors == [(0.0, 0.5)]
