@@ -4,6 +4,7 @@ Interface used by grading (keep it stable):
 
     run_simulation(lab_dir, submission_files, trace_path, argv, limits) -> ChildResult
     run_cases(lab_dir, submission_files, runs, limits) -> list[ChildResult]
+    warm_bytecode(lab_dir)  # once, before a batch forks its workers
 
 Per call, a fresh private temp folder gets a pristine copy of the lab folder (its ``tests``
 left out), the student's editable files and the runner (``case_runner.py``); the cases' traces
@@ -32,13 +33,15 @@ beyond that: verification happens in the parent.
 Modules, one job each: ``results`` (Limits, ChildResult, how a child ended), ``host`` (isolation
 mode, interpreter, refusal of weak modes), ``bwrap`` (the bubblewrap command line), ``uids``
 (the dedicated uid, its lock and its leftovers), ``rlimits`` (limits and uid applied at exec),
-``launch`` (one child, start to end), ``protocol`` (the runner's messages and frames),
-``session`` (one conversation with the runner, with the parent's deadlines), ``output``
-(stdout/stderr tails), ``simulation`` (``run_simulation``), ``multicase`` (``run_cases``;
-``case_runner.py`` is its half inside the sandbox).
+``launch`` (one child, start to end), ``bytecode`` (the lab's modules compiled once per
+batch), ``protocol`` (the runner's messages and frames), ``session`` (one conversation with the
+runner, with the parent's deadlines), ``output`` (stdout/stderr tails), ``simulation``
+(``run_simulation``), ``multicase`` (``run_cases``; ``case_runner.py`` is its half inside the
+sandbox).
 """
 
 from .bwrap import CASE_DIR, OUT_DIR
+from .bytecode import warm as warm_bytecode
 from .host import MODE_ENV, isolation_mode, reachable_by_others, require_safe_isolation
 from .host import plan as _plan
 from .host import world_usable as _world_usable
@@ -65,4 +68,5 @@ __all__ = [
     "require_safe_isolation",
     "run_cases",
     "run_simulation",
+    "warm_bytecode",
 ]

@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from . import bytecode
 from .bwrap import CASE_DIR, OUT_DIR, child_env
 from .host import current_plan
 from .output import tail_text
@@ -35,11 +36,13 @@ Build = Callable[[str, str], list[str]]  # (case folder, output folder) -> the c
 def prepare_case(
     root: Path, lab_dir: Path, submission_files: dict[str, bytes], extra: dict[str, bytes]
 ) -> Path:
-    """The case folder: pristine lab copy, then the editable files, then ``extra`` files."""
+    """The case folder: pristine lab copy (with the lab's warmed bytecode), then the editable
+    files, then ``extra`` files."""
     case = root / "lab"
     shutil.copytree(
-        lab_dir, case, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "tests", "runs")
+        lab_dir, case, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", *bytecode.LEFT_OUT)
     )
+    bytecode.install(case, lab_dir, skip=set(submission_files) | set(extra))
     for name, data in submission_files.items():
         target = (case / name).resolve()
         if case.resolve() not in target.parents:
