@@ -1,10 +1,15 @@
-"""unit.yaml documents that passed their schema check, remembered by content.
+"""Results of pure computations, remembered by the hash of everything they depend on.
 
-Reading a unit parses YAML and checks it against ``schemas/unit.schema.json``; importing PyYAML
-and jsonschema costs more than many commands' own work. The check is a pure function of the
-file's text, the schema and the checking code, so a document that passed is stored as JSON
-under the hash of all three, and the next command reading the same text takes it from there. A
-changed file has another hash and is parsed and checked again.
+Two kinds live here, each in its own subfolder:
+
+- ``units``: unit.yaml documents that passed their schema check. Reading a unit parses YAML and
+  checks it against ``schemas/unit.schema.json``; importing PyYAML and jsonschema costs more
+  than many commands' own work. The check is a pure function of the file's text, the schema and
+  the checking code, so a document that passed is stored as JSON under the hash of all three,
+  and the next command reading the same text takes it from there. A changed file has another
+  hash and is parsed and checked again.
+- ``answer-keys``: the notebooks' answer keys (``grader.course.nbcheck``), under the hash of the
+  code and files that compute them (``nbcheck.key_inputs``).
 
 The folder is ``$INFRALAB_CACHE``, else ``$XDG_CACHE_HOME/infralab``, else
 ``~/.cache/infralab``. It is trusted only while it is this user's own (mode 0700) and so is the
@@ -43,8 +48,8 @@ def key(text: str) -> str:
     return digest.hexdigest()
 
 
-def _own_folder(create: bool) -> Path | None:
-    folder = cache_dir() / "units"
+def _own_folder(kind: str, create: bool) -> Path | None:
+    folder = cache_dir() / kind
     if create:
         with contextlib.suppress(OSError):
             folder.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -58,11 +63,21 @@ def _own_folder(create: bool) -> Path | None:
 
 def recall(text: str) -> dict | None:
     """The checked document stored for this unit.yaml text, or None."""
-    folder = _own_folder(create=False)
+    return recall_doc("units", key(text))
+
+
+def remember(text: str, doc: dict) -> None:
+    """Store ``doc``, the checked document of this text (if JSON holds it exactly)."""
+    remember_doc("units", key(text), doc)
+
+
+def recall_doc(kind: str, digest: str) -> dict | None:
+    """The document of ``kind`` stored under ``digest``, or None."""
+    folder = _own_folder(kind, create=False)
     if folder is None:
         return None
     try:
-        fd = os.open(folder / f"{key(text)}.json", os.O_RDONLY | os.O_NOFOLLOW)
+        fd = os.open(folder / f"{digest}.json", os.O_RDONLY | os.O_NOFOLLOW)
     except OSError:
         return None
     with os.fdopen(fd, encoding="utf-8") as handle:
@@ -76,22 +91,41 @@ def recall(text: str) -> dict | None:
     return doc if isinstance(doc, dict) else None
 
 
-def remember(text: str, doc: dict) -> None:
-    """Store ``doc``, the checked document of this text (if JSON holds it exactly)."""
+def remember_doc(kind: str, digest: str, doc: dict) -> None:
+    """Store ``doc`` of ``kind`` under ``digest`` (if JSON holds it exactly)."""
     try:
         encoded = json.dumps(doc, ensure_ascii=False, allow_nan=False)
         if json.loads(encoded) != doc:
             return
     except (TypeError, ValueError):
         return
-    folder = _own_folder(create=True)
+    folder = _own_folder(kind, create=True)
     if folder is None:
         return
     with contextlib.suppress(OSError):
-        fd, tmp = tempfile.mkstemp(prefix=".unit.", suffix=".tmp", dir=folder)
+        fd, tmp = tempfile.mkstemp(prefix=".doc.", suffix=".tmp", dir=folder)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 handle.write(encoded)
-            os.replace(tmp, folder / f"{key(text)}.json")
+            os.replace(tmp, folder / f"{digest}.json")
         except OSError:
             Path(tmp).unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def held(kind: str, digest: str):
+    """One process at a time computes the document of ``kind`` under ``digest``: the others wait
+    here, then find it stored. Without a usable folder (or ``fcntl``), nothing is held."""
+    folder = _own_folder(kind, create=True)
+    fd = None
+    if folder is not None:
+        with contextlib.suppress(OSError, ImportError):
+            import fcntl
+
+            fd = os.open(folder / f"{digest}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        yield
+    finally:
+        if fd is not None:
+            os.close(fd)  # closing drops the lock

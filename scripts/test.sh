@@ -6,22 +6,28 @@
 # and the reason on its mark). Together they are the whole suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# The estimate, before anything starts: the last whole passing run on this machine, else what a
+# fresh clone took on 2 cores shared with other work (measured; the setup is mostly installs: PyTorch).
+FRESH_SETUP_S=220
+FRESH_TESTS_S=1670
+last=.pytest_cache/infralab-test-seconds
+cores=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
+minutes() { echo $(( ($1 + 59) / 60 )); }
+if [ -s "$last" ] && [ -x .venv/bin/python ]; then
+  echo "[test] this will take about $(minutes "$(cat "$last")") min" \
+    "(the tests' time in the last whole run here: $(cat "$last") s)"
+else
+  echo "[test] this will take about $(minutes $((FRESH_SETUP_S + FRESH_TESTS_S))) min:" \
+    "about $(minutes "$FRESH_SETUP_S") min of setup and $(minutes "$FRESH_TESTS_S") min of tests," \
+    "as measured on a fresh clone on 2 busy cores; less with more (this machine: $cores)"
+fi
+
 bash scripts/setup.sh test
 echo "[test] ruff format --check"
 .venv/bin/ruff format --check .
 echo "[test] ruff check"
 .venv/bin/ruff check .
-
-# The estimate: the last run's time on this machine, else the figure measured on 2 cores.
-last=.pytest_cache/infralab-test-seconds
-cores=$(.venv/bin/python -c "import os; print(os.cpu_count() or 1)")
-if [ -s "$last" ]; then
-  echo "[test] the tests will take about $(( ($(cat "$last") + 59) / 60 )) min" \
-    "(the last run here took $(cat "$last") s)"
-else
-  echo "[test] the tests will take about 4-5 min on 2 idle cores, less with more" \
-    "(this machine: $cores; first run here, no timing recorded yet)"
-fi
 
 started=$(date +%s)
 parallel=0 serial=0

@@ -29,11 +29,38 @@ def pytest_unconfigure(config):
         shutil.rmtree(folder, ignore_errors=True)
 
 
+# The files whose tests take longest (pytest --durations), longest first. They run first, so that
+# no worker is left with one of them while the other has nothing to do; pytest-xdist hands out
+# tests in this order (after its groups, which go first, the largest first).
+LONGEST_FIRST = (
+    "tests/nbgrader/test_answer_keys_unit08.py",
+    "tests/unit08/test_u08_hidden_grading.py",
+    "tests/sandbox/test_adversarial08.py",
+    "tests/site/test_accessibility.py",
+    "tests/sandbox/test_adversarial.py",
+    "tests/grader/test_fastpath_paged.py",
+    "tests/grader/test_diagnosis.py",
+    "tests/site/test_browser.py",
+    "tests/unit08/test_u08_protocol.py",
+    "tests/test_run_tests.py",
+    "tests/unit08/test_u08_staff_cli.py",
+    "tests/site/test_browser_unit08.py",
+    "tests/sandbox/test_release.py",
+    "tests/sandbox/test_batch_hardening.py",
+)
+
+
+def _rank(item) -> int:
+    path = item.nodeid.split("::")[0]
+    return LONGEST_FIRST.index(path) if path in LONGEST_FIRST else len(LONGEST_FIRST)
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         mark = item.get_closest_marker("serial")
         if mark is not None and not mark.kwargs.get("reason"):
             raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.serial needs reason=...")
+    items.sort(key=_rank)  # stable: the rest keep their order
 
 
 @pytest.fixture(scope="session")

@@ -11,26 +11,33 @@ stand in for this package) and read one JSON document from its stdout.
 
 The answer keys are the unit's: a plug-in file named by ``notebook.answer_keys`` in unit.yaml
 (``labs/<unit>/...``) defines ``KEYS = {case: function(unit) -> dict}``; the helpers below
-(``reference_runs``, ``by_id``, ``max_gap``) serve it. Every key is computed at call time with
-the engine and the reference policies; none is stored.
+(``reference_runs``, ``by_id``, ``max_gap``) serve it. Every key is computed with the engine and
+the reference policies, then remembered in the staff's cache folder (``grader.checkcache``) under
+the hash of everything it is computed from (``key_inputs``): a notebook asks for the same key in
+several cells, and a class's notebooks all ask for it, so it is computed once per change of code
+or data, not once per cell.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import itertools
 import json
+import os
 import shutil
 import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from .. import reference
+from .. import checkcache, reference
 from ..cases import load_grading
 from ..grading.grade import GradingError, grade_submission
 from ..plugins import load_plugin
-from ..units import Unit, UnitError, load_unit
+from ..units import CODE_ROOT, Unit, UnitError, load_unit
+
+KEYS_KIND = "answer-keys"  # the cache folder's kind (grader.checkcache)
 
 
 def reference_runs(unit: Unit, trace: str, params: dict[str, dict], **device) -> dict[str, dict]:
@@ -69,11 +76,40 @@ def answer_keys(unit: Unit) -> dict[str, Callable[[Unit], dict]]:
 
 
 def answer_key(unit: Unit, case: str) -> dict:
-    """The answer key of one notebook case of ``unit``."""
+    """The answer key of one notebook case of ``unit`` (remembered: see the module's doc)."""
     cases = answer_keys(unit)
     if case not in cases:
         raise UnitError(f"unknown notebook case '{case}' (known: {', '.join(cases)})")
-    return cases[case](unit)
+    digest = key_inputs(unit, case)
+    if digest is None:
+        return cases[case](unit)
+    with checkcache.held(KEYS_KIND, digest):  # one process computes; the others read it
+        key = checkcache.recall_doc(KEYS_KIND, digest)
+        if key is None:
+            key = cases[case](unit)
+            checkcache.remember_doc(KEYS_KIND, digest, key)
+    return key
+
+
+def key_inputs(unit: Unit, case: str) -> str | None:
+    """A hash of everything an answer key is computed from: the case, the Python, and every file
+    of the staff code (``grader``, ``servesim``) and of the unit (its ``labs/`` folder with the
+    answer-key plug-in, the solutions, the lab folder, the traces). None when a file cannot be
+    read: then the key is computed, not remembered."""
+    digest = hashlib.sha256(f"{unit.id}\0{case}\0{sys.version}".encode())
+    roots = [CODE_ROOT / "grader", CODE_ROOT / "servesim"]
+    roots += [unit.unit_dir, unit.solutions_dir, unit.lab_dir, unit.traces_dir]
+    try:
+        for index, root in enumerate(roots):
+            for folder, subfolders, files in os.walk(root):
+                subfolders[:] = sorted(d for d in subfolders if d not in ("__pycache__", "runs"))
+                for name in sorted(files):
+                    path = Path(folder) / name
+                    label = f"{index}/{path.relative_to(root).as_posix()}"
+                    digest.update(b"\0" + label.encode() + b"\0" + path.read_bytes())
+    except OSError:
+        return None
+    return digest.hexdigest()
 
 
 def hidden_cases(unit: Unit) -> list[str]:

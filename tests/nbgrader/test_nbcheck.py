@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 
@@ -88,3 +89,25 @@ def test_policy_grading_refuses_a_link(tmp_path):
     done = nbcheck_cli("policies", "--submission", str(link))
     assert done.returncode == 2
     assert "not a regular file" in done.stderr
+
+
+def test_a_key_is_remembered_by_what_computes_it(tmp_path, monkeypatch):
+    """The stored key is the computed one; the same files elsewhere share it, and a changed
+    plug-in (one of the inputs) gets a key of its own."""
+    from grader import checkcache
+    from grader.units import labs_dir
+
+    monkeypatch.setenv(checkcache.CACHE_ENV, str(tmp_path / "cache"))
+    computed = nbcheck.answer_keys(UNIT)["mixed"](UNIT)
+    assert nbcheck.answer_key(UNIT, "mixed") == computed
+    digest = nbcheck.key_inputs(UNIT, "mixed")
+    assert checkcache.recall_doc(nbcheck.KEYS_KIND, digest) == computed
+    assert nbcheck.answer_key(UNIT, "mixed") == computed  # read back
+    assert digest != nbcheck.key_inputs(UNIT, "unseen")
+    labs = tmp_path / "labs"
+    shutil.copytree(labs_dir() / "unit07", labs / "unit07")
+    moved = load_unit("unit07", labs)
+    assert nbcheck.key_inputs(moved, "mixed") == digest
+    plugin = labs / "unit07" / "notebook" / "answer_keys.py"
+    plugin.write_text(plugin.read_text(encoding="utf-8") + "\n# changed\n", encoding="utf-8")
+    assert nbcheck.key_inputs(moved, "mixed") != digest

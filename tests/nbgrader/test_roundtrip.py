@@ -97,7 +97,12 @@ def wrong_files(unit) -> dict[str, str]:
     return reference_files(unit) | PLANS[unit.id].wrong_files(unit)
 
 
-@pytest.fixture(scope="session", params=UNITS)
+# One xdist group per unit: the tests of a course run on one worker, which autogrades it once
+# (a session fixture is made once per worker).
+@pytest.fixture(
+    scope="session",
+    params=[pytest.param(u, marks=pytest.mark.xdist_group(f"nbgrader-course-{u}")) for u in UNITS],
+)
 def course(request, tmp_path_factory) -> Course:
     unit = load_unit(request.param)
     root = tmp_path_factory.mktemp(f"course-{unit.id}")

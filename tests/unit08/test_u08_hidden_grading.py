@@ -130,6 +130,11 @@ def reference_report():
     return grade_submission(UNIT, UNIT.solutions_dir, runner=run_in_process)
 
 
+# The tests that read the reference's report run on one xdist worker, which grades it once.
+WITH_REFERENCE = pytest.mark.xdist_group("unit08-reference-report")
+
+
+@WITH_REFERENCE
 def test_reference_gets_full_marks_on_every_case(reference_report):
     assert reference_report.score == reference_report.max_score > 0
     failed = [c.id for c in reference_report.cases if c.status is not Status.PASSED]
@@ -235,6 +240,7 @@ def test_goodput_score_follows_the_stated_formula():
         assert score.goodput_per_s == pytest.approx(score.qualifying / span_s)
 
 
+@WITH_REFERENCE
 def test_better_policy_gets_full_points_and_a_higher_leaderboard_goodput(reference_report):
     ids = case_ids(kind=Kind.GOODPUT)
     better = grade_submission(UNIT, with_policies(BETTER), cases=ids, runner=run_in_process)
@@ -247,6 +253,7 @@ def test_better_policy_gets_full_points_and_a_higher_leaderboard_goodput(referen
     assert mine[LEADERBOARD_GOODPUT] > theirs[LEADERBOARD_GOODPUT]
 
 
+@WITH_REFERENCE
 def test_worse_policy_scores_its_goodput_share(reference_report):
     ids = case_ids(kind=Kind.GOODPUT)
     worse = grade_submission(UNIT, with_policies(WORSE), cases=ids, runner=run_in_process)
@@ -304,6 +311,7 @@ GRADESCOPE_LEADERBOARD = {
 }
 
 
+@WITH_REFERENCE
 def test_gradescope_results_carry_a_leaderboard_in_the_documented_format(reference_report):
     """Gradescope's leaderboard spec: a top-level ``leaderboard`` array of {name, value,
     optional order "asc"|"desc" (default desc)}."""

@@ -30,11 +30,13 @@ def _module(name: str):
 
 
 def answer_keys() -> dict:
-    """Every answer key of the notebook, computed now with the reference solution."""
+    """Every answer key of the notebook, computed with the reference solution (or remembered
+    from an earlier computation on the same code and files: ``grader.course.nbcheck``)."""
+    from grader.course import nbcheck
     from grader.units import load_unit
 
     unit = load_unit(UNIT)
-    return {case: function(unit) for case, function in _module("answer_keys").KEYS.items()}
+    return {case: nbcheck.answer_key(unit, case) for case in nbcheck.answer_keys(unit)}
 
 
 def build(keys: dict | None = None) -> nbformat.NotebookNode:
