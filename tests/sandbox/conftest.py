@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import shutil
 from pathlib import Path
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from grader import sandbox
-from grader.units import load_unit
+from grader.units import REPO_ROOT, load_unit
 
 ADVERSARIAL = Path(__file__).parent / "adversarial"
 ADVERSARIAL08 = Path(__file__).parent / "adversarial08"
@@ -39,12 +40,13 @@ def available_modes() -> list[str]:
 
 
 # The rlimits mode makes the repo's hidden traces and solutions private while a test runs
-# (chmod): its tests run one after another on one xdist worker (scripts/test.sh uses
-# --dist loadgroup), and tests that need the repo readable by other users are `serial`.
-RLIMITS_APART = pytest.mark.xdist_group("rlimits-mode-chmods-the-repo")
+# (chmod): ``private_material`` holds a lock across xdist workers for that time, so those tests
+# run one at a time whatever the scheduler does (pytest 9 ignores xdist's groups), and tests
+# that need the repo readable by other users are `serial`.
+MATERIAL_LOCK = REPO_ROOT / ".pytest_cache" / "rlimits-private-material.lock"
 
 
-@pytest.fixture(params=["bwrap", pytest.param("rlimits", marks=RLIMITS_APART)])
+@pytest.fixture(params=["bwrap", "rlimits"])
 def mode(request, monkeypatch, unit):
     """Run the test once per isolation mode the host supports: bwrap where it works; rlimits
     only as root (a dedicated uid), with the unit's hidden material made private for the test
@@ -73,7 +75,17 @@ def _in_mode(name: str, monkeypatch, unit):
 
 @contextlib.contextmanager
 def private_material(unit):
-    """The unit's hidden traces, golden files and solutions unreachable by other users."""
+    """The unit's hidden traces, golden files and solutions unreachable by other users, with
+    the lock held that keeps every other test process from doing the same meanwhile."""
+    MATERIAL_LOCK.parent.mkdir(exist_ok=True)
+    with open(MATERIAL_LOCK, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        with _private(unit):
+            yield
+
+
+@contextlib.contextmanager
+def _private(unit):
     folders = [p for p in (unit.traces_dir, unit.solutions_dir) if p.exists()]
     modes = {p: p.stat().st_mode & 0o7777 for p in folders}
     try:
