@@ -16,12 +16,12 @@ SLO relative to the reference's.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 
+from .jsonio import by_file, read_json
 from .schema import SchemaError, validate
 from .traces import metamorphic
 from .units import Unit, UnitError
@@ -114,8 +114,21 @@ class GradingConfig:
         return tuple(seen)
 
 
+_GRADINGS: dict[str, GradingConfig] = {}  # repr of what a grading is parsed from -> it
+
+
 def load_grading(unit: Unit) -> GradingConfig:
-    """The unit's graded cases; raises ``UnitError`` naming the first bad entry."""
+    """The unit's graded cases; raises ``UnitError`` naming the first bad entry.
+
+    Parsed once per content of unit.yaml (every submission of a batch asks again)."""
+    key = repr((unit.id, unit.doc, unit.policies))
+    if key not in _GRADINGS:
+        _GRADINGS.clear()  # one unit at a time in practice: keep no more than one
+        _GRADINGS[key] = _parse_grading(unit)
+    return _GRADINGS[key]
+
+
+def _parse_grading(unit: Unit) -> GradingConfig:
     doc = unit.doc.get("grading")
     where = f"labs/{unit.id}/unit.yaml: grading"
     if not isinstance(doc, dict) or not isinstance(doc.get("cases"), list) or not doc["cases"]:
@@ -219,10 +232,17 @@ def trace_path(unit: Unit, case: Case) -> Path:
 
 
 def sha256_file(path: Path) -> str:
+    return by_file(path, _sha256)
+
+
+def _sha256(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def case_trace_doc(unit: Unit, case: Case) -> dict:
-    """The trace document the case runs on (transformed when the case says so)."""
-    doc = json.loads(trace_path(unit, case).read_text(encoding="utf-8"))
-    return case.transform.apply(doc) if case.transform else doc
+    """The trace document the case runs on (transformed when the case says so); read-only,
+    as it is shared by every submission graded in this process."""
+    path = trace_path(unit, case)
+    if case.transform is None:
+        return by_file(path, read_json)
+    return by_file(path, lambda p: case.transform.apply(read_json(p)), case.transform)

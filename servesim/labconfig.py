@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,8 +59,23 @@ class LabConfig:
         return next((p for p in self.parts if wanted in p.functions), None)
 
 
+_LOADED: dict = {}  # lab.json path -> (its inode, size and mtime, the LabConfig)
+
+
 def load_lab(folder: Path = LAB_DIR) -> LabConfig:
-    doc = json.loads((Path(folder) / "lab.json").read_text(encoding="utf-8"))
+    """The lab folder's ``lab.json``, read again only when the file changed. The grader's case
+    runner loads it before it forks a process per case, so no case pays for it again."""
+    path = Path(folder) / "lab.json"
+    info = os.stat(path)
+    signature = (info.st_ino, info.st_size, info.st_mtime_ns)
+    known = _LOADED.get(str(path))
+    if known is None or known[0] != signature:
+        known = _LOADED[str(path)] = (signature, _read_lab(path, Path(folder)))
+    return known[1]
+
+
+def _read_lab(path: Path, folder: Path) -> LabConfig:
+    doc = json.loads(path.read_text(encoding="utf-8"))
     return LabConfig(
         unit=doc["unit"],
         title=doc["title"],
@@ -69,7 +85,7 @@ def load_lab(folder: Path = LAB_DIR) -> LabConfig:
             for p in doc["policies"]
         ),
         public_traces=tuple(doc["publicTraces"]),
-        folder=Path(folder),
+        folder=folder,
         extended_runs=doc.get("runFile", "basic") == "extended",
         parts=tuple(
             LabPart(p["id"], p["number"], p["title"], p["kind"], tuple(p["functions"]))

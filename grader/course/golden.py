@@ -17,7 +17,7 @@ from pathlib import Path
 
 from .. import reference
 from ..cases import Case, Kind, case_trace_doc, load_grading, sha256_file, trace_path
-from ..jsonio import write_text_atomic
+from ..jsonio import by_file, read_json, write_text_atomic
 from ..units import Unit, UnitError
 from . import labels
 
@@ -190,7 +190,7 @@ def load_golden(unit: Unit, case: Case) -> dict:
     if not path.is_file():
         raise UnitError(f"golden file for case '{case.id}' is missing ({hint})")
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = by_file(path, read_json)  # shared by every submission: read-only
     except (OSError, ValueError) as exc:
         raise UnitError(f"{_rel(path)}: unreadable golden file ({exc})") from None
     servesim = reference.engine(unit)

@@ -81,6 +81,19 @@ def build_parser(lab: LabConfig, prog: str = "simulate.py") -> argparse.Argument
     return parser
 
 
+_PARSER: list = []  # [(lab, prog, parser)]: the last one built in this process
+
+
+def parser_for(lab: LabConfig, prog: str = "simulate.py") -> argparse.ArgumentParser:
+    """``build_parser(lab, prog)``, built once per process for an equal lab. The grader's case
+    runner builds it before it forks a process per case, so no case pays for it again."""
+    if _PARSER and _PARSER[0][0] == lab and _PARSER[0][1] == prog:
+        return _PARSER[0][2]
+    parser = build_parser(lab, prog)
+    _PARSER[:] = [(lab, prog, parser)]
+    return parser
+
+
 def _every(lab: LabConfig) -> str:
     """The --policy value that selects every policy: unit 07 has two ("both"), later units more."""
     return "all" if lab.extended_runs else "both"
@@ -266,7 +279,7 @@ def main(
     run file's text as ``runfile.dumps`` makes it (a faster encoder of the same JSON); a lab
     passes ``report(setup, run) -> lines``, its own summary of each run under a protocol."""
     lab = load_lab(lab_dir) if lab_dir else load_lab()
-    parser = build_parser(lab)
+    parser = parser_for(lab)
     args = parser.parse_args(argv)
     if args.list_faults:
         print_faults()
