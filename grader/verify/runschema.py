@@ -81,23 +81,33 @@ _KEYWORDS = {
     "prefixItems",
     "minItems",
     "maxItems",
+    "if",
+    "then",
+    "else",
 } | ANNOTATIONS
+_DECIDED = {"type", "required"} | ANNOTATIONS  # an ``if`` whose answer _holds knows both ways
 
 
 def _passes(schema, value) -> bool:
     """True only where ``value`` certainly satisfies ``schema``; False where it fails, or where
     the schema uses a keyword not restated here (the validator then decides). Each keyword is
     checked as Draft 2020-12 states it, on the values a JSON parser makes."""
+    if schema is True:
+        return True
     if not isinstance(schema, dict) or not schema.keys() <= _KEYWORDS:
         return False
+    if "if" in schema:
+        holds = _holds(schema["if"], value)
+        if holds is None or not _passes(schema.get("then" if holds else "else", True), value):
+            return False
     kinds = schema.get("type")
     if kinds is not None:
         kinds = [kinds] if isinstance(kinds, str) else kinds
         if not any(_is(kind, value) for kind in kinds):
             return False
-    if "enum" in schema and not _same_string(value, schema["enum"]):
+    if "enum" in schema and not _same(value, schema["enum"]):
         return False
-    if "const" in schema and not _same_string(value, [schema["const"]]):
+    if "const" in schema and not _same(value, [schema["const"]]):
         return False
     if type(value) in (int, float):
         if not math.isfinite(value):
@@ -115,10 +125,26 @@ def _passes(schema, value) -> bool:
     return True
 
 
-def _same_string(value, allowed: list) -> bool:
-    """``value`` is a string equal to one of ``allowed`` (strings only: other kinds of
-    equality are left to the validator)."""
-    return type(value) is str and all(type(a) is str for a in allowed) and value in allowed
+def _holds(schema, value) -> bool | None:
+    """Whether ``value`` satisfies ``schema``, for a schema of ``type`` and ``required`` only
+    (the condition of an ``if``); None for any other schema."""
+    if not isinstance(schema, dict) or not schema.keys() <= _DECIDED:
+        return None
+    kinds = schema.get("type")
+    if kinds is not None:
+        kinds = [kinds] if isinstance(kinds, str) else kinds
+        if not any(_is(kind, value) for kind in kinds):
+            return False
+    return type(value) is not dict or all(name in value for name in schema.get("required", []))
+
+
+def _same(value, allowed: list) -> bool:
+    """``value`` equals one of ``allowed``, both strings or both numbers (JSON Schema compares
+    numbers by value: 1 equals 1.0; booleans and other kinds are left to the validator)."""
+    if type(value) is str:
+        return all(type(a) is str for a in allowed) and value in allowed
+    numbers = (int, float)
+    return type(value) in numbers and all(type(a) in numbers for a in allowed) and value in allowed
 
 
 def _list_passes(schema: dict, value: list) -> bool:
@@ -174,6 +200,8 @@ def validate_run_file(unit: Unit, document) -> str | None:
     entries costs no more than one with a few.
     """
     validator = _validator(str(unit.lab_dir / "schemas"))
+    if _passes(validator.schema, document):  # certainly valid: no error to look for
+        return None
     from jsonschema.exceptions import best_match
 
     error = best_match(itertools.islice(validator.iter_errors(document), ERRORS_WEIGHED))

@@ -102,11 +102,14 @@ def test_the_shortcut_finds_the_plain_validators_errors(tmp_path, unit, argv, fm
     fast = runschema._validator(str(unit.lab_dir / "schemas"))
     plain = Draft202012Validator(fast.schema)
     assert errors(fast, document) == errors(plain, document) == []
+    assert runschema._passes(fast.schema, document)  # a valid file skips the validator
     rng = random.Random(f"{unit.id}-{fmt}-{argv[1]}")
     failing = 0
     for _ in range(CHANGES):
         doc = changed(document, rng)
         want = errors(plain, doc)
         assert errors(fast, doc) == want
+        if runschema._passes(fast.schema, doc):  # the whole-file shortcut is never wrong
+            assert want == []
         failing += bool(want)
     assert failing > CHANGES // 5  # most changes break the file: the comparison covers errors
