@@ -43,6 +43,7 @@ from ..sandbox import (
     SandboxError,
     require_safe_isolation,
     run_cases,
+    scratch_dir,
 )
 from ..units import Unit, UnitError, load_unit
 from .judging import JudgeJob, JudgeLimits, judge_cases
@@ -253,7 +254,7 @@ def _run_all_cases(
     deadline.
     """
     selected = sorted(selected, key=lambda case: case.hidden)
-    with tempfile.TemporaryDirectory(prefix="infralab-traces-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="infralab-traces-", dir=scratch_dir()) as tmp:
         runs = []
         for number, case in enumerate(selected):
             path = Path(tmp) / f"trace-{number}.json"

@@ -42,7 +42,7 @@ sandbox).
 
 from .bwrap import CASE_DIR, OUT_DIR
 from .bytecode import warm as warm_bytecode
-from .host import MODE_ENV, isolation_mode, reachable_by_others, require_safe_isolation
+from .host import MODE_ENV, isolation_mode, reachable_by_others, require_safe_isolation, scratch_dir
 from .host import plan as _plan
 from .host import world_usable as _world_usable
 from .multicase import CaseRun, run_cases
@@ -68,5 +68,6 @@ __all__ = [
     "require_safe_isolation",
     "run_cases",
     "run_simulation",
+    "scratch_dir",
     "warm_bytecode",
 ]

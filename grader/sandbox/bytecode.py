@@ -22,6 +22,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from .host import scratch_dir
+
 _compiled: dict[Path, Path] = {}  # lab folder -> folder holding its bytecode, same layout
 LEFT_OUT = ("tests", "runs")  # top-level folders never copied into a case folder
 
@@ -32,7 +34,7 @@ def warm(lab_dir: Path) -> None:
     lab_dir = Path(lab_dir).resolve()
     if lab_dir in _compiled:
         return
-    out = Path(tempfile.mkdtemp(prefix="infralab-pyc-"))
+    out = Path(tempfile.mkdtemp(prefix="infralab-pyc-", dir=scratch_dir()))
     atexit.register(shutil.rmtree, out, True)
     for source in sorted(lab_dir.rglob("*.py")):
         relative = source.relative_to(lab_dir)

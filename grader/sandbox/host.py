@@ -25,6 +25,25 @@ from .rlimits import launcher
 from .uids import become_subreaper, hand_over, kill_uid, own_tasks, reserved_uid
 
 MODE_ENV = "INFRALAB_SANDBOX"  # "auto" (default), "bwrap" (required) or "rlimits" (fallback)
+MEMORY_SCRATCH = "/dev/shm"
+SCRATCH_FREE = 256 << 20  # bytes the memory-backed folder must have free to be used
+
+
+@functools.cache
+def scratch_dir() -> str | None:
+    """Where each submission's case folder and case inputs are written: ``/dev/shm`` where it
+    is a writable folder in memory with room to spare and ``TMPDIR`` names no other place, so
+    the hundred-odd files of a case folder cost no disk journal (about three times less CPU
+    than on a disk); None (Python's temp folder) elsewhere. The folders made there are as
+    private as in ``/tmp``: ``tempfile`` makes them 0700."""
+    if os.environ.get("TMPDIR"):
+        return None
+    try:
+        info = os.statvfs(MEMORY_SCRATCH)
+    except OSError:
+        return None
+    room = info.f_bavail * info.f_frsize >= SCRATCH_FREE
+    return MEMORY_SCRATCH if room and os.access(MEMORY_SCRATCH, os.W_OK | os.X_OK) else None
 
 
 @dataclass(frozen=True)

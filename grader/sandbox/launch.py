@@ -23,7 +23,7 @@ from pathlib import Path
 
 from . import bytecode
 from .bwrap import CASE_DIR, OUT_DIR, child_env
-from .host import current_plan
+from .host import current_plan, scratch_dir
 from .output import tail_text
 from .results import Limits, Raw, SandboxError
 from .rlimits import launcher
@@ -76,7 +76,8 @@ def launch(
         )
     with contextlib.ExitStack() as stack:
         uid = stack.enter_context(reserved_uid()) if plan.drop_uid else None
-        root = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="infralab-case-")))
+        folder = tempfile.TemporaryDirectory(prefix="infralab-case-", dir=scratch_dir())
+        root = Path(stack.enter_context(folder))
         private = root / "work"  # owned by the child's uid; the grader's own files stay outside
         private.mkdir(mode=0o711 if uid is not None else 0o700)
         case = prepare_case(private, lab_dir, submission_files, extra)
