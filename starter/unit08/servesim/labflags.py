@@ -9,7 +9,6 @@ field that is wrong.
 from __future__ import annotations
 
 import argparse
-import math
 from dataclasses import dataclass, replace
 
 from .arrivals import ClosedLoop
@@ -18,10 +17,7 @@ from .load import ClosedLoad, LoadError, open_loop, parse_load
 from .protocol import Protocol, ProtocolError, load_protocol
 from .tiers import TierError, check_budget, load_tier
 from .trace import Trace
-
-
-class UsageError(Exception):
-    pass
+from .usage import UsageError, non_negative
 
 
 @dataclass(frozen=True)
@@ -107,17 +103,6 @@ CONTEXT_FLAGS = {
 def _field(flag: str) -> str:
     head, *rest = flag.lstrip("-").split("-")
     return head + "".join(part.title() for part in rest)
-
-
-def non_negative(text: str) -> float:
-    """A finite number >= 0 (a cost in ms), as argparse's ``type``."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
-    return value
 
 
 def _device_flags(args, device: DeviceProfile) -> DeviceProfile:
