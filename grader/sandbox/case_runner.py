@@ -41,6 +41,7 @@ import shutil
 import signal
 import stat
 import sys
+import traceback  # imported here, once, not by every case that fails
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SIMULATE = "simulate.py"  # other given scripts get --input instead of --trace
@@ -130,8 +131,6 @@ def _call(main, argv):
         print(exc.code, file=sys.stderr)
         return 1
     except BaseException:
-        import traceback
-
         traceback.print_exc()
         return 1
 
