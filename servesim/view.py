@@ -59,9 +59,17 @@ class SchedulerView:
     memo: dict = field(default_factory=dict)
     tally: Tally | None = field(default=None, repr=False)  # engine-kept totals
     live: Mapping[str, Sequence] | None = field(default=None, repr=False)  # id -> sequence
-    # holders without a first token, in the order they began (engine-kept; None: from waiting)
-    prefilling: SeqView | tuple[Sequence, ...] | None = field(default=None, repr=False)
+    # every holder in the order of its (re)admission (engine-kept; None: from the queues)
+    holding: SeqView | tuple[Sequence, ...] | None = field(default=None, repr=False)
     swapped: SeqView | tuple[Sequence, ...] = ()
+
+    def at(self, now_ms: float, previous: Batch | None) -> SchedulerView:
+        """The same view at another decision point: another time and previous batch. What the
+        engine builds every step; copying the fields is much faster than setting each frozen
+        field anew."""
+        view = object.__new__(SchedulerView)
+        view.__dict__.update(self.__dict__, now_ms=now_ms, previous=previous)
+        return view
 
     def _tally(self, pages: bool = True) -> Tally:
         if self.tally is not None and (self.tally.pages_kept or not pages):
@@ -82,9 +90,9 @@ class SchedulerView:
         through its prefill (as ``budgeted`` and ``paged`` do), that is ``running`` followed by
         the partial prefill, if any.
         """
-        partial = self.prefilling
-        if partial is None:
-            partial = [s for s in self.waiting if s.holds_kv]
+        if self.holding is not None:
+            return tuple(self.holding)
+        partial = [s for s in self.waiting if s.holds_kv]
         return tuple(sorted((*self.running, *partial), key=lambda s: s.prefill_start))
 
     @property
@@ -127,14 +135,15 @@ class SchedulerView:
     def violation(self, batch: Batch) -> str | None:
         """Why ``batch`` would break B, K, M or the host pool now (None: it fits). Ids must be
         valid."""
+        sequence = self.sequence if self.live is None else self.live.__getitem__
         pages = self.device.kv_pages is not None
 
         def caches(ids):
-            return [self.sequence(rid).context_tokens for rid in ids]
+            return [sequence(rid).context_tokens for rid in ids]
 
-        growth = [(self.sequence(c.id).context_tokens, c.tokens) for c in batch.prefill]
+        growth = [(sequence(c.id).context_tokens, c.tokens) for c in batch.prefill]
         if pages:  # a decode never adds a holder: it matters for the pages only
-            growth += [(self.sequence(rid).context_tokens, 1) for rid in batch.decode]
+            growth += [(sequence(rid).context_tokens, 1) for rid in batch.decode]
         t = self._tally(pages)
         after = rules.occupancy_after(
             self.device,

@@ -126,8 +126,9 @@ def paged(view: SchedulerView, budget: int) -> Batch:
     done = 0  # holders given their tokens so far
     while done < len(walk) and left > 0:
         seq = walk[done]
-        tokens = min(seq.remaining_prefill, left) if seq.remaining_prefill else 1
-        grow = device.pages_for(seq.context_tokens + tokens) - device.pages_for(seq.context_tokens)
+        remaining, cached = seq.remaining_prefill, seq.context_tokens
+        tokens = min(remaining, left) if remaining else 1
+        grow = device.pages_for(cached + tokens) - device.pages_for(cached)
         while pool is not None and grow > free and walk[-1] is not seq:
             victim = walk.pop()
             preempt.append(victim.id)
@@ -136,7 +137,7 @@ def paged(view: SchedulerView, budget: int) -> Batch:
             preempt.append(walk.pop().id)
             break
         free -= grow
-        if seq.remaining_prefill:
+        if remaining:
             chunks.append(PrefillChunk(seq.id, tokens))
         else:
             decode.append(seq.id)

@@ -37,8 +37,10 @@ class Batch:
 
     def __post_init__(self):
         # Accept lists from policy code; keep the batch immutable.
-        for name in ("decode", "prefill", "preempt", "swap_out", "swap_in"):
-            object.__setattr__(self, name, tuple(getattr(self, name)))
+        for name in _MEMBERS:
+            value = getattr(self, name)
+            if type(value) is not tuple:
+                object.__setattr__(self, name, tuple(value))
 
     @classmethod
     def decode_of(cls, seqs) -> Batch:
@@ -67,3 +69,6 @@ class Batch:
     def moved(self) -> tuple[str, ...]:
         """The sequences whose pages this step moves between device and host."""
         return (*self.swap_out, *self.swap_in)
+
+
+_MEMBERS = ("decode", "prefill", "preempt", "swap_out", "swap_in")

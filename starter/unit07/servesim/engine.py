@@ -26,7 +26,7 @@ class PolicyError(RuntimeError):
     """The policy returned something the device cannot run; the message says what."""
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # not frozen: one per step, and frozen fields are slow to set
 class Event:
     """One submission as it ran: when, and what it held."""
 
@@ -76,13 +76,13 @@ def simulate(
     page pool may reject a request at arrival; ``closed`` replaces the trace's arrivals.
     """
     arrivals = Arrivals(trace, closed)
-    state = EngineState(device, arrivals)
+    state = EngineState(device, arrivals, budget)
     needs_context = execute is not None or rules.reads_context(device)
     events: list[Event] = []
-    clock, previous, memo = 0.0, None, {}
+    clock, previous = 0.0, None
 
     while arrivals or state.live:
-        view = state.view(clock, previous, budget, memo)
+        view = state.view(clock, previous)
         state.admit_arrivals(clock, view, queue_cap, admit)
         if previous is not None:  # a step just ended here
             state.cancel_expired(clock)
@@ -120,52 +120,65 @@ def check_batch(batch, view: SchedulerView, measured: bool = False) -> tuple[int
     """
     if not isinstance(batch, Batch):
         raise PolicyError(f"the policy must return a Batch, got {type(batch).__name__}")
-    at = f"at {view.now_ms:.2f} ms"
     if not batch.decode and not batch.prefill:  # a step that only moves pages is empty too
-        raise PolicyError(f"empty batch {at} although work is waiting")
-    decoded = set(batch.decode)  # a sequence swapped in may decode in the same step
+        raise PolicyError(f"empty batch {_at(view)} although work is waiting")
     ids = [*batch.ids, *batch.preempt, *batch.swap_out]
-    ids += [rid for rid in batch.swap_in if rid not in decoded]
+    if batch.swap_in:  # a sequence swapped in may decode in the same step
+        ids += [rid for rid in batch.swap_in if rid not in batch.decode]
     if len(set(ids)) != len(ids) or len(set(batch.swap_in)) != len(batch.swap_in):
-        raise PolicyError(f"a request appears twice in the batch {at}")
+        raise PolicyError(f"a request appears twice in the batch {_at(view)}")
     if measured and batch.moved:
-        raise PolicyError(f"swap {at}: the real-device runner does not model a host pool")
+        raise PolicyError(f"swap {_at(view)}: the real-device runner does not model a host pool")
     live = view.live
     if live is None:
         live = {s.id: s for s in (*view.waiting, *view.running, *view.swapped)}
     for rid in batch.preempt:
         if rid not in live or not live[rid].holds_kv:
-            raise PolicyError(f"preempt of '{rid}' {at}: it holds no KV cache")
+            raise PolicyError(f"preempt of '{rid}' {_at(view)}: it holds no KV cache")
     for rid in batch.swap_out:
-        if rid not in live or live[rid].phase is not Phase.DECODE:
-            raise PolicyError(f"swap out of '{rid}' {at}: only a running sequence can be swapped")
+        if rid not in live or live[rid].phase is not _DECODE:
+            raise PolicyError(
+                f"swap out of '{rid}' {_at(view)}: only a running sequence can be swapped"
+            )
     for rid in batch.swap_in:
-        if rid not in live or live[rid].phase is not Phase.SWAPPED:
-            raise PolicyError(f"swap in of '{rid}' {at}: it is not swapped out")
+        if rid not in live or live[rid].phase is not _SWAPPED:
+            raise PolicyError(f"swap in of '{rid}' {_at(view)}: it is not swapped out")
     for rid in batch.decode:
-        phase = live[rid].phase if rid in live else None
-        if phase is Phase.SWAPPED and rid not in batch.swap_in:
-            raise PolicyError(f"decode of '{rid}' {at}: it is swapped out (swap it in first)")
-        if phase not in (Phase.DECODE, Phase.SWAPPED):
-            raise PolicyError(f"decode of '{rid}' {at}: it is not running")
+        seq = live.get(rid)
+        if seq is None or seq.phase is not _DECODE:  # only a swapped one swapped in may decode
+            phase = None if seq is None else seq.phase
+            if phase is _SWAPPED and rid not in batch.swap_in:
+                raise PolicyError(
+                    f"decode of '{rid}' {_at(view)}: it is swapped out (swap it in first)"
+                )
+            if phase is not _SWAPPED:
+                raise PolicyError(f"decode of '{rid}' {_at(view)}: it is not running")
     starts = []
     for chunk in batch.prefill:
         seq = live.get(chunk.id)
-        if seq is None or seq.phase is not Phase.PREFILL:
+        if seq is None or seq.phase is not _PREFILL:
             raise PolicyError(
-                f"prefill of '{chunk.id}' {at}: it has not arrived or needs no prefill"
+                f"prefill of '{chunk.id}' {_at(view)}: it has not arrived or needs no prefill"
             )
         ok = isinstance(chunk.tokens, int) and 1 <= chunk.tokens <= seq.remaining_prefill
         if not ok:
             raise PolicyError(
-                f"prefill of '{chunk.id}' {at}: {chunk.tokens!r} tokens, "
+                f"prefill of '{chunk.id}' {_at(view)}: {chunk.tokens!r} tokens, "
                 f"must be 1..{seq.remaining_prefill}"
             )
         starts.append(seq.prefilled)
     problem = view.violation(batch)
     if problem is not None:
-        raise PolicyError(f"batch {at}: {problem}")
+        raise PolicyError(f"batch {_at(view)}: {problem}")
     return tuple(starts)
+
+
+def _at(view: SchedulerView) -> str:
+    return f"at {view.now_ms:.2f} ms"
+
+
+# Looked up once: reading a member off an Enum class is slow where every step does it.
+_PREFILL, _DECODE, _SWAPPED = Phase.PREFILL, Phase.DECODE, Phase.SWAPPED
 
 
 __all__ = ["ClosedLoop", "Event", "PolicyError", "SchedulerView", "Timeline", "rules", "simulate"]

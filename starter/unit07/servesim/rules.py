@@ -135,6 +135,7 @@ def step_duration_ms(device, batch, context: Mapping[str, int]) -> float:
 
 
 def pages_for(device, tokens: int) -> int:
+    """KV pages that ``tokens`` cached positions take (``DeviceProfile.pages_for``)."""
     return math.ceil(tokens / device.page_tokens)
 
 
@@ -163,7 +164,7 @@ def emits_on_prefill(prefilled_before: int, tokens: int, target: int) -> bool:
     return prefilled_before < target <= prefilled_before + tokens
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # not frozen: every step builds two, and frozen fields are slow to set
 class Occupancy:
     """What the holders of KV take: how many there are and their pages, and the host pages of
     the swapped-out sequences."""

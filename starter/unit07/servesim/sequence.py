@@ -126,7 +126,9 @@ class Sequence:
             self.token_times_ms.append(end_ms)
         return emits
 
-    def take_decode(self, end_ms: float) -> None:
-        """One decode: the newest token's position enters the cache, the next token comes out."""
+    def take_decode(self, end_ms: float) -> bool:
+        """One decode: the newest token's position enters the cache, the next token comes out.
+        True when that was the last token of its output."""
         self.decodes += 1
         self.token_times_ms.append(end_ms)
+        return len(self.token_times_ms) == self.output_tokens

@@ -21,32 +21,37 @@ from .view import SchedulerView, Tally
 
 
 class EngineState:
-    def __init__(self, device: DeviceProfile, arrivals: Arrivals):
+    def __init__(self, device: DeviceProfile, arrivals: Arrivals, budget: int | None = None):
         self.device = device
         self.arrivals = arrivals
         self.waiting = WaitingQueue()
         self.running: list[Sequence] = []  # first token out, in the order they got it
-        self.prefilling: dict[str, Sequence] = {}  # hold KV, no first token yet (by start)
+        # every holder of KV in the order of its (re)admission: a dict keeps insertion order
+        self.holding: dict[str, Sequence] = {}
         self.live: dict[str, Sequence] = {}  # arrived and not finished, by id
         self.swapped: list[Sequence] = []  # on the host pool, in the order they left (31.6)
         self.tally = Tally(pages_kept=device.kv_pages is not None)
         self._deadlines: list[tuple[float, int, Sequence]] = []
         self._starts = 0  # prefills begun so far (Sequence.prefill_start)
-
-    def view(self, clock: float, previous, budget, memo: dict) -> SchedulerView:
-        return SchedulerView(
-            clock,
+        # the queues' views are lazy, so one view serves every step, at its time (``view``)
+        self._view = SchedulerView(
+            0.0,
             self.waiting.view(),
             SeqView(self.running),
-            previous,
-            self.device,
+            None,
+            device,
             budget,
-            memo,
+            {},  # the policy's memo, one per run
             self.tally,
             self.live,
-            SeqView(self.prefilling.values()),
+            SeqView(self.holding.values()),
             SeqView(self.swapped),
         )
+
+    def view(self, clock: float, previous: Batch | None) -> SchedulerView:
+        """What the policy sees at ``clock``, after ``previous`` (None: at the start or after
+        idling)."""
+        return self._view.at(clock, previous)
 
     # -- arrivals ---------------------------------------------------------------------------
 
@@ -90,6 +95,7 @@ class EngineState:
             self._swap_out(live[rid])
         for rid in batch.swap_in:
             self._swap_in(live[rid])
+        done = []  # sequences that emitted their last token
         for chunk in batch.prefill:
             seq = live[chunk.id]
             if seq.prefilled == 0:
@@ -99,16 +105,16 @@ class EngineState:
                 tally.pages += rules.pages_added(device, seq.context_tokens, chunk.tokens)
             if seq.take_prefill(chunk.tokens, end):
                 self.waiting.remove(seq)
-                del self.prefilling[seq.id]
                 seq.phase = Phase.DECODE
                 self.running.append(seq)
-        done = [live[c.id] for c in batch.prefill if _completed(live[c.id])]
+                if seq.remaining_output == 0:
+                    done.append(seq)
+        pages_kept = tally.pages_kept
         for rid in batch.decode:
             seq = live[rid]
-            if tally.pages_kept:
+            if pages_kept:
                 tally.pages += rules.pages_added(device, seq.context_tokens, 1)
-            seq.take_decode(end)
-            if seq.generated == seq.output_tokens:
+            if seq.take_decode(end):
                 done.append(seq)
         self._finish(done, end)
 
@@ -153,12 +159,12 @@ class EngineState:
     def _hold(self, seq: Sequence, start_ms: float) -> None:
         seq.prefill_start_ms = start_ms
         self._take_slot(seq)
-        self.prefilling[seq.id] = seq
 
     def _take_slot(self, seq: Sequence) -> None:
         """``seq`` starts holding KV: (re)admitted now, after every current holder."""
         seq.prefill_start = self._starts
         self._starts += 1
+        self.holding[seq.id] = seq
         self.tally.active += 1
         if self.tally.pages_kept:
             self.tally.reserved += self.device.pages_for(seq.reservation_tokens)
@@ -166,7 +172,7 @@ class EngineState:
     def _release(self, seq: Sequence) -> None:
         if seq.prefilled == 0 or seq.phase is Phase.SWAPPED:
             return
-        self.prefilling.pop(seq.id, None)
+        del self.holding[seq.id]
         self.tally.active -= 1
         if self.tally.pages_kept:
             self.tally.pages -= self.device.pages_for(seq.context_tokens)
@@ -176,7 +182,3 @@ class EngineState:
         seq.status, seq.status_ms, seq.phase = status, at_ms, Phase.FINISHED
         self.live.pop(seq.id, None)
         self.arrivals.left(seq, at_ms)
-
-
-def _completed(seq: Sequence) -> bool:
-    return seq.phase is Phase.DECODE and seq.remaining_output == 0
