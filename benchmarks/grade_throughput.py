@@ -7,8 +7,9 @@
 Submissions cycle through correct (the reference), wrong (the mutant corpus) and crashing
 ones (a policy that raises, one that exits at import, the untouched starter). Each repeat
 grades all of them with ``infralab grade``'s batch path (``--jobs`` processes, default the
-number of cores) and prints per-submission latency (median, p90), submissions per minute, and
-the CPU time per submission, with the rate that gives on this many idle cores; the summary
+batch's own: the number of cores plus one) and prints per-submission latency (median, p90),
+submissions per minute, and the CPU time per submission, with the rate that gives on this many
+idle cores; the summary
 gives the median over repeats. The CPU time is exact where the benchmark can put itself in
 a cgroup of its own (root): its processes only, sandboxed children included, so the capacity
 figure holds while other work shares the host; elsewhere it is the whole host's time (an
@@ -219,7 +220,7 @@ def hostile(unit, limits) -> None:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=120)
-    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--jobs", type=int, default=None, help="default: the batch's own")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--profile", type=int, default=12, help="submissions to profile (0: skip)")
     parser.add_argument(
@@ -232,6 +233,7 @@ def main(argv=None) -> int:
         "time, and print the worst-case time",
     )
     args = parser.parse_args(argv)
+    args.jobs = args.jobs or batch.default_jobs()
     unit = load_unit("unit07")
     grading_config = load_grading(unit)
     cases = len(grading_config.cases)

@@ -114,7 +114,7 @@ def add_grade(commands) -> None:
         type=int,
         metavar="N",
         help="several submissions: how many are graded at once (default: the number of "
-        "cores); one submission runs its cases one after another",
+        "cores plus one); one submission runs its cases one after another",
     )
     grade.add_argument(
         "--staff",
