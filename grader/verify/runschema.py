@@ -100,11 +100,8 @@ def _passes(schema, value) -> bool:
         holds = _holds(schema["if"], value)
         if holds is None or not _passes(schema.get("then" if holds else "else", True), value):
             return False
-    kinds = schema.get("type")
-    if kinds is not None:
-        kinds = [kinds] if isinstance(kinds, str) else kinds
-        if not any(_is(kind, value) for kind in kinds):
-            return False
+    if not _of_type(schema, value):
+        return False
     if "enum" in schema and not _same(value, schema["enum"]):
         return False
     if "const" in schema and not _same(value, [schema["const"]]):
@@ -130,12 +127,18 @@ def _holds(schema, value) -> bool | None:
     (the condition of an ``if``); None for any other schema."""
     if not isinstance(schema, dict) or not schema.keys() <= _DECIDED:
         return None
-    kinds = schema.get("type")
-    if kinds is not None:
-        kinds = [kinds] if isinstance(kinds, str) else kinds
-        if not any(_is(kind, value) for kind in kinds):
-            return False
+    if not _of_type(schema, value):
+        return False
     return type(value) is not dict or all(name in value for name in schema.get("required", []))
+
+
+def _of_type(schema: dict, value) -> bool:
+    """``value`` is of one of the schema's ``type`` kinds (any kind when it names none)."""
+    kinds = schema.get("type")
+    if kinds is None:
+        return True
+    kinds = [kinds] if isinstance(kinds, str) else kinds
+    return any(_is(kind, value) for kind in kinds)
 
 
 def _same(value, allowed: list) -> bool:
