@@ -8,9 +8,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # The estimate, before anything starts: the last whole passing run on this machine, else what a
-# fresh clone took on 2 cores shared with other work (measured; the setup is mostly installs: PyTorch).
-FRESH_SETUP_S=220
-FRESH_TESTS_S=1670
+# fresh clone took on 2 otherwise idle cores (measured; the setup is mostly installs: PyTorch).
+FRESH_SETUP_S=140
+FRESH_TESTS_S=880
 last=.pytest_cache/infralab-test-seconds
 cores=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
 minutes() { echo $(( ($1 + 59) / 60 )); }
@@ -20,7 +20,8 @@ if [ -s "$last" ] && [ -x .venv/bin/python ]; then
 else
   echo "[test] this will take about $(minutes $((FRESH_SETUP_S + FRESH_TESTS_S))) min:" \
     "about $(minutes "$FRESH_SETUP_S") min of setup and $(minutes "$FRESH_TESTS_S") min of tests," \
-    "as measured on a fresh clone on 2 busy cores; less with more (this machine: $cores)"
+    "as measured on a fresh clone on 2 idle cores; more while other work shares them, less with more" \
+    "cores (this machine: $cores)"
 fi
 
 bash scripts/setup.sh test
