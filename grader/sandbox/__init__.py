@@ -4,12 +4,13 @@ Interface used by grading (keep it stable):
 
     run_simulation(lab_dir, submission_files, trace_path, argv, limits) -> ChildResult
     run_cases(lab_dir, submission_files, runs, limits) -> list[ChildResult]
-    warm_bytecode(lab_dir)  # once, before a batch forks its workers
+    warm_template(lab_dir)  # once, before a batch forks its workers
 
-Per call, a fresh private temp folder gets a pristine copy of the lab folder (its ``tests``
-left out), the student's editable files and the runner (``case_runner.py``); the cases' traces
-are sent to it one at a time. It runs in a child process that is, depending on what the host
-allows (see ``docs/sandbox.md``):
+Per call, a fresh private temp folder gets the lab folder's pristine files (its ``tests`` left
+out; hard links to a read-only template built once per batch, or a copy), the student's
+editable files and the runner (``case_runner.py``); the cases' traces are sent to it one at a
+time. It runs in a child process that is, depending on what the host allows (see
+``docs/sandbox.md``):
 
 - ``bwrap``: inside bubblewrap (``--unshare-all``: no network, own PID/IPC/UTS namespaces), with
   only the Python install, ``/usr`` and the case folder bound read-only and size-capped tmpfs
@@ -33,15 +34,14 @@ beyond that: verification happens in the parent.
 Modules, one job each: ``results`` (Limits, ChildResult, how a child ended), ``host`` (isolation
 mode, interpreter, refusal of weak modes), ``bwrap`` (the bubblewrap command line), ``uids``
 (the dedicated uid, its lock and its leftovers), ``rlimits`` (limits and uid applied at exec),
-``launch`` (one child, start to end), ``bytecode`` (the lab's modules compiled once per
-batch), ``protocol`` (the runner's messages and frames), ``session`` (one conversation with the
-runner, with the parent's deadlines), ``output`` (stdout/stderr tails), ``simulation``
-(``run_simulation``), ``multicase`` (``run_cases``; ``case_runner.py`` is its half inside the
-sandbox).
+``launch`` (one child, start to end), ``template`` (the pristine case folder with the lab's
+bytecode, built once per batch), ``protocol`` (the runner's messages and frames), ``session``
+(one conversation with the runner, with the parent's deadlines), ``output`` (stdout/stderr
+tails), ``simulation`` (``run_simulation``), ``multicase`` (``run_cases``; ``case_runner.py`` is
+its half inside the sandbox).
 """
 
 from .bwrap import CASE_DIR, OUT_DIR
-from .bytecode import warm as warm_bytecode
 from .host import MODE_ENV, isolation_mode, reachable_by_others, require_safe_isolation, scratch_dir
 from .host import plan as _plan
 from .host import world_usable as _world_usable
@@ -49,6 +49,7 @@ from .multicase import CaseRun, run_cases
 from .output import OUTPUT_LIMIT
 from .results import ChildResult, Limits, SandboxError
 from .simulation import run_simulation
+from .template import warm as warm_template
 from .uids import UID_RANGE
 
 __all__ = [
@@ -69,5 +70,5 @@ __all__ = [
     "run_cases",
     "run_simulation",
     "scratch_dir",
-    "warm_bytecode",
+    "warm_template",
 ]

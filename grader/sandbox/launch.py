@@ -4,8 +4,10 @@
 The temp root is the grader's (0700; 0711 when a dedicated uid must pass through it); the
 runner's own stderr file sits there, outside the child's ``work`` folder. The case folder is
 the grader's and read-only for the child (bubblewrap binds it read-only; without bubblewrap
-only the randomly named output folder belongs to the child's uid). Under bubblewrap the child
-writes only to size-capped tmpfs mounts (``/out``, ``/tmp``), never to the host's disk.
+only the randomly named output folder belongs to the child's uid), which matters the more as
+its lab files are hard links that later case folders share (``template``). Under bubblewrap
+the child writes only to size-capped tmpfs mounts (``/out``, ``/tmp``), never to the host's
+disk.
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
-import shutil
 import signal
 import subprocess
 import tempfile
@@ -21,7 +22,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from . import bytecode
+from . import template
 from .bwrap import CASE_DIR, OUT_DIR, child_env
 from .host import current_plan, scratch_dir
 from .output import tail_text
@@ -36,22 +37,30 @@ Build = Callable[[str, str], list[str]]  # (case folder, output folder) -> the c
 def prepare_case(
     root: Path, lab_dir: Path, submission_files: dict[str, bytes], extra: dict[str, bytes]
 ) -> Path:
-    """The case folder: pristine lab copy (with the lab's warmed bytecode), then the editable
-    files, then ``extra`` files."""
+    """The case folder: the lab's pristine files (``template``: hard links to the warmed
+    template, or a copy), then the editable files, then ``extra`` files, each written as a new
+    file (never through a link)."""
     case = root / "lab"
-    shutil.copytree(
-        lab_dir, case, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", *bytecode.LEFT_OUT)
-    )
-    bytecode.install(case, lab_dir, skip=set(submission_files) | set(extra))
-    for name, data in submission_files.items():
-        target = (case / name).resolve()
-        if case.resolve() not in target.parents:
-            raise SandboxError(f"submission file name escapes the lab folder: {name!r}")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
-    for name, data in extra.items():
-        (case / name).write_bytes(data)
+    files = {_relative(name): data for name, data in submission_files.items()}
+    files |= {os.path.normpath(name): data for name, data in extra.items()}
+    template.lay_out(case, lab_dir, set(files))
+    for name, data in files.items():
+        target = os.path.join(case, name)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(target)  # never write through a link to the template
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        with open(fd, "wb") as handle:
+            handle.write(data)
     return case
+
+
+def _relative(name: str) -> str:
+    """``name`` normalised, relative to the case folder; ``SandboxError`` if it leaves it."""
+    relative = os.path.normpath(name)
+    if os.path.isabs(relative) or relative == "." or relative.split(os.sep)[0] == "..":
+        raise SandboxError(f"submission file name escapes the lab folder: {name!r}")
+    return relative
 
 
 def launch(

@@ -1,4 +1,4 @@
-"""One case in one sandboxed child: ``simulate.py`` on a private copy of the lab folder."""
+"""One case in one sandboxed child: ``simulate.py`` in a private case folder of the lab."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ def run_simulation(
     limits: Limits = DEFAULT_LIMITS,
     script: str = "simulate.py",
 ) -> ChildResult:
-    """Run ``simulate.py --trace <trace> <argv> --output <run file>`` on a private lab copy.
+    """Run ``simulate.py --trace <trace> <argv> --output <run file>`` in a private case folder.
 
     The same runner and checks as ``run_cases``, with one case. Raises ``SandboxError`` only
     when the sandbox itself cannot run; whatever the submission does (crash, loop, exit

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 import struct
 import subprocess
@@ -13,6 +14,7 @@ import sys
 import threading
 import time
 import zipfile
+from pathlib import Path
 
 import pytest
 from conftest import ADVERSARIAL, as_root
@@ -21,7 +23,7 @@ from labtools import READABLE_REPO, WALL_CLOCK
 from grader import sandbox
 from grader.grading.grade import EnvironmentFailure, GradingError, grade_submission
 from grader.grading.submission import Submission, SubmissionError, load_submission
-from grader.sandbox import Limits, host, run_cases, run_simulation, uids
+from grader.sandbox import Limits, host, run_cases, run_simulation, template, uids
 
 FAST = Limits(wall_s=10, submission_s=60, cpu_s=2, memory_mb=512)
 
@@ -41,6 +43,40 @@ def test_a_case_cannot_rewrite_other_cases(unit, mode):
         assert result.returncode == 0, result.stderr
         assert "rewrote" not in result.stdout
         assert result.stdout.count("LEAK:") == 1  # its own line only, nothing from another case
+
+
+def test_a_case_cannot_alter_the_lab_of_later_submissions(unit, mode, solution):
+    """Case folders of one grader process share the lab's files (hard links to one template):
+    a case that appends to, truncates, chmods, renames or replaces the engine and its bytecode
+    changes nothing, and the next submission runs on the pristine lab."""
+    template.forget()
+    template.warm(unit.lab_dir)
+    try:
+        root = Path(template._templates[str(unit.lab_dir)].root)
+        before = _snapshot(root)
+        trace = unit.lab_dir / "traces" / "mixed.json"
+        runs = [sandbox.CaseRun(trace, ["--policy", "fcfs"])]
+        honest = run_cases(unit.lab_dir, {"policies.py": solution}, runs, FAST)[0]
+        attack = (ADVERSARIAL / "alter_lab.py").read_bytes()
+        attacked = run_cases(unit.lab_dir, {"policies.py": attack}, runs, FAST)[0]
+        assert attacked.returncode == 0, attacked.stderr
+        assert "altered: nothing" in attacked.stdout, attacked.stdout
+        assert _snapshot(root) == before
+        after = run_cases(unit.lab_dir, {"policies.py": solution}, runs, FAST)[0]
+        assert after.returncode == 0 and after.output == honest.output, after.stderr
+    finally:
+        template.forget()
+
+
+def _snapshot(root: Path) -> dict[str, tuple[bytes, int, int]]:
+    """Every file below ``root``: its bytes, mode and modification time."""
+    shot = {}
+    for folder, _, names in os.walk(root):
+        for name in names:
+            path = Path(folder, name)
+            info = path.stat()
+            shot[str(path.relative_to(root))] = (path.read_bytes(), info.st_mode, info.st_mtime_ns)
+    return shot
 
 
 def test_the_runners_pipes_cannot_be_taken(unit, mode):
