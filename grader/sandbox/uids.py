@@ -5,8 +5,9 @@ other's folders or signal each other, and RLIMIT_NPROC (counted per uid) is the 
 ``reserved_uid`` holds an exclusive ``flock`` on a per-uid lock file in a root-only folder for
 as long as the child may run, so grader processes side by side on one host never share a uid
 (a lock dies with its process, so a crashed grader leaks nothing). After the child ends, every
-process of that uid is killed and those re-parented to the grader are reaped; without
-bubblewrap, what the uid left in the host's shared folders is deleted.
+process of that uid is killed (``kill(-1)`` from a forked process that becomes the uid) and
+those re-parented to the grader are reaped; without bubblewrap, what the uid left in the host's
+shared folders is deleted.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import fcntl
 import os
 import secrets
 import shutil
-import subprocess
+import signal
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -113,21 +114,33 @@ def _reap_orphans(uid: int) -> None:
 
 
 def kill_uid(uid: int) -> None:
-    """Kill every process of ``uid`` (``kill -KILL -1`` run as that uid), then reap those that
-    were re-parented to the grader."""
-    kill = shutil.which("kill") or "/bin/kill"
-    for _ in range(2):
-        with contextlib.suppress(OSError):
-            subprocess.run(
-                [kill, "-KILL", "--", "-1"],
-                user=uid,
-                group=uid,
-                extra_groups=[],
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                check=False,
-                env={},
-            )
+    """Kill every process of ``uid``, then reap those that were re-parented to the grader.
+
+    One forked process becomes ``uid`` (groups, gid, uid; it checks the switch took) and sends
+    ``kill(-1, SIGKILL)``: every process it may signal, which is exactly that uid's (it spares
+    itself), in every PID namespace below the grader's. Twice, so that a process forked while
+    the first signal went round is caught by the second. The forked process only makes system
+    calls (no import, no exec) and never returns into the grader's code.
+    """
+    if not UID_RANGE[0] <= uid < UID_RANGE[1]:
+        raise ValueError(f"not a dedicated child uid: {uid}")
+    try:
+        pid = os.fork()
+    except OSError:
+        pid = None
+    if pid == 0:
+        try:
+            os.setgroups([])
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+            if os.getresuid() == (uid, uid, uid):
+                for _ in range(2):
+                    with contextlib.suppress(OSError):  # ESRCH: nothing left to signal
+                        os.kill(-1, signal.SIGKILL)
+        finally:
+            os._exit(0)
+    if pid is not None:
+        os.waitpid(pid, 0)
     _reap_orphans(uid)
 
 

@@ -247,6 +247,63 @@ def test_uid_locks_hold_across_processes():
         holder.wait()
 
 
+ESCAPER = """
+import os, sys, time
+middle = os.fork()
+if middle == 0:  # a daemon: its own session, its parent gone
+    os.setsid()
+    if os.fork():
+        os._exit(0)
+    time.sleep(60)
+    os._exit(0)
+os.waitpid(middle, 0)
+print("ready", flush=True)
+time.sleep(60)
+"""
+
+
+def test_every_process_of_a_child_uid_is_killed_and_no_other():
+    if not as_root():
+        pytest.skip("a dedicated uid needs root")
+    python = host.current_plan().python.path  # one that any uid may run
+    uids.become_subreaper()
+    with uids.reserved_uid() as uid, uids.reserved_uid() as bystander_uid:
+        spawn = {"user": uid, "group": uid, "extra_groups": [], "cwd": "/", "env": {}}
+        child = subprocess.Popen([python, "-c", ESCAPER], stdout=subprocess.PIPE, **spawn)
+        spawn |= {"user": bystander_uid, "group": bystander_uid}
+        bystander = subprocess.Popen([python, "-c", "import time; time.sleep(60)"], **spawn)
+        try:
+            assert child.stdout.readline() == b"ready\n"
+            deadline = time.monotonic() + 10
+            while len(_running_as(uid)) < 2 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert len(_running_as(uid)) == 2  # the child and its daemon
+            uids.kill_uid(uid)
+            child.wait(timeout=10)
+            assert _running_as(uid) == []
+            assert bystander.poll() is None  # another uid's process lives on
+        finally:
+            bystander.kill()
+            bystander.wait()
+            uids.kill_uid(uid)
+    with pytest.raises(ValueError, match="dedicated"):
+        uids.kill_uid(os.getuid())
+
+
+def _running_as(uid: int) -> list[str]:
+    """PIDs of live (not zombie) processes of ``uid``."""
+    found = []
+    for entry in os.scandir("/proc"):
+        try:
+            if entry.name.isdigit() and entry.stat().st_uid == uid:
+                with open(f"/proc/{entry.name}/stat") as handle:
+                    if handle.read().rsplit(")", 1)[1].split()[0] != "Z":
+                        found.append(entry.name)
+        except OSError:
+            continue
+    return found
+
+
 def test_two_graders_side_by_side(unit, solution, tmp_path):
     """Two grader processes at once, each with a fork bomb and a submission that signals
     everything it sees: neither disturbs the other, both give the same scores."""
