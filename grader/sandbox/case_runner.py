@@ -1,12 +1,13 @@
 """Run several cases of one submission from one interpreter (copied into the sandbox's case folder).
 
-    python -I -S -B _infralab_runner.py OUT_DIR CPU_SECONDS RUN_CAP TAIL_CAP
+    python -I -S -B _infralab_runner.py OUT_DIR CPU_SECONDS RUN_CAP TAIL_CAP [SOURCE ...]
 
 This file runs INSIDE the sandbox, so nothing it sends is trusted: the grader checks every
-frame's size and verifies every run. It only saves interpreter starts and imports. The lab's
-modules are imported once; each case then runs in a process forked from this one, so what a
-case does to module state (monkeypatches included) dies with it, and its exit status is a real
-one (``os._exit``, signals).
+frame's size and verifies every run. It only saves interpreter starts, imports and compiling.
+The lab's modules are imported once; each case then runs in a process forked from this one, so
+what a case does to module state (monkeypatches included) dies with it, and its exit status is
+a real one (``os._exit``, signals). The submission's files (``SOURCE``: names in this folder)
+are compiled here once, never run here; each case process imports them afresh from that code.
 
 Protocol: the grader writes ``case <length> <name>\\n`` and a JSON body (simulate.py flags,
 trace; optionally ``script``: another given script of the lab folder, called as ``main(argv)``
@@ -33,6 +34,7 @@ Standard library only.
 
 import contextlib
 import ctypes
+import gc
 import json
 import math
 import os
@@ -192,24 +194,60 @@ def _answer(folder, code, run_cap, tail_cap):
         data = data[os.write(1, data) :]
 
 
+def _precompile(names):
+    """Compile the top-level source files ``names`` of this folder once, and have every later
+    import of one of them (each case process's) take that code instead of compiling the file
+    again. Nothing runs here; ``compile`` is what the import system would call on the same
+    bytes with the same path (tracebacks name the file and line as before). A file whose
+    compiling raises or warns is left to the normal import, so the case reports it as it
+    always did."""
+    import warnings
+    from importlib import machinery
+
+    codes = {}
+    for name in names:
+        if not name.endswith(".py") or os.sep in name:
+            continue
+        path = os.path.join(HERE, name)
+        try:
+            with open(path, "rb") as handle:
+                source = handle.read()
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                codes[path] = compile(source, path, "exec", dont_inherit=True)
+        except Exception:  # the normal import reports it in the case
+            continue
+    if not codes:
+        return
+
+    class Precompiled(machinery.SourceFileLoader):
+        def get_code(self, fullname):
+            code = codes.get(self.path)
+            return code if code is not None else super().get_code(fullname)
+
+    loaders = [
+        (machinery.ExtensionFileLoader, machinery.EXTENSION_SUFFIXES),
+        (Precompiled, machinery.SOURCE_SUFFIXES),
+        (machinery.SourcelessFileLoader, machinery.BYTECODE_SUFFIXES),
+    ]  # the import system's own order for a folder on sys.path
+    sys.path_importer_cache[HERE] = machinery.FileFinder(HERE, *loaders)
+
+
 def _simulate_main():
     """``simulate.py``'s ``main``, warmed before any case is forked, writing run files without
     indentation.
 
     The warm-up loads ``lab.json`` and builds the parser once (each case process finds them
-    made, instead of making them again in pages it must first copy from this one) and freezes
-    the objects made so far, so a case process touches fewer inherited pages. No student code
-    runs here: each case process imports ``policies.py`` itself. Whitespace in a run file means
-    nothing to the grader, and Python's indenting JSON encoder is several times slower than its
-    compact one.
+    made, instead of making them again in pages it must first copy from this one). No student
+    code runs here: each case process imports ``policies.py`` itself. Whitespace in a run file
+    means nothing to the grader, and Python's indenting JSON encoder is several times slower
+    than its compact one.
     """
     import functools
-    import gc
 
     from servesim import cli
 
     cli.parser_for(cli.load_lab())
-    gc.freeze()
     return functools.partial(cli.main, encode=lambda doc, indent=None: cli.dumps(doc, None))
 
 
@@ -218,6 +256,8 @@ def main():
     out_dir, cpu_seconds = sys.argv[1], float(sys.argv[2])
     run_cap, tail_cap = int(sys.argv[3]), int(sys.argv[4])
     simulate_main = _simulate_main()
+    _precompile(sys.argv[5:])
+    gc.freeze()  # what is made so far: a case process's collections then touch fewer pages
 
     while True:
         header = _read_header()

@@ -88,7 +88,7 @@ def _run_batch(lab_dir, files, runs, pending, limits, deadline, results, timed_o
     batch_limits = dataclasses.replace(limits, cpu_s=math.ceil(cpu * len(pending)) + 1)
 
     def build(case: str, out: str) -> list[str]:
-        return [RUNNER_NAME, out, repr(cpu), str(run_cap), str(OUTPUT_LIMIT)]
+        return [RUNNER_NAME, out, repr(cpu), str(run_cap), str(OUTPUT_LIMIT), *sorted(files)]
 
     raw = launch(
         lab_dir,

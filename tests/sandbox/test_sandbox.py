@@ -299,6 +299,35 @@ def test_batch_runner_stops_a_plain_loop_at_its_cpu_share(unit, mode):
     assert results[1].returncode == 0 and json.loads(results[1].output)["runs"]
 
 
+FAILS_AT_LINE_8 = """from servesim import Batch
+
+print("imported by", type(__loader__).__name__)
+
+
+def fcfs(view):
+    if view.waiting:
+        raise ValueError("boom at line 8")
+    return Batch.decode_of(view.running)
+"""
+
+
+def test_each_case_imports_the_submission_afresh_and_its_errors_name_its_lines(unit, mode):
+    """The runner compiles the submission once (it runs none of it): every case still imports
+    it afresh, a traceback names the student's file and line, and a file that does not compile
+    cleanly is imported as it always was, its error or warning in the case's own stderr."""
+    trace = unit.lab_dir / "traces" / "mixed.json"
+    runs = [sandbox.CaseRun(trace, ["--policy", "fcfs"]) for _ in range(2)]
+    results = sandbox.run_cases(unit.lab_dir, {"policies.py": FAILS_AT_LINE_8.encode()}, runs)
+    for result in results:
+        assert result.stdout.count("imported by Precompiled") == 1, result.stdout
+        assert re.search(r'policies\.py", line 8, in fcfs\n +raise ValueError', result.stderr)
+    broken = run(unit, "def fcfs(view):\n    return (\n", argv=("--policy", "fcfs"))
+    assert re.search(r'policies\.py", line 2\n.*\nSyntaxError', broken.stderr, re.S), broken.stderr
+    warned = run(unit, FAILS_AT_LINE_8 + "\nSAME = 1 is 1\n", argv=("--policy", "fcfs"))
+    assert 'policies.py:11: SyntaxWarning: "is" with a literal' in warned.stderr, warned.stderr
+    assert "imported by SourceFileLoader" in warned.stdout
+
+
 SNOOP = """
 import os, sys
 from servesim import Batch
