@@ -238,16 +238,18 @@ def _simulate_main():
     indentation.
 
     The warm-up loads ``lab.json`` and builds the parser once (each case process finds them
-    made, instead of making them again in pages it must first copy from this one). No student
-    code runs here: each case process imports ``policies.py`` itself. Whitespace in a run file
-    means nothing to the grader, and Python's indenting JSON encoder is several times slower
-    than its compact one.
+    made, instead of making them again in pages it must first copy from this one) and parses a
+    ``--trace`` once: argparse compiles the pattern that every case's flags need on first use.
+    No student code runs here: each case process imports ``policies.py`` itself. Whitespace in
+    a run file means nothing to the grader, and Python's indenting JSON encoder is several
+    times slower than its compact one.
     """
     import functools
 
     from servesim import cli
 
-    cli.parser_for(cli.load_lab())
+    with contextlib.suppress(SystemExit):  # a warm-up only (argparse exits on a bad flag)
+        cli.parser_for(cli.load_lab()).parse_known_args(["--trace", "warm-up"])
     return functools.partial(cli.main, encode=lambda doc, indent=None: cli.dumps(doc, None))
 
 
