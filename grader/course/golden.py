@@ -210,6 +210,11 @@ def load_golden(unit: Unit, case: Case) -> dict:
         raise UnitError(f"golden file for case '{case.id}' is stale: its trace changed ({hint})")
     if doc.get("engineVersion") != servesim.ENGINE_VERSION or doc.get("case") != case.spec:
         raise UnitError(f"golden file for case '{case.id}' is stale ({hint})")
+    return by_file(path, lambda _: _expanded(doc), "expanded")  # once per file, not per call
+
+
+def _expanded(doc: dict) -> dict:
+    """A golden document with its run in the full format."""
     from servesim.compact import expand_run
 
     return {**doc, "run": expand_run(doc["run"])} if isinstance(doc.get("run"), dict) else doc
