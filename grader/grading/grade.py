@@ -47,6 +47,7 @@ from ..sandbox import (
 )
 from ..units import Unit, UnitError, load_unit
 from .judging import JudgeJob, JudgeLimits, judge_cases
+from .judging import warm as warm_judging
 from .limits import hidden_material, limits_for, run_file_cap
 from .report import CaseResult, GradeReport, Status
 from .submission import Submission, load_submission
@@ -132,6 +133,19 @@ def grade_submission(
         part_labels={part.id: part.label for part in unit_parts(unit)},
         points_lines=points_table(unit).lines(),
     )
+
+
+def warm(unit: Unit, cases: list[str] | None = None) -> None:
+    """Make, once in a batch's parent, what grading any submission of ``unit`` reads or builds:
+    the cases, golden files, trace documents and their hashes, the hidden labels, the run
+    schema's checks and each case's device. Every worker is forked from the parent and finds
+    them made instead of making them again (the memos still check that no file changed).
+    Raises ``GradingError`` as grading would."""
+    unit, selected, _, _ = _inputs(unit, cases, Submission({}))
+    _labels(unit)
+    for case in selected:
+        case_trace_doc(unit, case)
+    warm_judging(unit, selected)
 
 
 def _inputs(unit: Unit | str, cases: list[str] | None, submission: Path | Submission):

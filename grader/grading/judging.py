@@ -73,7 +73,7 @@ class _CaseTimeout(BaseException):
 def judge_cases(unit: Unit, jobs: list[JudgeJob], limits: JudgeLimits | None = None) -> list:
     """The verdict of every job, in order, each judged under the ceilings of ``limits``."""
     limits = limits or JudgeLimits()
-    _warm(unit, jobs)
+    warm(unit, [job.case for job in jobs])
     judged: list[Judged] = []
     while len(judged) < len(jobs):
         spent = sum(j.cpu_s for j in judged)
@@ -88,7 +88,7 @@ def judge_cases(unit: Unit, jobs: list[JudgeJob], limits: JudgeLimits | None = N
     return judged
 
 
-def _warm(unit: Unit, jobs: list[JudgeJob]) -> None:
+def warm(unit: Unit, cases: list[Case]) -> None:
     """Import and build everything the checks use before forking: a module imported for the
     first time in the child could find a lock held by a thread that the fork did not copy.
     What is built here (the schema's checks, the cases' devices) is built once per grader
@@ -100,8 +100,8 @@ def _warm(unit: Unit, jobs: list[JudgeJob]) -> None:
     from ..verify.runschema import validate_run_file
 
     validate_run_file(unit, {})
-    for job in jobs:
-        case_device_json(unit, job.case)
+    for case in cases:
+        case_device_json(unit, case)
 
 
 def _one_child(unit: Unit, jobs: list[JudgeJob], limits: JudgeLimits, left_s: float) -> list:
