@@ -204,7 +204,8 @@ def _run_with(runner: Runner, unit: Unit, selected, files, limits, goldens, work
 
     def one(case: Case) -> ChildResult:
         with tempfile.TemporaryDirectory(prefix="infralab-trace-") as tmp:
-            path = _write_case_input(unit, case, goldens[case.id], Path(tmp) / "trace.json")
+            doc = case_trace_doc(unit, case)
+            path = _write_case_input(unit, case, goldens[case.id], doc, Path(tmp) / "trace.json")
             extra = {"script": case.script} if case.kind is Kind.SCRIPT else {}
             with _environment_errors(f"case '{case.id}': "):
                 return runner(unit.lab_dir, files, path, _case_argv(case), limits, **extra)
@@ -238,13 +239,13 @@ def _case_argv(case: Case) -> list[str]:
     return [] if case.kind is Kind.SCRIPT else case.argv()
 
 
-def _write_case_input(unit: Unit, case: Case, golden: dict, path: Path) -> Path:
+def _write_case_input(unit: Unit, case: Case, golden: dict, trace_doc: dict, path: Path) -> Path:
     """The file the child gets: the case's trace, or a script case's check file (the
     reference's run of the case and the case's ``args``)."""
     if case.kind is Kind.SCRIPT:
         path.write_text(json.dumps({"run": golden["run"], "args": case.args}), encoding="utf-8")
         return path
-    return _write_case_trace(unit, case, case_trace_doc(unit, case), path)
+    return _write_case_trace(unit, case, trace_doc, path)
 
 
 def _write_case_trace(unit: Unit, case: Case, trace_doc: dict, path: Path) -> Path:
@@ -273,7 +274,7 @@ def _run_all_cases(
         for number, case in enumerate(selected):
             path = Path(tmp) / f"trace-{number}.json"
             doc = case_trace_doc(unit, case)
-            _write_case_input(unit, case, goldens[case.id], path)
+            _write_case_input(unit, case, goldens[case.id], doc, path)
             script = case.script if case.kind is Kind.SCRIPT else "simulate.py"
             group = case.script if case.kind is Kind.SCRIPT else case.policy
             cap = run_file_cap(doc)
