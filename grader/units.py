@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 CODE_ROOT = Path(__file__).resolve().parent.parent
@@ -53,7 +54,7 @@ class Unit:
     def title(self) -> str:
         return self.doc["title"]
 
-    @property
+    @cached_property  # asked for several times per case graded
     def lab_dir(self) -> Path:
         return self.course_root / self.doc["lab_folder"]
 
@@ -61,7 +62,7 @@ class Unit:
     def solutions_dir(self) -> Path:
         return self.course_root / self.doc["solutions"]
 
-    @property
+    @cached_property  # asked for several times per case graded
     def traces_dir(self) -> Path:
         return self.course_root / "traces" / self.id
 

@@ -57,6 +57,18 @@ def case_device(unit: Unit, case: Case):
     return reference.device_profile(unit, **overrides)
 
 
+def case_device_json(unit: Unit, case: Case) -> dict:
+    """``case_device(unit, case).to_json()``, computed once per device (every case of a unit
+    but a few shares one, and the grader asks for it twice per case judged)."""
+    key = (repr(unit.device), case.overhead_ms, repr(case.device))
+    if key not in _DEVICE_JSON:
+        _DEVICE_JSON[key] = case_device(unit, case).to_json()
+    return dict(_DEVICE_JSON[key])
+
+
+_DEVICE_JSON: dict[tuple, dict] = {}
+
+
 def case_limits(unit: Unit, case: Case) -> dict | None:
     """The engine limits a case runs under (extended run files): the token budget B (the
     policy's ``budget`` parameter, if it has one) and the queue cap; None for units whose run
@@ -198,6 +210,11 @@ def load_golden(unit: Unit, case: Case) -> dict:
         raise UnitError(f"golden file for case '{case.id}' is stale: its trace changed ({hint})")
     if doc.get("engineVersion") != servesim.ENGINE_VERSION or doc.get("case") != case.spec:
         raise UnitError(f"golden file for case '{case.id}' is stale ({hint})")
+    return by_file(path, lambda _: _expanded(doc), "expanded")  # once per file, not per call
+
+
+def _expanded(doc: dict) -> dict:
+    """A golden document with its run in the full format."""
     from servesim.compact import expand_run
 
     return {**doc, "run": expand_run(doc["run"])} if isinstance(doc.get("run"), dict) else doc

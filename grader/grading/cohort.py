@@ -39,6 +39,7 @@ from ..sandbox import Limits, SandboxError, require_safe_isolation, warm_templat
 from ..units import Unit, UnitError, load_unit
 from .cohort_csv import csv_text
 from .fingerprint import grader_version, inputs_fingerprint, submission_hash
+from .grade import GradingError, warm
 from .limits import hidden_material
 
 REPORTS = "reports"
@@ -168,6 +169,10 @@ def grade_batch(
         else:
             todo.append((unit.id, name, str(path.resolve()), str(out), limits, cases, fingerprint))
     parts = list(grading.parts)
+    try:
+        warm(unit, cases)  # every worker is forked from here and finds it all loaded
+    except GradingError as exc:
+        raise BatchError(str(exc)) from None
     warm_template(unit.lab_dir)  # every worker's sandboxed children load it, none compiles
 
     def write_csv() -> None:

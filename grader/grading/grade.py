@@ -47,6 +47,7 @@ from ..sandbox import (
 )
 from ..units import Unit, UnitError, load_unit
 from .judging import JudgeJob, JudgeLimits, judge_cases
+from .judging import warm as warm_judging
 from .limits import hidden_material, limits_for, run_file_cap
 from .report import CaseResult, GradeReport, Status
 from .submission import Submission, load_submission
@@ -134,6 +135,19 @@ def grade_submission(
     )
 
 
+def warm(unit: Unit, cases: list[str] | None = None) -> None:
+    """Make, once in a batch's parent, what grading any submission of ``unit`` reads or builds:
+    the cases, golden files, trace documents and their hashes, the hidden labels, the run
+    schema's checks and each case's device. Every worker is forked from the parent and finds
+    them made instead of making them again (the memos still check that no file changed).
+    Raises ``GradingError`` as grading would."""
+    unit, selected, _, _ = _inputs(unit, cases, Submission({}))
+    _labels(unit)
+    for case in selected:
+        case_trace_doc(unit, case)
+    warm_judging(unit, selected)
+
+
 def _inputs(unit: Unit | str, cases: list[str] | None, submission: Path | Submission):
     """(unit, selected cases, golden per case id, submission), or ``GradingError``."""
     try:
@@ -190,7 +204,8 @@ def _run_with(runner: Runner, unit: Unit, selected, files, limits, goldens, work
 
     def one(case: Case) -> ChildResult:
         with tempfile.TemporaryDirectory(prefix="infralab-trace-") as tmp:
-            path = _write_case_input(unit, case, goldens[case.id], Path(tmp) / "trace.json")
+            doc = case_trace_doc(unit, case)
+            path = _write_case_input(unit, case, goldens[case.id], doc, Path(tmp) / "trace.json")
             extra = {"script": case.script} if case.kind is Kind.SCRIPT else {}
             with _environment_errors(f"case '{case.id}': "):
                 return runner(unit.lab_dir, files, path, _case_argv(case), limits, **extra)
@@ -224,13 +239,13 @@ def _case_argv(case: Case) -> list[str]:
     return [] if case.kind is Kind.SCRIPT else case.argv()
 
 
-def _write_case_input(unit: Unit, case: Case, golden: dict, path: Path) -> Path:
+def _write_case_input(unit: Unit, case: Case, golden: dict, trace_doc: dict, path: Path) -> Path:
     """The file the child gets: the case's trace, or a script case's check file (the
     reference's run of the case and the case's ``args``)."""
     if case.kind is Kind.SCRIPT:
         path.write_text(json.dumps({"run": golden["run"], "args": case.args}), encoding="utf-8")
         return path
-    return _write_case_trace(unit, case, case_trace_doc(unit, case), path)
+    return _write_case_trace(unit, case, trace_doc, path)
 
 
 def _write_case_trace(unit: Unit, case: Case, trace_doc: dict, path: Path) -> Path:
@@ -259,7 +274,7 @@ def _run_all_cases(
         for number, case in enumerate(selected):
             path = Path(tmp) / f"trace-{number}.json"
             doc = case_trace_doc(unit, case)
-            _write_case_input(unit, case, goldens[case.id], path)
+            _write_case_input(unit, case, goldens[case.id], doc, path)
             script = case.script if case.kind is Kind.SCRIPT else "simulate.py"
             group = case.script if case.kind is Kind.SCRIPT else case.policy
             cap = run_file_cap(doc)

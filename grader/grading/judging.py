@@ -73,7 +73,7 @@ class _CaseTimeout(BaseException):
 def judge_cases(unit: Unit, jobs: list[JudgeJob], limits: JudgeLimits | None = None) -> list:
     """The verdict of every job, in order, each judged under the ceilings of ``limits``."""
     limits = limits or JudgeLimits()
-    _warm(unit)
+    warm(unit, [job.case for job in jobs])
     judged: list[Judged] = []
     while len(judged) < len(jobs):
         spent = sum(j.cpu_s for j in judged)
@@ -88,15 +88,20 @@ def judge_cases(unit: Unit, jobs: list[JudgeJob], limits: JudgeLimits | None = N
     return judged
 
 
-def _warm(unit: Unit) -> None:
+def warm(unit: Unit, cases: list[Case]) -> None:
     """Import and build everything the checks use before forking: a module imported for the
-    first time in the child could find a lock held by a thread that the fork did not copy."""
+    first time in the child could find a lock held by a thread that the fork did not copy.
+    What is built here (the schema's checks, the cases' devices) is built once per grader
+    process, not once per judging child."""
     from servesim import compact, metrics  # noqa: F401
 
+    from ..course.golden import case_device_json
     from ..verify import replay_run  # noqa: F401
     from ..verify.runschema import validate_run_file
 
     validate_run_file(unit, {})
+    for case in cases:
+        case_device_json(unit, case)
 
 
 def _one_child(unit: Unit, jobs: list[JudgeJob], limits: JudgeLimits, left_s: float) -> list:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from .. import casekinds, diagnosis, verify
 from ..cases import Case, Kind
-from ..course.golden import case_device, case_limits
+from ..course.golden import case_device_json, case_limits
 from ..sandbox import ChildResult
 from ..units import Unit
 from ..verify import compare
@@ -169,10 +169,10 @@ def _judge_run(unit: Unit, case: Case, trace_doc: dict, golden: dict, output: by
             Status.INVALID_SCHEDULE, f"the run file does not match the schema ({schema_error})"
         )
     run = normalise_run(document["runs"][0], trace_doc)  # the only run the verdict reads
-    mismatch = _run_identity(unit, case, run)
+    device = case_device_json(unit, case)  # K, M, page size: the case's, as B and the cap
+    mismatch = _run_identity(unit, case, run, device)
     if mismatch:
         return Verdict(Status.INVALID_SCHEDULE, mismatch)
-    device = case_device(unit, case).to_json()  # K, M, page size: the case's, as B and the cap
     problems, replay = verify.replay_run(
         run, trace_doc, device, unit=unit, limits=case_limits(unit, case)
     )
@@ -339,13 +339,13 @@ def _crash_summary(child: ChildResult) -> str:
     return "an exception was raised in the run"
 
 
-def _run_identity(unit: Unit, case: Case, run: dict) -> str | None:
+def _run_identity(unit: Unit, case: Case, run: dict, device: dict) -> str | None:
     """Why the (normalised) run is not the run this case asked for (None when it is): the
     policy, its parameters, the device (K, M, page size) and the engine limits (B, queue cap)
     must be the case's, which the replay then enforces."""
     if run["policy"] != case.policy or run["params"] != case.params:
         return "the run file is for another policy or other parameters"
-    if run["device"] != case_device(unit, case).to_json():
+    if run["device"] != device:
         return "the run file's device profile is not the case's"
     limits = case_limits(unit, case)
     if limits is not None and run.get("limits") != limits:

@@ -106,11 +106,15 @@ def _full_tokens(req) -> list[tuple[str, int]]:
 def _full_lists(run: dict, bounds: TraceBounds):
     events = _list(run.get("events"))
     yield "events", len(events), bounds.steps
-    events = [e for e in events if isinstance(e, dict)]
-    yield "decode entries", sum(len(_list(e.get("decode"))) for e in events), sum(bounds.outputs)
-    yield "prefill chunks", sum(len(_list(e.get("prefill"))) for e in events), bounds.chunks
+    totals = dict.fromkeys(("decode", "prefill", "preempt", "swapOut", "swapIn"), 0)
+    for event in events:  # one pass over the events for every list they hold
+        if isinstance(event, dict):
+            for name in totals:
+                totals[name] += len(_list(event.get(name)))
+    yield "decode entries", totals["decode"], sum(bounds.outputs)
+    yield "prefill chunks", totals["prefill"], bounds.chunks
     for name in ("preempt", "swapOut", "swapIn"):
-        yield f"{name} entries", sum(len(_list(e.get(name))) for e in events), bounds.recompute
+        yield f"{name} entries", totals[name], bounds.recompute
 
 
 def _compact_oversize(run: dict, bounds: TraceBounds) -> Oversize | None:

@@ -73,6 +73,18 @@ def replay_events(
     replay.statuses = walker.reported
 
 
+@dataclass(slots=True)
+class Where:
+    """How messages name an event (``event #k at t ms (what it holds)``), written out only when a
+    message uses it: most events of a run raise none."""
+
+    k: int
+    event: dict
+
+    def __str__(self) -> str:
+        return f"event #{self.k} at {fmt_ms(self.event['startMs'])} ({describe_event(self.event)})"
+
+
 class _Walker:
     """The replay's own state of every request, advanced one event at a time."""
 
@@ -92,7 +104,7 @@ class _Walker:
         ]
         heapq.heapify(self.deadlines)
 
-    def log_checks(self, k: int, event: dict, prev_end: float) -> str | None:
+    def log_checks(self, k: int, event: dict, prev_end: float) -> Where | None:
         """Index, finite times, overlap, empty, repeated or unknown members.
 
         Returns how messages name the event, or None when the replay must stop here (a
@@ -104,7 +116,7 @@ class _Walker:
         if not (math.isfinite(start) and math.isfinite(event["endMs"])):
             found.add(BAD, "events[].startMs", f"event #{k}: times must be finite numbers")
             return None
-        where = f"event #{k} at {fmt_ms(start)} ({describe_event(event)})"
+        where = Where(k, event)
         if start < prev_end - EPS_MS:
             found.add(
                 BAD,
@@ -132,7 +144,7 @@ class _Walker:
             return None
         return where
 
-    def step(self, k: int, event: dict, where: str, prev_end: float) -> float:
+    def step(self, k: int, event: dict, where: Where, prev_end: float) -> float:
         """Check one event's start, members, duration and caps, apply it; return its true end."""
         start = event["startMs"]
         self._check_start(start, where, prev_end)
@@ -149,7 +161,7 @@ class _Walker:
         self._cancel_expired(end)
         return end
 
-    def _check_start(self, start: float, where: str, prev_end: float) -> None:
+    def _check_start(self, start: float, where: Where, prev_end: float) -> None:
         """The engine never idles while a request is live, and an idle device jumps to the next
         arrival (virtual timing: a measured log may have gaps between steps)."""
         if self.timing != "virtual":
@@ -165,7 +177,7 @@ class _Walker:
                 start,
             )
 
-    def _check_members(self, event: dict, where: str) -> None:
+    def _check_members(self, event: dict, where: Where) -> None:
         start, found = event["startMs"], self.found
         swap_out, swap_in = event.get("swapOut", []), event.get("swapIn", [])
         for rid in [
@@ -221,7 +233,7 @@ class _Walker:
                     start,
                 )
 
-    def _check_chunk(self, chunk: dict, where: str, start: float) -> None:
+    def _check_chunk(self, chunk: dict, where: Where, start: float) -> None:
         st, found = self.reqs[chunk["id"]], self.found
         if start < st.spec.arrival_ms - EPS_MS:
             found.add(
@@ -247,7 +259,7 @@ class _Walker:
                 start,
             )
 
-    def _end(self, k: int, event: dict, where: str) -> float:
+    def _end(self, k: int, event: dict, where: Where) -> float:
         rules, start, batch = self.rules, event["startMs"], _Batch(event)
         ids = [*event["decode"], *(c["id"] for c in event["prefill"]), *batch.moved]
         context = {rid: self.reqs[rid].cache for rid in ids}

@@ -6,6 +6,7 @@ import itertools
 import json
 import math
 import re
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
@@ -86,59 +87,109 @@ _KEYWORDS = {
     "else",
 } | ANNOTATIONS
 _DECIDED = {"type", "required"} | ANNOTATIONS  # an ``if`` whose answer _holds knows both ways
+_TYPES = {
+    "integer": (int,),
+    "number": (int, float),
+    "string": (str,),
+    "null": (type(None),),
+    "object": (dict,),
+    "array": (list,),
+    "boolean": (bool,),
+}  # JSON Schema's types as the exact Python types a JSON parser makes (True is not an integer)
 
 
 def _passes(schema, value) -> bool:
     """True only where ``value`` certainly satisfies ``schema``; False where it fails, or where
     the schema uses a keyword not restated here (the validator then decides). Each keyword is
     checked as Draft 2020-12 states it, on the values a JSON parser makes."""
-    if schema is True:
-        return True
-    if not isinstance(schema, dict) or not schema.keys() <= _KEYWORDS:
-        return False
-    if "if" in schema:
-        holds = _holds(schema["if"], value)
-        if holds is None or not _passes(schema.get("then" if holds else "else", True), value):
-            return False
-    if not _of_type(schema, value):
-        return False
-    if "enum" in schema and not _same(value, schema["enum"]):
-        return False
-    if "const" in schema and not _same(value, [schema["const"]]):
-        return False
-    if type(value) in (int, float):
-        if not math.isfinite(value):
-            return False
-        if "minimum" in schema and not value >= schema["minimum"]:
-            return False
-        if "exclusiveMinimum" in schema and not value > schema["exclusiveMinimum"]:
-            return False
-    elif type(value) is str:
-        return len(value) >= schema.get("minLength", 0)
-    elif type(value) is list:
-        return _list_passes(schema, value)
-    elif type(value) is dict:
-        return _dict_passes(schema, value)
+    return _check(schema)(value)
+
+
+def _check(schema) -> Callable[[object], bool]:
+    """``_passes`` for one schema, as a function of the value: each schema node is turned into
+    a closure once (kept for as long as the schema lives), so checking a run file with
+    thousands of entries costs no keyword lookups."""
+    found = _CHECKS.get(id(schema))
+    if found is None or found[0] is not schema:
+        found = _CHECKS[id(schema)] = (schema, _compile(schema))
+    return found[1]
+
+
+_CHECKS: dict[int, tuple[object, Callable[[object], bool]]] = {}
+
+
+def _yes(value) -> bool:
     return True
 
 
-def _holds(schema, value) -> bool | None:
-    """Whether ``value`` satisfies ``schema``, for a schema of ``type`` and ``required`` only
+def _no(value) -> bool:
+    return False
+
+
+def _compile(schema) -> Callable[[object], bool]:
+    if schema is True:
+        return _yes
+    if not isinstance(schema, dict) or not schema.keys() <= _KEYWORDS:
+        return _no
+    kinds = _kinds(schema)
+    values = [schema["enum"]] if "enum" in schema else []  # the lists a value must be one of
+    values += [[schema["const"]]] if "const" in schema else []
+    by_type = {
+        int: _number(schema),
+        float: _number(schema),
+        str: _string(schema),
+        list: _list(schema),
+        dict: _dict(schema),
+    }
+    condition = _condition(schema)
+
+    def check(value) -> bool:
+        if kinds is not None and type(value) not in kinds:
+            return False
+        if values and not all(_same(value, allowed) for allowed in values):
+            return False
+        if condition is not None and not condition(value):
+            return False
+        own = by_type.get(type(value))
+        return own is None or own(value)
+
+    return check
+
+
+def _kinds(schema: dict) -> tuple | None:
+    """The Python types of the schema's ``type`` (None when it names none: any type)."""
+    kinds = schema.get("type")
+    if kinds is None:
+        return None
+    kinds = [kinds] if isinstance(kinds, str) else kinds
+    return tuple(t for kind in kinds for t in _TYPES.get(kind, ()))
+
+
+def _condition(schema: dict) -> Callable[[object], bool] | None:
+    """``if``/``then``/``else`` as one check (None without ``if``): the branch the condition
+    picks must pass; a condition ``_holds`` cannot decide fails the shortcut."""
+    if "if" not in schema:
+        return None
+    holds = _holds(schema["if"])
+    if holds is None:
+        return _no
+    then, other = _check(schema.get("then", True)), _check(schema.get("else", True))
+    return lambda value: then(value) if holds(value) else other(value)
+
+
+def _holds(schema) -> Callable[[object], bool] | None:
+    """Whether a value satisfies ``schema``, for a schema of ``type`` and ``required`` only
     (the condition of an ``if``); None for any other schema."""
     if not isinstance(schema, dict) or not schema.keys() <= _DECIDED:
         return None
-    if not _of_type(schema, value):
-        return False
-    return type(value) is not dict or all(name in value for name in schema.get("required", []))
+    kinds, required = _kinds(schema), schema.get("required", [])
 
+    def holds(value) -> bool:
+        if kinds is not None and type(value) not in kinds:
+            return False
+        return type(value) is not dict or all(name in value for name in required)
 
-def _of_type(schema: dict, value) -> bool:
-    """``value`` is of one of the schema's ``type`` kinds (any kind when it names none)."""
-    kinds = schema.get("type")
-    if kinds is None:
-        return True
-    kinds = [kinds] if isinstance(kinds, str) else kinds
-    return any(_is(kind, value) for kind in kinds)
+    return holds
 
 
 def _same(value, allowed: list) -> bool:
@@ -150,45 +201,56 @@ def _same(value, allowed: list) -> bool:
     return type(value) in numbers and all(type(a) in numbers for a in allowed) and value in allowed
 
 
-def _list_passes(schema: dict, value: list) -> bool:
-    prefix = schema.get("prefixItems", [])
-    if not schema.get("minItems", 0) <= len(value) <= schema.get("maxItems", len(value)):
-        return False
-    if not all(_passes(s, v) for s, v in zip(prefix, value, strict=False)):
-        return False
-    if "items" in schema:
-        return all(_passes(schema["items"], v) for v in value[len(prefix) :])
-    return True
+def _number(schema: dict) -> Callable[[object], bool]:
+    low, above = schema.get("minimum"), schema.get("exclusiveMinimum")
+
+    def number(value) -> bool:
+        if not math.isfinite(value):
+            return False
+        return (low is None or value >= low) and (above is None or value > above)
+
+    return number
 
 
-def _dict_passes(schema: dict, value: dict) -> bool:
-    properties = schema.get("properties", {})
-    if not all(name in value for name in schema.get("required", [])):
-        return False
-    if not all(_passes(properties[k], v) for k, v in value.items() if k in properties):
-        return False
+def _string(schema: dict) -> Callable[[object], bool]:
+    shortest = schema.get("minLength", 0)
+    return lambda value: len(value) >= shortest
+
+
+def _list(schema: dict) -> Callable[[object], bool]:
+    prefix = [_check(s) for s in schema.get("prefixItems", [])]
+    fewest, most = schema.get("minItems", 0), schema.get("maxItems")
+    rest = _check(schema["items"]) if "items" in schema else None
+
+    def array(value) -> bool:
+        if not fewest <= len(value) or (most is not None and len(value) > most):
+            return False
+        if not all(check(v) for check, v in zip(prefix, value, strict=False)):
+            return False
+        if rest is None:
+            return True
+        return all(map(rest, value[len(prefix) :] if prefix else value))
+
+    return array
+
+
+def _dict(schema: dict) -> Callable[[object], bool]:
+    properties = {name: _check(s) for name, s in schema.get("properties", {}).items()}
+    required = schema.get("required", [])
     extra = schema.get("additionalProperties", True)
-    if extra is True:
+    # additionalProperties: false fails any other field (_check(False) is _no)
+    other = None if extra is True else _check(extra)
+
+    def obj(value) -> bool:
+        if not all(name in value for name in required):
+            return False
+        for name, item in value.items():
+            check = properties.get(name, other)
+            if check is not None and not check(item):
+                return False
         return True
-    # additionalProperties: false fails any other field (_passes(False, ...) is False)
-    return all(_passes(extra, v) for k, v in value.items() if k not in properties)
 
-
-def _is(kind: str, value) -> bool:
-    """JSON Schema's type ``kind`` for the values a JSON parser makes."""
-    if kind == "integer":
-        return type(value) is int
-    if kind == "number":
-        return type(value) in (int, float)
-    if kind == "string":
-        return type(value) is str
-    if kind == "null":
-        return value is None
-    if kind == "object":
-        return type(value) is dict
-    if kind == "array":
-        return type(value) is list
-    return kind == "boolean" and type(value) is bool
+    return obj
 
 
 _FIELD = re.compile(r"^[A-Za-z]{1,40}$")

@@ -74,3 +74,18 @@ def test_check_exit_code_when_stale(monkeypatch, capsys, scratch_unit):
     out = capsys.readouterr().out
     assert "missing: " in out and "fcfs-mixed.json" in out
     assert not (scratch_unit.traces_dir / "golden" / "fcfs-mixed.json").exists()
+
+
+def test_a_batch_with_a_missing_golden_file_stops_before_grading(scratch_unit, tmp_path):
+    from grader.grading import cohort
+
+    (scratch_unit.traces_dir / "golden" / "fcfs-mixed.json").unlink()
+    submission = tmp_path / "alice"
+    submission.mkdir()
+    (submission / "policies.py").write_bytes(
+        (scratch_unit.solutions_dir / "policies.py").read_bytes()
+    )
+    out = tmp_path / "out"
+    with pytest.raises(cohort.BatchError, match="golden file for case 'fcfs-mixed' is missing"):
+        cohort.grade_batch(scratch_unit, [submission], out, progress=False)
+    assert not list((out / "reports").glob("*.json"))  # no submission scored against it
