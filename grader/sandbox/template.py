@@ -11,8 +11,9 @@ anyone), owned by the grader. A case folder gets fresh folders and a hard link t
 the template, except the files a submission provides (``provided``) and their bytecode: what
 runs of a submission is always its source, and ``launch`` writes those as new files, never
 through a link. Nothing the child does can reach the template through a link: bubblewrap binds
-the case folder read-only, and without bubblewrap the child's uid is neither the files' owner
-nor allowed to write them or their folders (``test_hardening.py::
+the case folder read-only (a mount the child cannot remount writable, not even from a user
+namespace of its own), and without bubblewrap the child's uid is neither the files' owner nor
+allowed to write them or their folders (``test_hardening.py::
 test_a_case_cannot_alter_the_lab_of_later_submissions``).
 
 Python accepts a bytecode file only when the source's size and modification time match the

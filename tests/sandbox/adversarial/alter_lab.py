@@ -2,14 +2,16 @@
 after it (by the same grader process, whose case folders share the lab's files) would break.
 
 At import it appends ``raise SystemExit(3)`` to the engine, truncates its bytecode, changes
-their modes and times, renames, unlinks, hard-links and replaces them, and prints every change
-that went through (``altered: ...``). The case folder is read-only for the child, so none does;
-the policies themselves are correct.
+their modes and times, renames, unlinks, hard-links and replaces them, appends again from a
+user namespace of its own after remounting the lab folder writable there, and prints every
+change that went through (``altered: ...``). The case folder is read-only for the child, so
+none does; the policies themselves are correct.
 
 EARNS: all
 """
 
 import contextlib
+import ctypes
 import glob
 import os
 
@@ -40,6 +42,28 @@ def _link_and_write(path):
     _append("/tmp/linked")
 
 
+def _remount_and_append(path):
+    """In a child: a user and mount namespace of its own (all capabilities there), the lab
+    folder remounted writable, then the append."""
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.unshare(0x10000000 | 0x00020000)  # CLONE_NEWUSER | CLONE_NEWNS
+            # MS_REMOUNT | MS_BIND with the lab mount's other flags kept (nosuid, nodev,
+            # noexec), MS_RDONLY dropped: only the read-only lock can refuse it
+            libc.mount(None, _lab.encode(), None, 32 | 4096 | 2 | 4 | 8, None)
+            _append(path)
+            code = 0
+        except BaseException:
+            pass
+        finally:
+            os._exit(code)
+    if os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) != 0:
+        raise OSError("the append failed")
+
+
 _attempts = {
     "append": _append,
     "truncate": lambda path: os.truncate(path, 0),
@@ -47,6 +71,7 @@ _attempts = {
     "utime": lambda path: os.utime(path, (0, 0)),
     "replace": _replace,
     "link-and-write": _link_and_write,
+    "remount-and-append": _remount_and_append,
     "rename": lambda path: os.rename(path, path + ".gone"),
     "unlink": os.unlink,
 }
