@@ -41,8 +41,7 @@ def prepare_case(
     template, or a copy), then the editable files, then ``extra`` files, each written as a new
     file (never through a link)."""
     case = root / "lab"
-    files = {_relative(name): data for name, data in submission_files.items()}
-    files |= {os.path.normpath(name): data for name, data in extra.items()}
+    files = {_relative(name): data for name, data in (submission_files | extra).items()}
     template.lay_out(case, lab_dir, set(files))
     for name, data in files.items():
         target = os.path.join(case, name)
