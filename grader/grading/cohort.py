@@ -35,7 +35,7 @@ from pathlib import Path
 
 from ..cases import load_grading
 from ..jsonio import write_json, write_text_atomic
-from ..sandbox import Limits, SandboxError, require_safe_isolation, warm_template
+from ..sandbox import Limits, SandboxError, require_safe_isolation
 from ..units import Unit, UnitError, load_unit
 from .cohort_csv import csv_text
 from .fingerprint import grader_version, inputs_fingerprint, submission_hash
@@ -170,10 +170,9 @@ def grade_batch(
             todo.append((unit.id, name, str(path.resolve()), str(out), limits, cases, fingerprint))
     parts = list(grading.parts)
     try:
-        warm(unit, cases)  # every worker is forked from here and finds it all loaded
+        warm(unit, cases)  # every worker is forked from here and finds it all made
     except GradingError as exc:
         raise BatchError(str(exc)) from None
-    warm_template(unit.lab_dir)  # every worker's sandboxed children load it, none compiles
 
     def write_csv() -> None:
         text = csv_text(parts, list(names), lambda n: read_report(report_path(out, n)))

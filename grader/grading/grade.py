@@ -44,6 +44,7 @@ from ..sandbox import (
     require_safe_isolation,
     run_cases,
     scratch_dir,
+    warm_template,
 )
 from ..units import Unit, UnitError, load_unit
 from .judging import JudgeJob, JudgeLimits, judge_cases
@@ -138,14 +139,16 @@ def grade_submission(
 def warm(unit: Unit, cases: list[str] | None = None) -> None:
     """Make, once in a batch's parent, what grading any submission of ``unit`` reads or builds:
     the cases, golden files, trace documents and their hashes, the hidden labels, the run
-    schema's checks and each case's device. Every worker is forked from the parent and finds
-    them made instead of making them again (the memos still check that no file changed).
+    schema's checks, each case's device and the lab's case-folder template (compiled once, so
+    no sandboxed child compiles the simulator). Every worker is forked from the parent and
+    finds them made instead of making them again (the memos still check that no file changed).
     Raises ``GradingError`` as grading would."""
     unit, selected, _, _ = _inputs(unit, cases, Submission({}))
     _labels(unit)
     for case in selected:
         case_trace_doc(unit, case)
     warm_judging(unit, selected)
+    warm_template(unit.lab_dir)
 
 
 def _inputs(unit: Unit | str, cases: list[str] | None, submission: Path | Submission):
