@@ -5,6 +5,12 @@ case folder (read-only, at ``CASE_DIR``); private ``/proc``, ``/dev``; two size-
 ``/tmp`` and the output folder ``OUT_DIR`` (nothing the child writes reaches the host's disk:
 the runner sends results over its stdout); no network, own PID/IPC/UTS namespaces
 (``--unshare-all``) and a cleared environment.
+
+Those two are the only places the child can write: the root and ``/dev`` (tmpfs mounts that
+bubblewrap makes, of the kernel's default size, half of RAM, and owned by the child's uid)
+are remounted read-only once everything is in place, ``/dev/shm`` with them. The child cannot
+make them writable again, nor mount anything else (``confine`` refuses new namespaces and
+mounts; a read-only mount a user namespace inherits is locked).
 """
 
 from __future__ import annotations
@@ -50,6 +56,7 @@ def bwrap_command(
     command += ["--proc", "/proc", "--dev", "/dev"]
     command += ["--size", str(limits.tmp_mb << 20), "--tmpfs", "/tmp"]
     command += ["--size", str(limits.out_mb << 20), "--tmpfs", OUT_DIR]
+    command += ["--remount-ro", "/dev", "--remount-ro", "/"]  # last: all mount points made
     command += ["--chdir", CASE_DIR, "--clearenv"]
     for key, value in child_env().items():
         command += ["--setenv", key, value]

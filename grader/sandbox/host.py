@@ -4,11 +4,17 @@
 probe shows it works, else the rlimits fallback), "bwrap" (required: ``SandboxError`` where it
 cannot run) or "rlimits". The child's interpreter is the first Python >= 3.11 (the grader's own
 base interpreter, then ``/usr/bin/python3``, ...) that the child's uid can execute.
+
+Planning also refuses a host whose kernel will not take the child's seccomp filter
+(``confine``), and removes what graders that were killed outright left behind: temp folders
+nobody holds (``sweep_folders``) and, as root, the processes, files and IPC objects of child
+uids nobody holds (``uids.clean_abandoned``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import functools
 import os
 import shutil
@@ -16,17 +22,71 @@ import stat
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import confine
 from .bwrap import bwrap_command
 from .results import Limits, SandboxError
 from .rlimits import launcher
-from .uids import become_subreaper, hand_over, kill_uid, own_tasks, reserved_uid
+from .uids import become_subreaper, clean_abandoned, hand_over, kill_uid, own_tasks, reserved_uid
 
 MODE_ENV = "INFRALAB_SANDBOX"  # "auto" (default), "bwrap" (required) or "rlimits" (fallback)
 MEMORY_SCRATCH = "/dev/shm"
 SCRATCH_FREE = 256 << 20  # bytes the memory-backed folder must have free to be used
+CASE_PREFIX, TEMPLATE_PREFIX = "infralab-case-", "infralab-template-"
+STALE_S = 60  # an unheld temp folder at least this old is a killed grader's
+
+
+def hold_folder(folder: Path) -> int:
+    """An fd holding an exclusive ``flock`` on ``folder`` while it is in use (close it to let
+    go; forked processes share it): ``sweep_folders`` leaves held folders alone."""
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    return fd
+
+
+def sweep_folders() -> None:
+    """Remove the case folders and templates that graders killed outright left in the scratch
+    folders (this user's, not held, older than ``STALE_S``): each held the submission's files."""
+    now = time.time()
+    for top in {MEMORY_SCRATCH, tempfile.gettempdir()}:
+        with contextlib.suppress(OSError):
+            for entry in os.scandir(top):
+                if not entry.name.startswith((CASE_PREFIX, TEMPLATE_PREFIX)):
+                    continue
+                with contextlib.suppress(OSError):
+                    info = entry.stat(follow_symlinks=False)
+                    if info.st_uid != os.geteuid() or now - info.st_mtime < STALE_S:
+                        continue
+                    fd = os.open(entry.path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+                    try:
+                        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                        shutil.rmtree(entry.path, ignore_errors=True)
+                    except BlockingIOError:
+                        pass  # a live grader's
+                    finally:
+                        os.close(fd)
+
+
+def require_confinement() -> None:
+    """``SandboxError`` unless this kernel takes the child's seccomp filter (tried in a forked
+    process, which exits at once)."""
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            confine.apply()
+            code = 0
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SandboxError(
+            "this kernel refuses the sandbox's seccomp filter, or the machine "
+            f"({confine.platform.machine()}) has no table in grader/sandbox/confine.py"
+        )
 
 
 @functools.cache
@@ -112,8 +172,11 @@ def _probe_interpreter(path: str) -> Interpreter | None:
 def plan(requested: str) -> Plan:
     """Choose the isolation mode and the child's interpreter once per process."""
     drop_uid = os.geteuid() == 0
+    require_confinement()
+    sweep_folders()
     if drop_uid:
         become_subreaper()
+        clean_abandoned()
     pythons = [p for p in map(_probe_interpreter, _candidates()) if p]
     if drop_uid:
         pythons = [p for p in pythons if world_usable(p.path)]
@@ -135,7 +198,7 @@ def plan(requested: str) -> Plan:
 def _works(candidate: Plan) -> bool:
     """Whether bubblewrap can start the interpreter here with this plan (a 1-second probe)."""
     with contextlib.ExitStack() as stack:
-        tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="infralab-probe-"))
+        tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix=CASE_PREFIX + "probe-"))
         uid = stack.enter_context(reserved_uid()) if candidate.drop_uid else None
         case, out = Path(tmp) / "case", Path(tmp) / "out"
         case.mkdir()

@@ -29,6 +29,7 @@ def rlimits(limits: Limits, nproc_base: int) -> list[tuple[str, int, int, int]]:
         ("--nofile", resource.RLIMIT_NOFILE, limits.open_files, limits.open_files),
         ("--nproc", resource.RLIMIT_NPROC, *(limits.processes + nproc_base,) * 2),
         ("--core", resource.RLIMIT_CORE, 0, 0),
+        ("--msgqueue", resource.RLIMIT_MSGQUEUE, 0, 0),  # no POSIX message queue (confine)
     ]
 
 

@@ -36,7 +36,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from .host import scratch_dir
+from .host import TEMPLATE_PREFIX, hold_folder, scratch_dir
 
 LEFT_OUT = ("tests", "runs")  # folders never copied into a case folder
 IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", *LEFT_OUT)  # nor the lab's bytecode
@@ -56,12 +56,14 @@ _templates: dict[str, Template] = {}  # absolute lab folder -> its template
 
 def warm(lab_dir: Path) -> None:
     """Build the template of ``lab_dir`` (once per process) in a private temp folder that the
-    process that built it removes when it exits normally; forked workers inherit it and never
-    remove it."""
+    process that built it removes when it exits normally (SIGTERM included: ``launch``); forked
+    workers inherit it and never remove it; should the process be killed outright, the next
+    grader process removes it (``host.sweep_folders``)."""
     key = os.path.abspath(lab_dir)
     if key in _templates:
         return
-    holder = Path(tempfile.mkdtemp(prefix="infralab-template-", dir=scratch_dir()))
+    holder = Path(tempfile.mkdtemp(prefix=TEMPLATE_PREFIX, dir=scratch_dir()))
+    hold_folder(holder)  # for this process's life and its workers'
     atexit.register(_remove, holder, os.getpid())
     root = holder / "lab"
     shutil.copytree(key, root, ignore=IGNORED)

@@ -7,7 +7,9 @@ as long as the child may run, so grader processes side by side on one host never
 (a lock dies with its process, so a crashed grader leaks nothing). After the child ends, every
 process of that uid is killed (``kill(-1)`` from a forked process that becomes the uid) and
 those re-parented to the grader are reaped; without bubblewrap, what the uid left in the host's
-shared folders is deleted.
+shared folders and System V IPC objects is deleted (``remove_files_of``, ``remove_ipc_of``).
+A grader that was killed outright leaves its uids' processes and files behind: the next grader
+process cleans every uid of the range that no grader holds (``clean_abandoned``).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import os
 import secrets
 import shutil
 import signal
+import stat
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -26,6 +29,8 @@ UID_RANGE = (200_000, 260_000)  # dedicated child uids (no passwd entry needed)
 SHARED_WRITABLE = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")
 LOCK_PARENTS = ("/run/lock", "/run", "/var/lock", "/tmp")  # the first that exists is used
 PR_SET_CHILD_SUBREAPER = 36
+SYSV_IPC = (("shm", "shmid", "shmctl"), ("msg", "msqid", "msgctl"), ("sem", "semid", "semctl"))
+IPC_RMID = 0
 
 
 def fresh_uid() -> int:
@@ -145,15 +150,96 @@ def kill_uid(uid: int) -> None:
 
 
 def remove_files_of(uid: int) -> None:
-    """Fallback mode: delete what the child's uid left in the host's world-writable folders,
+    """Fallback mode: delete what the child's uid left in the host's world-writable folders
+    (``SHARED_WRITABLE`` and, at any depth, every folder below them that others may write),
     so nothing it stashed there outlives the case (bubblewrap gives it a private /tmp)."""
+    for top in SHARED_WRITABLE:
+        _remove_below(top, uid)
+
+
+def _remove_below(folder: str, uid: int) -> None:
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for entry in entries:
+        try:
+            info = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        with contextlib.suppress(OSError):
+            if info.st_uid == uid and stat.S_ISDIR(info.st_mode):
+                shutil.rmtree(entry.path, ignore_errors=True)
+            elif info.st_uid == uid:
+                os.unlink(entry.path)
+            elif stat.S_ISDIR(info.st_mode) and info.st_mode & stat.S_IWOTH:
+                _remove_below(entry.path, uid)
+
+
+def remove_ipc_of(uid: int) -> None:
+    """Remove every System V shared memory segment, message queue and semaphore set that
+    ``uid`` owns or created (the child's filter refuses to make them: this is the second
+    line). Needs root; a host without ``/proc/sysvipc`` has nothing to remove."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    for kind, id_column, control in SYSV_IPC:
+        for ident in _ipc_ids(kind, id_column, uid):
+            if kind == "sem":
+                getattr(libc, control)(ident, 0, IPC_RMID, None)
+            else:
+                getattr(libc, control)(ident, IPC_RMID, None)
+
+
+def _ipc_ids(kind: str, id_column: str, uid: int) -> list[int]:
+    try:
+        with open(f"/proc/sysvipc/{kind}", encoding="ascii") as handle:
+            header, *rows = [line.split() for line in handle]
+    except (OSError, ValueError):
+        return []
+    at = {name: n for n, name in enumerate(header)}
+    return [
+        int(row[at[id_column]]) for row in rows if str(uid) in (row[at["uid"]], row[at["cuid"]])
+    ]
+
+
+def clean_abandoned() -> list[int]:
+    """Kill and remove what uids of the range left behind when their grader was killed
+    outright (no grader holds their lock): processes, files in the shared folders and IPC
+    objects. The uids it cleaned. Called once per grader process; needs root."""
+    found = _owners_in_range()
+    cleaned = []
+    folder = lock_dir()
+    for uid in sorted(found):
+        fd = os.open(folder / f"{uid}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            continue  # a live grader holds it
+        else:
+            kill_uid(uid)
+            remove_files_of(uid)
+            remove_ipc_of(uid)
+            cleaned.append(uid)
+        finally:
+            os.close(fd)
+    return cleaned
+
+
+def _owners_in_range() -> set[int]:
+    """uids of the range that own a process, an entry of a shared folder or an IPC object."""
+    owners = set()
+    for entry in os.scandir("/proc"):
+        with contextlib.suppress(OSError):
+            if entry.name.isdigit():
+                owners.add(entry.stat().st_uid)
     for top in SHARED_WRITABLE:
         with contextlib.suppress(OSError):
             for entry in os.scandir(top):
                 with contextlib.suppress(OSError):
-                    if entry.stat(follow_symlinks=False).st_uid != uid:
-                        continue
-                    if entry.is_dir(follow_symlinks=False):
-                        shutil.rmtree(entry.path, ignore_errors=True)
-                    else:
-                        os.unlink(entry.path)
+                    owners.add(entry.stat(follow_symlinks=False).st_uid)
+    for kind, _, _ in SYSV_IPC:
+        with contextlib.suppress(OSError, ValueError):
+            with open(f"/proc/sysvipc/{kind}", encoding="ascii") as handle:
+                header, *rows = [line.split() for line in handle]
+            column = header.index("uid")
+            owners.update(int(row[column]) for row in rows)
+    return {uid for uid in owners if UID_RANGE[0] <= uid < UID_RANGE[1]}
