@@ -23,7 +23,6 @@ grade).
 
 import ctypes
 import os
-import platform
 import signal
 import struct
 import sys
@@ -100,7 +99,7 @@ NR, ARCH, ARG0_LOW = 0, 4, 16  # offsets in struct seccomp_data (little-endian)
 
 
 def program(machine):
-    """The filter for ``machine`` (``platform.machine()``) as a list of
+    """The filter for ``machine`` (``os.uname().machine``) as a list of
     (code, jump if true, jump if false, k) instructions; KeyError for an unknown machine."""
     arch, numbers = TABLES[machine]
     denied = [numbers[name] for name in DENIED]
@@ -128,7 +127,7 @@ def program(machine):
 def apply(machine=None):
     """Confine this process (see the module's docstring); OSError when the kernel refuses,
     KeyError for a machine without a table."""
-    prog = program(machine or platform.machine())
+    prog = program(machine or os.uname().machine)
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p, ctypes.c_ulong,
                            ctypes.c_ulong]  # fmt: skip
