@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import confine
+from . import confine, seccomp
 from .bwrap import bwrap_command
 from .results import Limits, SandboxError
 from .rlimits import launcher
@@ -71,22 +71,26 @@ def sweep_folders() -> None:
 
 
 def require_confinement() -> None:
-    """``SandboxError`` unless this kernel takes the child's seccomp filter (tried in a forked
-    process, which exits at once)."""
+    """``SandboxError`` unless this machine has a filter table and its kernel takes the filter
+    (tried in a forked process, which exits at once)."""
+    try:
+        program = seccomp.filter_bytes()
+    except KeyError:
+        raise SandboxError(
+            f"no seccomp table for this machine ({os.uname().machine}) in "
+            "grader/sandbox/seccomp.py: the sandbox supports x86_64 and aarch64"
+        ) from None
     pid = os.fork()
     if pid == 0:
         code = 1
         try:
-            confine.apply()
+            confine.apply(program)
             code = 0
         finally:
             os._exit(code)
     _, status = os.waitpid(pid, 0)
     if os.waitstatus_to_exitcode(status) != 0:
-        raise SandboxError(
-            "this kernel refuses the sandbox's seccomp filter, or the machine "
-            f"({os.uname().machine}) has no table in grader/sandbox/confine.py"
-        )
+        raise SandboxError("this kernel refuses the sandbox's seccomp filter (no_new_privs)")
 
 
 @functools.cache
@@ -95,7 +99,8 @@ def scratch_dir() -> str | None:
     is a writable folder in memory with room to spare and ``TMPDIR`` names no other place, so
     the hundred-odd files of a case folder cost no disk journal (about three times less CPU
     than on a disk); None (Python's temp folder) elsewhere. The folders made there are as
-    private as in ``/tmp``: ``tempfile`` makes them 0700."""
+    private as in ``/tmp``: ``tempfile`` makes them 0700 (``launch`` opens a case folder's top
+    to the child's gid alone)."""
     if os.environ.get("TMPDIR"):
         return None
     try:

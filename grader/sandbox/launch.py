@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from . import confine, template
+from . import confine, seccomp, template
 from .bwrap import CASE_DIR, OUT_DIR, child_env
 from .host import CASE_PREFIX, current_plan, hold_folder, scratch_dir
 from .output import tail_text
@@ -138,7 +138,7 @@ def launch(
         out.mkdir(mode=0o700)
         if uid is not None:
             hand_over([out], uid)
-        python = [plan.python.path, "-I", "-S", "-B", confine.NAME]
+        python = [plan.python.path, "-I", "-S", "-B", confine.NAME, seccomp.filter_bytes().hex()]
         if plan.mode == "bwrap":
             command = plan.bwrap_command(case, [*python, *build(CASE_DIR, OUT_DIR)], limits)
             env, cwd = {}, "/"

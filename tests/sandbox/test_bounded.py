@@ -31,7 +31,7 @@ import pytest
 from conftest import _in_mode, as_root, available_modes
 from labtools import READABLE_REPO
 
-from grader.sandbox import Limits, confine, host, run_simulation, uids
+from grader.sandbox import Limits, confine, host, run_simulation, seccomp, uids
 from grader.units import REPO_ROOT
 
 LIMITS = Limits(wall_s=15, submission_s=40, cpu_s=5, memory_mb=512)
@@ -352,7 +352,8 @@ for place in ("/tmp", "/dev/shm", "/var/tmp"):
 if os.fork() == 0:
     os.setsid()
     if os.fork() == 0:
-        os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(60)", TOKEN])
+        marker = "linger-" + TOKEN  # only in this process's command line, not the grader's
+        os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(60)", marker])
     os._exit(0)
 time.sleep(60)
 """
@@ -387,14 +388,14 @@ def test_sigterm_to_the_grader_leaves_nothing(unit, any_mode):
     grader = subprocess.Popen(command, env=env, cwd="/", stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and not _processes_with(token):
+        while time.monotonic() < deadline and not _processes_with(f"linger-{token}"):
             time.sleep(0.05)
-        assert _processes_with(token), "the case never started"
+        assert _processes_with(f"linger-{token}"), "the case never started"
         time.sleep(0.3)
         grader.send_signal(signal.SIGTERM)
         code = grader.wait(timeout=20)
         assert code == 128 + signal.SIGTERM, grader.stderr.read().decode()[-2000:]
-        assert _gone(token)
+        assert _gone(f"linger-{token}")
         for place in ("/tmp", "/dev/shm", "/var/tmp"):
             assert not os.path.lexists(f"{place}/infralab-stash-{token}")
         assert list(scratch.iterdir()) == []
@@ -507,15 +508,15 @@ def test_unheld_stale_folders_are_swept_and_held_ones_kept(monkeypatch):
 def test_the_filter_has_every_denied_call_on_every_machine():
     """Each supported machine's table names every refused call, and the filter that this host
     installs refuses them (a forked process tries two)."""
-    for machine in confine.TABLES:
-        numbers = confine.TABLES[machine][1]
-        assert set(confine.DENIED) <= set(numbers), machine
-        assert len(confine.program(machine)) < 255  # every jump fits in a byte
+    for machine in seccomp.TABLES:
+        numbers = seccomp.TABLES[machine][1]
+        assert set(seccomp.DENIED) <= set(numbers), machine
+        assert len(seccomp.program(machine)) < 255  # every jump fits in a byte
     pid = os.fork()
     if pid == 0:
         code = 1
         try:
-            confine.apply()
+            confine.apply(seccomp.filter_bytes())
             libc = ctypes.CDLL(None, use_errno=True)
             refused = libc.shmget(0, 4096, 0o1600) == -1 and ctypes.get_errno() == 1
             try:
