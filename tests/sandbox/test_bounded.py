@@ -14,6 +14,7 @@ import ctypes
 import json
 import os
 import platform
+import re
 import secrets
 import shutil
 import signal
@@ -527,3 +528,18 @@ def test_the_filter_has_every_denied_call_on_every_machine():
             os._exit(code)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_every_proof_the_doc_names_exists():
+    """docs/sandbox.md's "Every child bounded and gone" names only tests that exist: each
+    ``[mode-kind]`` is an attack of ``ATTACKS``, each ``test_...`` a test of tests/sandbox/."""
+    doc = (REPO_ROOT / "docs" / "sandbox.md").read_text()
+    section = doc.split("## Every child bounded and gone", 1)[1].split("\n## ", 1)[0]
+    kinds = set(re.findall(r"`\[mode-(\w+)\]`", section))
+    assert kinds and kinds <= set(ATTACKS), kinds - set(ATTACKS)
+    assert set(ATTACKS) <= kinds, f"attacks the doc does not list: {set(ATTACKS) - kinds}"
+    sources = "\n".join(p.read_text() for p in Path(__file__).parent.glob("test_*.py"))
+    names = set(re.findall(r"(test_\w+)(?:\[mode\])?`", section))
+    assert names
+    missing = [n for n in names if f"def {n}(" not in sources]
+    assert missing == []
