@@ -1,8 +1,8 @@
 """One sandboxed child: prepare its private case folder, start it under the host's plan, let a
 ``Session`` talk to it within its deadlines, and kill whatever it leaves behind.
 
-The temp root is the grader's (0700; 0711 when a dedicated uid must pass through it); the
-runner's own stderr file sits there, outside the child's ``work`` folder. The case folder is
+The temp root is the grader's (0700); the runner's own stderr file sits there, outside the
+child's ``work`` folder. The case folder is
 the grader's and read-only for the child (bubblewrap binds it read-only; without bubblewrap
 only the randomly named output folder belongs to the child's uid), which matters the more as
 its lab files are hard links that later case folders share (``template``). Under bubblewrap
@@ -167,9 +167,9 @@ def _run(plan, uid, command, env, cwd, stderr, preexec, session: Session) -> Raw
         )
     except OSError as exc:
         raise SandboxError(f"cannot start the child process: {exc}") from None
-    _live.add(child)
     timed_out = False
     try:
+        _live.add(child)
         returncode = session.run(child)
     except subprocess.TimeoutExpired:
         timed_out, returncode = True, None
