@@ -95,6 +95,7 @@ ATTACKS = {
     "report(c(libc.mq_open(('/infralab-' + TOKEN).encode(), os.O_CREAT | os.O_RDWR, 0o666, None)))",
     "memfd": "report(made(lambda: os.write(os.memfd_create(TOKEN), b'x' * (1 << 20))))",
     "key": f"report(c(libc.syscall({NR['add_key']}, b'user', TOKEN.encode(), b'stash', 5, -4)))",
+    "io_uring": "report(c(libc.syscall(425, 8, ctypes.create_string_buffer(120))))",
     "user_namespace": "report(c(libc.unshare(0x10000000 | 0x00020000)))",
     "mount_tmpfs": "report(c(libc.mount(b'none', b'/tmp', b'tmpfs', 0, b'size=1g')))",
     "daemon": "daemon(lambda: None)\nreport('made')",
