@@ -283,9 +283,10 @@ time.sleep(5)
 """
 THIEF = """
 import glob, json, os, time
+TOPS = {tops!r}
 seen, read, deadline = set(), [], time.monotonic() + 3
 while time.monotonic() < deadline:
-    for top in ("/dev/shm", "/tmp"):
+    for top in TOPS:
         for folder in glob.glob(top + "/infralab-case-*"):
             seen.add(folder)
             found = glob.glob(folder + "/**/policies.py", recursive=True)
@@ -297,7 +298,7 @@ while time.monotonic() < deadline:
                 except OSError:
                     pass
     time.sleep(0.05)
-print("THIEF " + json.dumps({"seen": sorted(seen), "read": read}), flush=True)
+print("THIEF " + json.dumps({{"seen": sorted(seen), "read": read}}), flush=True)
 os._exit(0)
 """
 
@@ -313,7 +314,8 @@ def test_a_case_cannot_read_a_concurrent_cases_files(unit, any_mode):
         while time.monotonic() < deadline and not _processes_with("_infralab_runner"):
             time.sleep(0.05)
         time.sleep(0.5)
-        stdout = run_as(any_mode, unit, THIEF)
+        tops = sorted({"/dev/shm", "/tmp", host.scratch_dir() or tempfile.gettempdir()})
+        stdout = run_as(any_mode, unit, THIEF.format(tops=tops))
     finally:
         victim.join()
     facts = json.loads(stdout.split("THIEF ", 1)[1].splitlines()[0])
