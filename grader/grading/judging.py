@@ -31,6 +31,7 @@ from dataclasses import dataclass, replace
 from ..cases import Case
 from ..sandbox import ChildResult
 from ..units import Unit
+from .hidden import Note
 from .report import Status
 from .verdict import Verdict, judge
 
@@ -38,9 +39,9 @@ HEADER = struct.Struct("!Id")  # frame length, CPU seconds the case took
 MAX_FRAME = 1 << 20  # a pickled verdict is a few KiB: its texts are cut below
 MAX_SUMMARY, MAX_DETAIL = 1000, 16000  # characters kept of a verdict's texts
 MIN_SLICE_S = 0.05  # no case is started with less judging time than this left
-OUT_OF_TIME = "checking the run file went past the grader's CPU time limit"
-OUT_OF_MEMORY = "checking the run file went past the grader's memory or time limit"
-NOT_CHECKED = "not checked: this submission's run files used up the grader's checking time"
+OUT_OF_TIME = Note.CHECK_TIME.value
+OUT_OF_MEMORY = Note.CHECK_MEMORY.value
+NOT_CHECKED = Note.NOT_CHECKED.value
 
 
 @dataclass(frozen=True)
@@ -81,7 +82,7 @@ def judge_cases(unit: Unit, jobs: list[JudgeJob], limits: JudgeLimits | None = N
         if left <= MIN_SLICE_S:
             rest = len(jobs) - len(judged)
             judged += [
-                Judged(Verdict(Status.INVALID_SCHEDULE, NOT_CHECKED), 0.0) for _ in range(rest)
+                Judged(Verdict(Status.INVALID_SCHEDULE, Note.NOT_CHECKED), 0.0) for _ in range(rest)
             ]
             break
         judged += _one_child(unit, jobs[len(judged) :], limits, left)
@@ -130,7 +131,7 @@ def _one_child(unit: Unit, jobs: list[JudgeJob], limits: JudgeLimits, left_s: fl
     finally:
         status = _reap(pid, kill=late)
     if len(judged) < len(jobs) and left_s > MIN_SLICE_S:  # it died or stopped mid-case
-        why = OUT_OF_TIME if _cpu_signal(status) else OUT_OF_MEMORY
+        why = Note.CHECK_TIME if _cpu_signal(status) else Note.CHECK_MEMORY
         spent = min(limits.case_cpu_s, max(left_s, 0.0))
         judged.append(Judged(Verdict(Status.INVALID_SCHEDULE, why), spent))
     return judged
@@ -162,7 +163,7 @@ def _judge_one(unit: Unit, job: JudgeJob, limits: JudgeLimits, left_s: float):
         verdict = judge(unit, job.case, job.trace_doc, job.golden, job.child)
         signal.setitimer(signal.ITIMER_PROF, 0)  # inside the try: a late SIGPROF is caught
     except _CaseTimeout:
-        verdict = Verdict(Status.INVALID_SCHEDULE, OUT_OF_TIME)
+        verdict = Verdict(Status.INVALID_SCHEDULE, Note.CHECK_TIME)
         return verdict, max(share, time.process_time() - started)
     return verdict, time.process_time() - started
 
@@ -198,7 +199,7 @@ def _address_space() -> int:
 
 def _frame(verdict: Verdict, cpu_s: float) -> bytes:
     verdict = replace(
-        verdict, summary=verdict.summary[:MAX_SUMMARY], detail=verdict.detail[:MAX_DETAIL]
+        verdict, public=verdict.public[:MAX_SUMMARY], detail=verdict.detail[:MAX_DETAIL]
     )
     body = pickle.dumps(verdict, protocol=pickle.HIGHEST_PROTOCOL)
     return HEADER.pack(len(body), cpu_s) + body
