@@ -28,6 +28,9 @@ from .hidden import UNNAMED, Note, Remark, hidden_feedback, line, phrase
 from .report import Status
 
 NOT_IMPLEMENTED = re.compile(r"is not implemented yet|NotImplementedError")
+COMPILE_BUDGET = re.compile(
+    r"CompileBudgetError: (\w{1,64}\.py) did not compile within the ([0-9.]{1,12}) s compile"
+)
 MISSING_POLICY = re.compile(r"AttributeError: module 'policies' has no attribute '(\w{1,64})'")
 MAX_INT_DIGITS = 15  # every integer in a run file is below 10**15
 MAX_ABS_FLOAT = 1e15  # and every float is finite and at most this in magnitude
@@ -121,6 +124,9 @@ def _how_it_ended(unit: Unit, case: Case, child: ChildResult) -> Verdict | None:
         return Verdict(Status.INVALID_SCHEDULE, note, public=child.summary)
     if child.returncode != 0:
         stderr = child.stderr or ""
+        too_slow = COMPILE_BUDGET.search(stderr)
+        if too_slow:
+            return _too_slow_to_compile(unit, case, too_slow)
         missing = MISSING_POLICY.search(stderr)
         if missing:
             public = (
@@ -143,6 +149,18 @@ def _how_it_ended(unit: Unit, case: Case, child: ChildResult) -> Verdict | None:
             return Verdict(Status.CRASH, Note.NO_ANSWERS, public=public)
         return Verdict(Status.CRASH, Note.NO_RUN_FILE)
     return None
+
+
+def _too_slow_to_compile(unit: Unit, case: Case, found: re.Match) -> Verdict:
+    """A file the case imports did not compile within the compile budget: named when it is
+    one of the unit's editable files (the grader's own list), else by the generic note."""
+    name, budget = found.group(1), found.group(2)
+    if name not in unit.editable:
+        return Verdict(Status.TIMEOUT, Note.COMPILE_TIME)
+    text = f"{name} did not compile within the compile budget"
+    note = Diagnosis(diagnosis.subject(unit, case), text)
+    public = f"{name} did not compile within the {budget} s compile budget"
+    return Verdict(Status.TIMEOUT, note, public=public)
 
 
 LIMIT_NOTES = {"memory": Note.MEMORY_LIMIT, "file size": Note.FILE_LIMIT}

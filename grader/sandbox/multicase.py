@@ -90,7 +90,8 @@ def _run_batch(lab_dir, files, runs, pending, limits, deadline, results, timed_o
     batch_limits = dataclasses.replace(limits, cpu_s=math.ceil(cpu * len(pending)) + 1)
 
     def build(case: str, out: str) -> list[str]:
-        return [RUNNER_NAME, out, repr(cpu), str(run_cap), str(OUTPUT_LIMIT), *sorted(files)]
+        caps = [str(run_cap), str(OUTPUT_LIMIT), repr(float(limits.compile_s))]
+        return [RUNNER_NAME, out, repr(cpu), *caps, *sorted(files)]
 
     raw = launch(
         lab_dir,
