@@ -6,14 +6,16 @@ own CPU-time and memory limits, so no run file can make the grader itself slow o
 The run files are already bounded (``Limits.output_mb`` and the trace's cap, sizes checked
 against the trace before anything is expanded: ``grader.verify.normalise``), but the checks are
 Python code over untrusted data, and a bound that a future change breaks would otherwise take
-the grader down with it. So the grader forks one judging child per submission (it inherits the
-run files; nothing is copied), which lowers its own address space to the grader's size plus
+the grader down with it. So the grader forks a judging child (it inherits the run files;
+nothing is copied), which lowers its own address space to the grader's size plus
 ``memory_mb`` and judges the cases one at a time, each under ``case_cpu_s`` of CPU time
-(``ITIMER_PROF``, with ``RLIMIT_CPU`` behind it), all of them under ``total_cpu_s``. Each verdict
-comes back as one length-prefixed frame the moment it is decided. A case that runs out of time
-or memory gets an ``invalid_schedule`` verdict that says so; the cases after it are judged in a
-fresh child while the submission's judging time lasts, and get "not checked" after that. The
-parent waits with a wall-clock deadline too, and kills a child that stops answering.
+(``ITIMER_PROF``, with ``RLIMIT_CPU`` behind it), all of them under ``total_cpu_s``. The
+public cases are judged first, then the hidden ones in a child of their own under a
+``total_cpu_s`` of their own: no hidden case can change a public verdict. Each verdict comes
+back as one length-prefixed frame the moment it is decided. A case that runs out of time or
+memory gets an ``invalid_schedule`` verdict that says so; the cases after it are judged in a
+fresh child while the judging time lasts, and get "not checked" after that. The parent waits
+with a wall-clock deadline too, and kills a child that stops answering.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ NOT_CHECKED = Note.NOT_CHECKED.value
 @dataclass(frozen=True)
 class JudgeLimits:
     case_cpu_s: float = 20.0  # CPU seconds to judge one case
-    total_cpu_s: float = 60.0  # CPU seconds to judge all cases of a submission
+    total_cpu_s: float = 60.0  # CPU seconds to judge a submission's public cases (and hidden)
     memory_mb: int = 2048  # address space the judging child may add to the grader's
     wall_per_cpu: float = 4.0  # wall seconds the parent waits per CPU second (busy hosts)
 
@@ -72,9 +74,24 @@ class _CaseTimeout(BaseException):
 
 
 def judge_cases(unit: Unit, jobs: list[JudgeJob], limits: JudgeLimits | None = None) -> list:
-    """The verdict of every job, in order, each judged under the ceilings of ``limits``."""
+    """The verdict of every job, in order, each judged under the ceilings of ``limits``.
+
+    Public cases are judged first, in judging children of their own and under a total of their
+    own (``total_cpu_s`` each for the public and for the hidden cases): nothing a hidden case's
+    run file does (the time its checks take, a judging child it makes run out of memory) can
+    change a public case's verdict, whatever order ``jobs`` come in."""
     limits = limits or JudgeLimits()
     warm(unit, [job.case for job in jobs])
+    judged: list[Judged | None] = [None] * len(jobs)
+    for hidden in (False, True):
+        tier = [n for n, job in enumerate(jobs) if job.case.hidden is hidden]
+        for n, one in zip(tier, _judge_tier(unit, [jobs[n] for n in tier], limits), strict=True):
+            judged[n] = one
+    return judged
+
+
+def _judge_tier(unit: Unit, jobs: list[JudgeJob], limits: JudgeLimits) -> list[Judged]:
+    """Every job's verdict, in order, all of them under ``limits.total_cpu_s``."""
     judged: list[Judged] = []
     while len(judged) < len(jobs):
         spent = sum(j.cpu_s for j in judged)
