@@ -98,5 +98,7 @@ def hidden_feedback(
     """The feedback of a hidden case: built from the grader's own data only (see the module)."""
     if not isinstance(status, Status) or not all(isinstance(r, Remark) for r in remarks):
         raise TypeError("a hidden case's feedback takes a Status and Remark members only")
-    text = "" if status in UNNAMED else phrase(note, subject)
+    text = phrase(note, subject)  # raises TypeError for anything but a Note or a Diagnosis
+    if status in UNNAMED:
+        text = ""
     return "\n".join([line(status, text), *(r.value for r in remarks)])

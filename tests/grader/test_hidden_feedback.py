@@ -199,6 +199,8 @@ def test_hidden_feedback_takes_only_the_graders_own_types():
     with pytest.raises(TypeError):
         hidden_feedback(Status.CRASH, "AttributeError: LEAK", "fcfs() in policies.py")
     with pytest.raises(TypeError):
+        hidden_feedback(Status.PASSED, "LEAK", "fcfs() in policies.py")
+    with pytest.raises(TypeError):
         hidden_feedback(Status.CRASH, Note.EXCEPTION, "fcfs() in policies.py", ("LEAK",))
     text = hidden_feedback(Status.CRASH, Note.EXCEPTION, "fcfs() in policies.py", (Remark.KEYED,))
     assert text == (f"crash: fcfs() in policies.py: {Note.EXCEPTION.value}\n{Remark.KEYED.value}")
