@@ -33,6 +33,7 @@ class Note(Enum):
     SKIPPED_DEADLINE = "not run: the submission's time limit was used up"
     MEMORY_LIMIT = "the run was stopped by the sandbox: memory limit exceeded"
     FILE_LIMIT = "the run was stopped by the sandbox: file size limit exceeded"
+    CPU_OR_MEMORY_LIMIT = "the run was stopped by the sandbox: CPU time or memory limit exceeded"
     SANDBOX_LIMIT = "the run was stopped by the sandbox: a limit was exceeded"
     EXCEPTION = "an exception was raised in the run"
     ENGINE_REJECTED = "the engine rejected a batch the policy returned"

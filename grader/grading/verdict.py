@@ -163,7 +163,11 @@ def _too_slow_to_compile(unit: Unit, case: Case, found: re.Match) -> Verdict:
     return Verdict(Status.TIMEOUT, note, public=public)
 
 
-LIMIT_NOTES = {"memory": Note.MEMORY_LIMIT, "file size": Note.FILE_LIMIT}
+LIMIT_NOTES = {  # ``ChildResult.limit`` values (``sandbox.results.which_limit``)
+    "memory": Note.MEMORY_LIMIT,
+    "file size": Note.FILE_LIMIT,
+    "CPU time or memory": Note.CPU_OR_MEMORY_LIMIT,
+}
 OUTPUT_NOTES = {
     "larger than the cap for this trace": Note.RUN_FILE_TOO_LARGE,
     "not a regular file with one link": Note.RUN_FILE_NOT_PLAIN,
