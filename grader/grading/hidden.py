@@ -29,7 +29,7 @@ class Note(Enum):
 
     NONE = ""
     TIME_LIMIT = "the run did not finish within its time limit"
-    SKIPPED_POLICY = "not run: this policy ran out of time on an earlier case"
+    SKIPPED_POLICY = "not run: this policy ran out of time on an earlier case (a time limit)"
     SKIPPED_DEADLINE = "not run: the submission's time limit was used up"
     MEMORY_LIMIT = "the run was stopped by the sandbox: memory limit exceeded"
     FILE_LIMIT = "the run was stopped by the sandbox: file size limit exceeded"

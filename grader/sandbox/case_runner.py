@@ -207,6 +207,7 @@ class CompileBudgetError(ImportError):
 
 
 COMPILE_FAILED = 2  # compiling raised or warned: the normal import reports it in the case
+NOT_COMPILED = 4  # the compiling process could not set itself up: the normal import compiles
 TOO_SLOW = object()  # the file did not compile within its budget
 
 
@@ -252,13 +253,19 @@ def _precompile(names, budget_s):
 def _compile_within(path, budget_s):
     """The code of the file at ``path``, compiled in a forked process with ``budget_s`` CPU
     seconds (SIGPROF, then RLIMIT_CPU, end it) and twice that plus half a second of wall time;
-    ``TOO_SLOW`` when it did not finish (or ran out of memory), None when compiling raised."""
+    ``TOO_SLOW`` when it did not finish (or ran out of memory); None when compiling raised, or
+    when no process could compile it (the case's own import then does, on the case's clock)."""
     import marshal
     import select
     import time
 
     read_fd, write_fd = os.pipe()
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except OSError:  # the process limit: the case's import compiles it instead
+        os.close(read_fd)
+        os.close(write_fd)
+        return None
     if pid == 0:
         os.close(read_fd)
         _compile_child(path, budget_s, write_fd)
@@ -277,25 +284,25 @@ def _compile_within(path, budget_s):
     status = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
     if status == 0:
         return marshal.loads(data)
-    return None if status == COMPILE_FAILED else TOO_SLOW
+    return None if status in (COMPILE_FAILED, NOT_COMPILED) else TOO_SLOW
 
 
 def _compile_child(path, budget_s, write_fd):
     """In the forked compiling process: compile, send the marshalled code, exit (never
-    returns). Exit status 0: sent; ``COMPILE_FAILED``: compiling raised or warned; else (a
-    signal, MemoryError): too slow or too big."""
+    returns). Exit status 0: sent; ``COMPILE_FAILED``: compiling raised or warned;
+    ``NOT_COMPILED``: this process could not start compiling; else (a signal, MemoryError):
+    too slow or too big."""
     import marshal
     import warnings
 
-    code = 3
+    code = NOT_COMPILED
     try:
         signal.signal(signal.SIGPROF, signal.SIG_DFL)
         signal.setitimer(signal.ITIMER_PROF, budget_s)
-        used = resource.getrusage(resource.RUSAGE_SELF)
-        soft = math.ceil(used.ru_utime + used.ru_stime + budget_s) + 1
-        resource.setrlimit(resource.RLIMIT_CPU, (soft, soft + 1))
+        _lower_cpu_limit(math.ceil(budget_s) + 1)
         with open(path, "rb") as handle:
             source = handle.read()
+        code = 3
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("error")
@@ -313,6 +320,15 @@ def _compile_child(path, budget_s, write_fd):
         code = 0
     finally:
         os._exit(code)
+
+
+def _lower_cpu_limit(seconds):
+    """RLIMIT_CPU of this (fresh) process: ``seconds``, never above the hard limit it has."""
+    _, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    if hard != resource.RLIM_INFINITY:
+        seconds = min(seconds, hard - 1)
+    with contextlib.suppress(ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_CPU, (max(seconds, 1), max(seconds, 1) + 1))
 
 
 def _simulate_main():
