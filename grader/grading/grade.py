@@ -35,6 +35,7 @@ from ..cases import Case, Kind, case_trace_doc, load_grading, trace_path
 from ..course.golden import load_golden
 from ..course.labels import hidden_labels
 from ..course.points import points_table
+from ..diagnosis import subject
 from ..parts import unit_parts
 from ..sandbox import (
     CaseRun,
@@ -46,7 +47,9 @@ from ..sandbox import (
     scratch_dir,
     warm_template,
 )
+from ..sandbox.multicase import SKIPPED_POLICY
 from ..units import Unit, UnitError, load_unit
+from .hidden import Remark
 from .judging import JudgeJob, JudgeLimits, judge_cases
 from .judging import warm as warm_judging
 from .limits import hidden_material, limits_for, run_file_cap
@@ -68,7 +71,7 @@ __all__ = [
 
 WRONG_SCHEDULE_SHARE = 0.5  # most a wrong schedule can earn, times the share of right requests
 HIDDEN_HALF_SHARE = 0.5  # a hidden case earns half its points from this share of right requests
-SKIPPED_AFTER_TIMEOUT = "this policy ran out of time on an earlier case"
+SKIPPED_AFTER_TIMEOUT = SKIPPED_POLICY
 
 
 class GradingError(Exception):
@@ -117,11 +120,21 @@ def grade_submission(
         children = _run_with(runner, unit, selected, submission.files, limits, goldens, workers)
     jobs_ = [JudgeJob(c, case_trace_doc(unit, c), goldens[c.id], children[c.id]) for c in selected]
     judged = judge_cases(unit, jobs_, judge_limits)
+    verdicts = {
+        case.id: replace(j.verdict, subject=subject(unit, case))
+        for case, j in zip(selected, judged, strict=True)
+    }
+    remarks = _keyed_remarks(selected, verdicts)
     results = [
-        _case_result(case, j.verdict, children[case.id].wall_s + j.cpu_s, names.get(case.id, ""))
+        _case_result(
+            case,
+            verdicts[case.id],
+            children[case.id].wall_s + j.cpu_s,
+            names.get(case.id, ""),
+            remarks.get(case.id, ()),
+        )
         for case, j in zip(selected, judged, strict=True)
     ]
-    _note_keyed_answers(selected, results)
     isolation = sorted({children[c.id].isolation for c in selected} - {""}) or ["none"]
     return GradeReport(
         unit=unit.id,
@@ -180,26 +193,28 @@ def _labels(unit: Unit) -> dict[str, str]:
         raise GradingError(str(exc)) from None
 
 
-KEYED_NOTE = (
-    "the same policy passes on the trace this case was derived from (only request ids and "
-    "arrival times differ), so the policy seems to depend on ids or absolute times"
-)
+KEYED_NOTE = Remark.KEYED.value
 
 
-def _note_keyed_answers(selected: list[Case], results: list[CaseResult]) -> None:
-    """Metamorphic check: flag a transformed case that fails while its source case passes."""
-    by_id = {r.id: r for r in results}
+def _keyed_remarks(selected: list[Case], verdicts: dict[str, Verdict]) -> dict[str, tuple]:
+    """Metamorphic check: flag a transformed case that fails while its source case passes.
+
+    A public case is only ever compared with a public source: its feedback may not depend on
+    how a hidden case went."""
 
     def key(case: Case) -> tuple:
         return (case.kind, case.script, repr(case.args), case.setup_key)
 
-    plain = {key(c): by_id[c.id] for c in selected if c.transform is None}
+    plain = {key(c): c for c in selected if c.transform is None}
+    out = {}
     for case in selected:
         source = plain.get(key(case)) if case.transform is not None else None
-        result = by_id[case.id]
-        if source and source.status is Status.PASSED and result.status is not Status.PASSED:
-            result.feedback += f"\n{KEYED_NOTE}"
-            result.staff_detail += f"\n{KEYED_NOTE}"
+        if source is None or (source.hidden and not case.hidden):
+            continue
+        passed = verdicts[source.id].status is Status.PASSED
+        if passed and verdicts[case.id].status is not Status.PASSED:
+            out[case.id] = (Remark.KEYED,)
+    return out
 
 
 def _run_with(runner: Runner, unit: Unit, selected, files, limits, goldens, workers: int):
@@ -219,8 +234,12 @@ def _run_with(runner: Runner, unit: Unit, selected, files, limits, goldens, work
     return {case.id: one(case) for case in selected}
 
 
-def _case_result(case: Case, verdict: Verdict, seconds: float, label: str) -> CaseResult:
+def _case_result(
+    case: Case, verdict: Verdict, seconds: float, label: str, remarks: tuple[Remark, ...]
+) -> CaseResult:
+    """A case's result; a hidden case's feedback comes from ``hidden.hidden_feedback`` only."""
     metrics = dict(verdict.metrics)
+    visible = "\n".join([verdict.visible_text(), *(r.value for r in remarks)])
     if case.kind is Kind.GOODPUT and not metrics:  # no valid run: no goodput
         metrics = {"goodput": 0.0, "p99TtftMs": None}
     return CaseResult(
@@ -230,8 +249,8 @@ def _case_result(case: Case, verdict: Verdict, seconds: float, label: str) -> Ca
         max_points=case.points,
         visibility=case.visibility,
         status=verdict.status,
-        feedback=verdict.hidden_text() if case.hidden else verdict.visible_text(),
-        staff_detail=verdict.visible_text(),
+        feedback=verdict.hidden_text(remarks) if case.hidden else visible,
+        staff_detail=visible,
         seconds=seconds,
         metrics=metrics,
         label=label,

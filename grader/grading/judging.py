@@ -6,14 +6,16 @@ own CPU-time and memory limits, so no run file can make the grader itself slow o
 The run files are already bounded (``Limits.output_mb`` and the trace's cap, sizes checked
 against the trace before anything is expanded: ``grader.verify.normalise``), but the checks are
 Python code over untrusted data, and a bound that a future change breaks would otherwise take
-the grader down with it. So the grader forks one judging child per submission (it inherits the
-run files; nothing is copied), which lowers its own address space to the grader's size plus
+the grader down with it. So the grader forks a judging child (it inherits the run files;
+nothing is copied), which lowers its own address space to the grader's size plus
 ``memory_mb`` and judges the cases one at a time, each under ``case_cpu_s`` of CPU time
-(``ITIMER_PROF``, with ``RLIMIT_CPU`` behind it), all of them under ``total_cpu_s``. Each verdict
-comes back as one length-prefixed frame the moment it is decided. A case that runs out of time
-or memory gets an ``invalid_schedule`` verdict that says so; the cases after it are judged in a
-fresh child while the submission's judging time lasts, and get "not checked" after that. The
-parent waits with a wall-clock deadline too, and kills a child that stops answering.
+(``ITIMER_PROF``, with ``RLIMIT_CPU`` behind it), all of them under ``total_cpu_s``. The
+public cases are judged first, then the hidden ones in a child of their own under a
+``total_cpu_s`` of their own: no hidden case can change a public verdict. Each verdict comes
+back as one length-prefixed frame the moment it is decided. A case that runs out of time or
+memory gets an ``invalid_schedule`` verdict that says so; the cases after it are judged in a
+fresh child while the judging time lasts, and get "not checked" after that. The parent waits
+with a wall-clock deadline too, and kills a child that stops answering.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from dataclasses import dataclass, replace
 from ..cases import Case
 from ..sandbox import ChildResult
 from ..units import Unit
+from .hidden import Note
 from .report import Status
 from .verdict import Verdict, judge
 
@@ -38,15 +41,15 @@ HEADER = struct.Struct("!Id")  # frame length, CPU seconds the case took
 MAX_FRAME = 1 << 20  # a pickled verdict is a few KiB: its texts are cut below
 MAX_SUMMARY, MAX_DETAIL = 1000, 16000  # characters kept of a verdict's texts
 MIN_SLICE_S = 0.05  # no case is started with less judging time than this left
-OUT_OF_TIME = "checking the run file went past the grader's CPU time limit"
-OUT_OF_MEMORY = "checking the run file went past the grader's memory or time limit"
-NOT_CHECKED = "not checked: this submission's run files used up the grader's checking time"
+OUT_OF_TIME = Note.CHECK_TIME.value
+OUT_OF_MEMORY = Note.CHECK_MEMORY.value
+NOT_CHECKED = Note.NOT_CHECKED.value
 
 
 @dataclass(frozen=True)
 class JudgeLimits:
     case_cpu_s: float = 20.0  # CPU seconds to judge one case
-    total_cpu_s: float = 60.0  # CPU seconds to judge all cases of a submission
+    total_cpu_s: float = 60.0  # CPU seconds to judge a submission's public cases (and hidden)
     memory_mb: int = 2048  # address space the judging child may add to the grader's
     wall_per_cpu: float = 4.0  # wall seconds the parent waits per CPU second (busy hosts)
 
@@ -71,9 +74,24 @@ class _CaseTimeout(BaseException):
 
 
 def judge_cases(unit: Unit, jobs: list[JudgeJob], limits: JudgeLimits | None = None) -> list:
-    """The verdict of every job, in order, each judged under the ceilings of ``limits``."""
+    """The verdict of every job, in order, each judged under the ceilings of ``limits``.
+
+    Public cases are judged first, in judging children of their own and under a total of their
+    own (``total_cpu_s`` each for the public and for the hidden cases): nothing a hidden case's
+    run file does (the time its checks take, a judging child it makes run out of memory) can
+    change a public case's verdict, whatever order ``jobs`` come in."""
     limits = limits or JudgeLimits()
     warm(unit, [job.case for job in jobs])
+    judged: list[Judged | None] = [None] * len(jobs)
+    for hidden in (False, True):
+        tier = [n for n, job in enumerate(jobs) if job.case.hidden is hidden]
+        for n, one in zip(tier, _judge_tier(unit, [jobs[n] for n in tier], limits), strict=True):
+            judged[n] = one
+    return judged
+
+
+def _judge_tier(unit: Unit, jobs: list[JudgeJob], limits: JudgeLimits) -> list[Judged]:
+    """Every job's verdict, in order, all of them under ``limits.total_cpu_s``."""
     judged: list[Judged] = []
     while len(judged) < len(jobs):
         spent = sum(j.cpu_s for j in judged)
@@ -81,7 +99,7 @@ def judge_cases(unit: Unit, jobs: list[JudgeJob], limits: JudgeLimits | None = N
         if left <= MIN_SLICE_S:
             rest = len(jobs) - len(judged)
             judged += [
-                Judged(Verdict(Status.INVALID_SCHEDULE, NOT_CHECKED), 0.0) for _ in range(rest)
+                Judged(Verdict(Status.INVALID_SCHEDULE, Note.NOT_CHECKED), 0.0) for _ in range(rest)
             ]
             break
         judged += _one_child(unit, jobs[len(judged) :], limits, left)
@@ -130,7 +148,7 @@ def _one_child(unit: Unit, jobs: list[JudgeJob], limits: JudgeLimits, left_s: fl
     finally:
         status = _reap(pid, kill=late)
     if len(judged) < len(jobs) and left_s > MIN_SLICE_S:  # it died or stopped mid-case
-        why = OUT_OF_TIME if _cpu_signal(status) else OUT_OF_MEMORY
+        why = Note.CHECK_TIME if _cpu_signal(status) else Note.CHECK_MEMORY
         spent = min(limits.case_cpu_s, max(left_s, 0.0))
         judged.append(Judged(Verdict(Status.INVALID_SCHEDULE, why), spent))
     return judged
@@ -162,7 +180,7 @@ def _judge_one(unit: Unit, job: JudgeJob, limits: JudgeLimits, left_s: float):
         verdict = judge(unit, job.case, job.trace_doc, job.golden, job.child)
         signal.setitimer(signal.ITIMER_PROF, 0)  # inside the try: a late SIGPROF is caught
     except _CaseTimeout:
-        verdict = Verdict(Status.INVALID_SCHEDULE, OUT_OF_TIME)
+        verdict = Verdict(Status.INVALID_SCHEDULE, Note.CHECK_TIME)
         return verdict, max(share, time.process_time() - started)
     return verdict, time.process_time() - started
 
@@ -198,7 +216,7 @@ def _address_space() -> int:
 
 def _frame(verdict: Verdict, cpu_s: float) -> bytes:
     verdict = replace(
-        verdict, summary=verdict.summary[:MAX_SUMMARY], detail=verdict.detail[:MAX_DETAIL]
+        verdict, public=verdict.public[:MAX_SUMMARY], detail=verdict.detail[:MAX_DETAIL]
     )
     body = pickle.dumps(verdict, protocol=pickle.HIGHEST_PROTOCOL)
     return HEADER.pack(len(body), cpu_s) + body

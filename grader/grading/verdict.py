@@ -18,14 +18,19 @@ from dataclasses import dataclass, field
 from .. import casekinds, diagnosis, verify
 from ..cases import Case, Kind
 from ..course.golden import case_device_json, case_limits
+from ..diagnosis import Diagnosis
 from ..sandbox import ChildResult
 from ..units import Unit
 from ..verify import compare
 from ..verify.normalise import normalise_run, oversize
 from ..verify.runschema import validate_run_file
+from .hidden import UNNAMED, Note, Remark, hidden_feedback, line, phrase
 from .report import Status
 
 NOT_IMPLEMENTED = re.compile(r"is not implemented yet|NotImplementedError")
+COMPILE_BUDGET = re.compile(
+    r"CompileBudgetError: (\w{1,64}\.py) did not compile within the ([0-9.]{1,12}) s compile"
+)
 MISSING_POLICY = re.compile(r"AttributeError: module 'policies' has no attribute '(\w{1,64})'")
 MAX_INT_DIGITS = 15  # every integer in a run file is below 10**15
 MAX_ABS_FLOAT = 1e15  # and every float is finite and at most this in magnitude
@@ -33,19 +38,39 @@ MAX_ABS_FLOAT = 1e15  # and every float is finite and at most this in magnitude
 
 @dataclass
 class Verdict:
-    """The outcome of one case; ``summary`` is safe for hidden cases (no ids, times, counts)."""
+    """The outcome of one case.
+
+    ``note`` is all a hidden case's feedback says besides the status and the function under
+    test (``hidden.hidden_feedback``): a fixed phrase or a catalogue diagnosis, never the
+    child's bytes. ``public`` (visible cases only) may replace the note's words with a more
+    specific line, and ``detail`` adds what only a visible case may show (its traceback)."""
 
     status: Status
-    summary: str
+    note: Note | Diagnosis = Note.NONE
+    public: str = ""  # visible cases only: a more specific line than the note's
     detail: str = ""  # visible cases only
     share: float = 0.0  # WRONG_SCHEDULE / WRONG_ANSWER / BELOW_REFERENCE: what matched
     metrics: dict = field(default_factory=dict)  # goodput cases: for the leaderboard
+    subject: str = ""  # the function under test, as the unit names it (set by ``judge``)
+
+    @property
+    def summary(self) -> str:
+        """The visible line after the status words (the note's, or ``public``, named)."""
+        if self.status in UNNAMED:
+            return self.public
+        if not self.public:
+            return phrase(self.note, self.subject)
+        if self.status is Status.NOT_IMPLEMENTED or not self.subject:
+            return self.public
+        if self.public.startswith(self.subject):
+            return self.public
+        return f"{self.subject}: {self.public}"
 
     def visible_text(self) -> str:
-        return self.hidden_text() + (f"\n{self.detail}" if self.detail else "")
+        return line(self.status, self.summary) + (f"\n{self.detail}" if self.detail else "")
 
-    def hidden_text(self) -> str:
-        return f"{self.status.words}: {self.summary}" if self.summary else self.status.words
+    def hidden_text(self, remarks: tuple[Remark, ...] = ()) -> str:
+        return hidden_feedback(self.status, self.note, self.subject, remarks)
 
 
 def judge(unit: Unit, case: Case, trace_doc: dict, golden: dict, child: ChildResult) -> Verdict:
@@ -56,11 +81,7 @@ def judge(unit: Unit, case: Case, trace_doc: dict, golden: dict, child: ChildRes
 
 
 def _named(unit: Unit, case: Case, verdict: Verdict) -> Verdict:
-    if verdict.status in (Status.PASSED, Status.BELOW_REFERENCE, Status.NOT_IMPLEMENTED):
-        return verdict
-    who = diagnosis.subject(unit, case)
-    if not verdict.summary.startswith(who):
-        verdict.summary = f"{who}: {verdict.summary}" if verdict.summary else who
+    verdict.subject = diagnosis.subject(unit, case)
     return verdict
 
 
@@ -82,7 +103,7 @@ def _judge(unit: Unit, case: Case, trace_doc: dict, golden: dict, child: ChildRe
     ) as exc:
         return Verdict(
             Status.INVALID_SCHEDULE,
-            "the run file holds values the grader cannot check",
+            Note.UNCHECKABLE,
             detail=f"({type(exc).__name__} while checking it)",
         )
 
@@ -90,38 +111,74 @@ def _judge(unit: Unit, case: Case, trace_doc: dict, golden: dict, child: ChildRe
 def _how_it_ended(unit: Unit, case: Case, child: ChildResult) -> Verdict | None:
     """The verdict when the child did not leave a run file to check (None when it did)."""
     if child.skipped:
-        return Verdict(Status.TIMEOUT, child.summary)
+        return Verdict(Status.TIMEOUT, _skip_note(child.skipped), public=child.summary)
     if child.out_of_time:
         limit = child.limit or "wall time"
-        return Verdict(Status.TIMEOUT, f"the run did not finish within the {limit} limit")
+        public = f"the run did not finish within the {limit} limit"
+        return Verdict(Status.TIMEOUT, Note.TIME_LIMIT, public=public)
     if child.limit:  # memory, file size: stopped by the sandbox
-        return Verdict(Status.CRASH, f"the run was {child.summary}")
+        note = LIMIT_NOTES.get(child.limit, Note.SANDBOX_LIMIT)
+        return Verdict(Status.CRASH, note, public=f"the run was {child.summary}")
     if child.output_error:
-        return Verdict(Status.INVALID_SCHEDULE, child.summary)
+        note = OUTPUT_NOTES.get(child.output_error, Note.RUN_FILE_REJECTED)
+        return Verdict(Status.INVALID_SCHEDULE, note, public=child.summary)
     if child.returncode != 0:
         stderr = child.stderr or ""
+        too_slow = COMPILE_BUDGET.search(stderr)
+        if too_slow:
+            return _too_slow_to_compile(unit, case, too_slow)
         missing = MISSING_POLICY.search(stderr)
         if missing:
-            return Verdict(
-                Status.NOT_IMPLEMENTED,
+            public = (
                 f"policies.py defines no function {missing.group(1)}() "
-                "(is the file empty or incomplete?)",
+                "(is the file empty or incomplete?)"
             )
+            return Verdict(Status.NOT_IMPLEMENTED, Note.MISSING_FUNCTION, public=public)
         if NOT_IMPLEMENTED.search(stderr):
             who = diagnosis.subject(unit, case)
-            return Verdict(
-                Status.NOT_IMPLEMENTED, f"{who} (or a function it calls) is not implemented yet"
-            )
+            public = f"{who} (or a function it calls) is not implemented yet"
+            return Verdict(Status.NOT_IMPLEMENTED, Note.NOT_IMPLEMENTED, public=public)
         detail = f"exit code {child.returncode}\n{student_traceback(stderr)}"
         refused = _safely(lambda: diagnosis.diagnose_rejection(unit, case, stderr), None)
         if refused is not None:
-            return Verdict(Status.CRASH, refused.text(), detail=f"{refused.staff()}\n{detail}")
-        return Verdict(Status.CRASH, _crash_summary(child), detail=detail)
+            return Verdict(Status.CRASH, refused, detail=f"{refused.staff()}\n{detail}")
+        return Verdict(Status.CRASH, _crash_note(child), detail=detail)
     if child.output is None:
         if case.kind is Kind.SCRIPT:
-            return Verdict(Status.CRASH, f"{case.script} exited without writing its answers")
-        return Verdict(Status.CRASH, "simulate.py exited without writing its run file")
+            public = f"{case.script} exited without writing its answers"
+            return Verdict(Status.CRASH, Note.NO_ANSWERS, public=public)
+        return Verdict(Status.CRASH, Note.NO_RUN_FILE)
     return None
+
+
+def _too_slow_to_compile(unit: Unit, case: Case, found: re.Match) -> Verdict:
+    """A file the case imports did not compile within the compile budget: named when it is
+    one of the unit's editable files (the grader's own list), else by the generic note."""
+    name, budget = found.group(1), found.group(2)
+    if name not in unit.editable:
+        return Verdict(Status.TIMEOUT, Note.COMPILE_TIME)
+    text = f"{name} did not compile within the compile budget"
+    note = Diagnosis(diagnosis.subject(unit, case), text)
+    public = f"{name} did not compile within the {budget} s compile budget"
+    return Verdict(Status.TIMEOUT, note, public=public)
+
+
+LIMIT_NOTES = {  # ``ChildResult.limit`` values (``sandbox.results.which_limit``)
+    "memory": Note.MEMORY_LIMIT,
+    "file size": Note.FILE_LIMIT,
+    "CPU time or memory": Note.CPU_OR_MEMORY_LIMIT,
+}
+OUTPUT_NOTES = {
+    "larger than the cap for this trace": Note.RUN_FILE_TOO_LARGE,
+    "not a regular file with one link": Note.RUN_FILE_NOT_PLAIN,
+}
+
+
+def _skip_note(why: str) -> Note:
+    """A case that was not run: the grader's own reason, as one of its notes."""
+    from ..sandbox.multicase import SKIPPED_DEADLINE
+
+    return Note.SKIPPED_DEADLINE if why.startswith(SKIPPED_DEADLINE) else Note.SKIPPED_POLICY
 
 
 def bounded_json(data: bytes):
@@ -156,8 +213,10 @@ def _judge_run(unit: Unit, case: Case, trace_doc: dict, golden: dict, output: by
     try:
         document = bounded_json(output)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        why = str(exc) if "too large" in str(exc) else "it is not valid JSON"
-        return Verdict(Status.INVALID_SCHEDULE, f"the run file was rejected: {why}")
+        if "too large" in str(exc):
+            public = f"the run file was rejected: {exc}"
+            return Verdict(Status.INVALID_SCHEDULE, Note.NUMBER_TOO_LARGE, public=public)
+        return Verdict(Status.INVALID_SCHEDULE, Note.NOT_JSON)
     if case.kind is Kind.SCRIPT:
         return _answers(unit, case, golden, document)
     refused = _refused_early(document, trace_doc)
@@ -165,13 +224,12 @@ def _judge_run(unit: Unit, case: Case, trace_doc: dict, golden: dict, output: by
         return refused
     schema_error = validate_run_file(unit, document)
     if schema_error:
-        return Verdict(
-            Status.INVALID_SCHEDULE, f"the run file does not match the schema ({schema_error})"
-        )
+        public = f"the run file does not match the schema ({schema_error})"
+        return Verdict(Status.INVALID_SCHEDULE, Note.SCHEMA, public=public)
     run = normalise_run(document["runs"][0], trace_doc)  # the only run the verdict reads
     device = case_device_json(unit, case)  # K, M, page size: the case's, as B and the cap
     mismatch = _run_identity(unit, case, run, device)
-    if mismatch:
+    if mismatch is not None:
         return Verdict(Status.INVALID_SCHEDULE, mismatch)
     problems, replay = verify.replay_run(
         run, trace_doc, device, unit=unit, limits=case_limits(unit, case)
@@ -180,7 +238,8 @@ def _judge_run(unit: Unit, case: Case, trace_doc: dict, golden: dict, output: by
     if invalid:
         return Verdict(
             Status.INVALID_SCHEDULE,
-            invalid[0].safe_text(),
+            Note.DEVICE_RULE,
+            public=invalid[0].safe_text(),
             detail="\n".join(p.message for p in invalid[:3]),
         )
     if problems:
@@ -188,11 +247,10 @@ def _judge_run(unit: Unit, case: Case, trace_doc: dict, golden: dict, output: by
         detail = "\n".join(p.message for p in problems[:3])
         if run["fault"]:
             detail += f"\n(the run file says fault switch {run['fault']} was on)"
-        return Verdict(
-            Status.INCONSISTENT_STATS, f"reported {names} disagree(s) with the timeline", detail
-        )
+        public = f"reported {names} disagree(s) with the timeline"
+        return Verdict(Status.INCONSISTENT_STATS, Note.STATS_DISAGREE, public, detail)
     if run["fault"]:
-        return Verdict(Status.INVALID_SCHEDULE, "the run file was made with a fault switch on")
+        return Verdict(Status.INVALID_SCHEDULE, Note.FAULT_SWITCH)
     if case.kind is Kind.GOODPUT:
         return _goodput(case, trace_doc, replay, golden, device)
     return _compared(unit, case, trace_doc, device, run, replay, golden)
@@ -203,16 +261,16 @@ def _refused_early(document, trace_doc: dict) -> Verdict | None:
     lists longer than any schedule of the trace needs (``verify.normalise.oversize``)."""
     runs = document.get("runs") if isinstance(document, dict) else None
     if isinstance(runs, list) and len(runs) != 1:
-        return Verdict(
-            Status.INVALID_SCHEDULE, f"the run file holds {len(runs)} runs, expected exactly one"
-        )
+        public = f"the run file holds {len(runs)} runs, expected exactly one"
+        return Verdict(Status.INVALID_SCHEDULE, Note.NOT_ONE_RUN, public=public)
     if isinstance(document, dict) and "trace" in document and document["trace"] != trace_doc:
-        return Verdict(Status.INVALID_SCHEDULE, "the run file's trace is not the case's trace")
+        return Verdict(Status.INVALID_SCHEDULE, Note.OTHER_TRACE)
     found = oversize(runs[0], trace_doc) if isinstance(runs, list) else None
     if found is not None:
         return Verdict(
             Status.INVALID_SCHEDULE,
-            f"the run file declares more work than its trace allows ({found.what})",
+            Note.OVERSIZE,
+            public=f"the run file declares more work than its trace allows ({found.what})",
             detail=found.detail,
         )
     return None
@@ -224,7 +282,7 @@ def _answers(unit: Unit, case: Case, golden: dict, document) -> Verdict:
     want = golden["answer"]["answers"]
     got = document.get("answers") if isinstance(document, dict) else None
     if casekinds.same_value(got, want):
-        return Verdict(Status.PASSED, "")
+        return Verdict(Status.PASSED)
     matched, base = casekinds.answer_share(got, want), casekinds.constant_share(want)
     share = casekinds.credited_share(got, want)
     found = _safely(
@@ -236,7 +294,7 @@ def _answers(unit: Unit, case: Case, golden: dict, document) -> Verdict:
         f"{round(matched * 100)} % of the answers equal the reference's; a constant answer "
         f"would match {round(base * 100)} %, and only what is above that earns credit"
     )
-    return Verdict(Status.WRONG_ANSWER, found.text(), detail=detail, share=share)
+    return Verdict(Status.WRONG_ANSWER, found, detail=detail, share=share)
 
 
 UNCLASSIFIED = "the first difference from the reference could not be classified"
@@ -266,7 +324,7 @@ def _goodput(case: Case, trace_doc: dict, replay, golden: dict, device: dict) ->
     status = Status.PASSED if share >= casekinds.CAP else Status.BELOW_REFERENCE
     bounds = casekinds.trace_bounds(trace_doc, device)
     metrics = {"goodput": mine.goodput_per_s, "p99TtftMs": mine.p99_ttft_ms, **bounds}
-    return Verdict(status, "", detail=detail, share=share, metrics=metrics)
+    return Verdict(status, detail=detail, share=share, metrics=metrics)
 
 
 def verified_requests(trace_doc: dict, replay) -> list[dict]:
@@ -287,7 +345,7 @@ def _compared(unit: Unit, case: Case, trace_doc, device: dict, run: dict, replay
     the first divergent step (``diagnosis.diagnose_schedule``) is the summary."""
     comparison = compare.compare_with_golden(run, replay, golden["run"])
     if comparison.same:
-        return Verdict(Status.PASSED, "")  # feedback: "passed"
+        return Verdict(Status.PASSED)  # feedback: "passed"
     share = comparison.matching_requests / comparison.total_requests
     limits = case_limits(unit, case)
     found = _safely(
@@ -306,7 +364,7 @@ def _compared(unit: Unit, case: Case, trace_doc, device: dict, run: dict, replay
         )
     elif comparison.metric_mismatch:
         detail += f"\nrecomputed {comparison.metric_mismatch} differs from the reference"
-    return Verdict(Status.WRONG_SCHEDULE, found.text(), detail=detail, share=share)
+    return Verdict(Status.WRONG_SCHEDULE, found, detail=detail, share=share)
 
 
 _LAB_PATH = re.compile(r'File "[^"]*?/([^/"]+\.py)"')
@@ -328,26 +386,26 @@ def student_traceback(stderr: str, limit: int = 20) -> str:
     return "\n".join(kept[-limit:])
 
 
-def _crash_summary(child: ChildResult) -> str:
-    """What stopped the child, in words safe for hidden cases.
+def _crash_note(child: ChildResult) -> Note:
+    """What stopped the child, as one of two fixed notes.
 
     Deliberately coarse: the exception's type or message would be a channel through which a
     submission could smuggle details of a hidden trace out. Visible cases add the traceback.
     """
     if "simulate.py: error:" in (child.stderr or ""):
-        return "the engine rejected a batch the policy returned"
-    return "an exception was raised in the run"
+        return Note.ENGINE_REJECTED
+    return Note.EXCEPTION
 
 
-def _run_identity(unit: Unit, case: Case, run: dict, device: dict) -> str | None:
+def _run_identity(unit: Unit, case: Case, run: dict, device: dict) -> Note | None:
     """Why the (normalised) run is not the run this case asked for (None when it is): the
     policy, its parameters, the device (K, M, page size) and the engine limits (B, queue cap)
     must be the case's, which the replay then enforces."""
     if run["policy"] != case.policy or run["params"] != case.params:
-        return "the run file is for another policy or other parameters"
+        return Note.OTHER_RUN
     if run["device"] != device:
-        return "the run file's device profile is not the case's"
+        return Note.OTHER_DEVICE
     limits = case_limits(unit, case)
     if limits is not None and run.get("limits") != limits:
-        return "the run file's limits (token budget, queue cap) are not the case's"
+        return Note.OTHER_LIMITS
     return None

@@ -23,6 +23,8 @@ from .session import Session
 
 RUNNER = Path(__file__).with_name("case_runner.py")
 RUNNER_NAME = "_infralab_runner.py"  # its name in the case folder
+SKIPPED_DEADLINE = "the submission's time limit was used up"  # ``ChildResult.skipped``
+SKIPPED_POLICY = "this policy ran out of time on an earlier case"  # ... starts with one of these
 
 
 @dataclass(frozen=True)
@@ -62,7 +64,7 @@ def run_cases(
     while pending:
         if time.monotonic() >= deadline:
             for index in pending:
-                results[index] = _skipped("the submission's time limit was used up", limits)
+                results[index] = _skipped(SKIPPED_DEADLINE, limits)
             break
         _run_batch(lab_dir, submission_files, runs, pending, limits, deadline, results, timed_out)
         pending = [i for i in pending if results[i] is None]
@@ -88,7 +90,8 @@ def _run_batch(lab_dir, files, runs, pending, limits, deadline, results, timed_o
     batch_limits = dataclasses.replace(limits, cpu_s=math.ceil(cpu * len(pending)) + 1)
 
     def build(case: str, out: str) -> list[str]:
-        return [RUNNER_NAME, out, repr(cpu), str(run_cap), str(OUTPUT_LIMIT), *sorted(files)]
+        caps = [str(run_cap), str(OUTPUT_LIMIT), repr(float(limits.compile_s))]
+        return [RUNNER_NAME, out, repr(cpu), *caps, *sorted(files)]
 
     raw = launch(
         lab_dir,
@@ -114,7 +117,7 @@ def _run_batch(lab_dir, files, runs, pending, limits, deadline, results, timed_o
         group = session.groups.get(index)
         if results[index] is None and group in timed_out:
             results[index] = _skipped(
-                f"this policy ran out of time on an earlier case ({timed_out[group].summary})",
+                f"{SKIPPED_POLICY} ({timed_out[group].summary})",
                 limits,
                 like=timed_out[group],
             )

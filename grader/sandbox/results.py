@@ -25,6 +25,7 @@ class Limits:
     wall_s: float = 20.0
     submission_s: float = 300.0
     cpu_s: float = 10  # CPU seconds per case (the rlimit rounds up to whole seconds)
+    compile_s: float = 2.0  # CPU seconds to compile each submission file, once per child
     memory_mb: int = 1024  # address space
     file_mb: int = 64  # largest file the child may write (stdout/stderr included)
     open_files: int = 64

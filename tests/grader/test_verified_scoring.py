@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import time
 
 import pytest
@@ -351,3 +352,39 @@ def test_constant_meets_slo_scores_nothing_on_a_hidden_case():
     )
     assert verdict.status is Status.WRONG_ANSWER and verdict.share == 0
     assert _points(case, verdict) == 0
+
+
+def test_hidden_run_files_cannot_change_public_verdicts(unit, monkeypatch):
+    """Issue 31, finding 6: hidden jobs first in the list (as unit 08 lists its cases), each
+    making its check loop, allocate without end or kill the judging child, and together using
+    up the judging time: every public verdict is the one it gets when judged alone."""
+    real = judging.judge
+    public_ids = ["fcfs-unseen", "chunked-mixed"]
+    hidden_ids = [
+        "fcfs-mixed-relabelled",
+        "chunked-mixed-relabelled",
+        "fcfs-poisson-mix",
+        "fcfs-ties",
+    ]
+    limits = JudgeLimits(case_cpu_s=0.5, total_cpu_s=1.0, memory_mb=256)
+    alone = judge_cases(unit, _jobs(unit, public_ids), limits)
+
+    def misbehaves(unit_, case, *args):
+        if case.id == "fcfs-mixed-relabelled":
+            while True:
+                pass
+        if case.id == "chunked-mixed-relabelled":
+            hog = []
+            while True:
+                hog.append(bytearray(64 << 20))
+        if case.id == "fcfs-poisson-mix":
+            os._exit(3)
+        return real(unit_, case, *args)
+
+    monkeypatch.setattr(judging, "judge", misbehaves)
+    jobs = _jobs(unit, hidden_ids + public_ids)
+    out = judge_cases(unit, jobs, limits)
+    hidden, public = out[: len(hidden_ids)], out[len(hidden_ids) :]
+    assert all(j.verdict.status is Status.INVALID_SCHEDULE for j in hidden[:3])
+    assert [j.verdict for j in public] == [j.verdict for j in alone]
+    assert all(j.verdict.status is Status.PASSED for j in public)
