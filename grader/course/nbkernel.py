@@ -34,6 +34,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from jupyter_client.kernelspec import KernelSpec
@@ -49,6 +50,8 @@ KERNEL_NAME = "infralab"
 SOURCE = "/lab"  # the notebook's folder as copied for the kernel, read-only (bwrap CASE_DIR)
 LAB = "/notebook"  # the kernel's working copy of it, a size-capped tmpfs
 CONNECTION = "/run/infralab/connection.json"
+PORTS = ("shell_port", "iopub_port", "stdin_port", "control_port", "hb_port")
+SEAL_WAIT_S = 60.0
 LAB_MB = 512  # size of the working copy's tmpfs (the lab's runs included)
 LIMITS = Limits(
     cpu_s=3600,  # CPU seconds of each process of the kernel (the cell timeout bounds wall time)
@@ -220,16 +223,30 @@ def run_kernel(connection_file: Path, extra: list[str]) -> int:
                     raise SandboxError(f"{folder} cannot be read by the kernel's uid (chmod o+rx)")
         command = bwrap_command(plan, case, connection, sockets, extra)
         prefix, preexec = launcher(LIMITS, uid, 0 if uid is not None else own_tasks())
-        return _wait(
-            subprocess.Popen(
-                [*prefix, *command],
-                env={},
-                cwd="/",
-                start_new_session=True,
-                preexec_fn=preexec,  # noqa: PLW1509 - only without util-linux
-            ),
-            uid,
+        child = subprocess.Popen(
+            [*prefix, *command],
+            env={},
+            cwd="/",
+            start_new_session=True,
+            preexec_fn=preexec,  # noqa: PLW1509 - only without util-linux
         )
+        if uid is not None and sockets is not None:
+            _seal(info, sockets, child)
+        return _wait(child, uid)
+
+
+def _seal(info: dict, sockets: Path, child: subprocess.Popen) -> None:
+    """Once the kernel has made its sockets, take its socket folder back: the kernel's uid can
+    no longer write there (the sockets stay usable), so nothing it writes reaches the host's
+    disk. Gives up, leaving the folder as it is, if the kernel ends or takes a minute."""
+    ports = [info[name] for name in PORTS]
+    deadline = time.monotonic() + SEAL_WAIT_S
+    while time.monotonic() < deadline and child.poll() is None:
+        if all(os.path.exists(f"{info['ip']}-{port}") for port in ports):
+            os.chown(sockets, os.geteuid(), os.getegid())
+            os.chmod(sockets, 0o755)
+            return
+        time.sleep(0.05)
 
 
 def _wait(child: subprocess.Popen, uid: int | None) -> int:
