@@ -117,6 +117,7 @@ def attack_source(course: Path) -> str:
         str(CODE_ROOT / "grader" / "course" / "nbcheck.py"),
         str(course / "gradebook.db"),
         str(course / "autograded" / "mallory" / "unit07" / "policies.py"),
+        str(checkcache.cache_dir() / "planted.json"),
     ]
     from grader.course.nbscores import ANSWERS_MIME
 
@@ -213,6 +214,7 @@ def test_the_attack_writes_nothing_the_grader_keeps(attacked):
     graded_policies = attacked["root"] / "autograded" / "mallory" / "unit07" / "policies.py"
     assert graded_policies.read_text(encoding="utf-8") == attacked["starter"]
     assert WROTE.encode() not in (attacked["root"] / "gradebook.db").read_bytes()
+    assert not (checkcache.cache_dir() / "planted.json").exists()
 
 
 def test_no_hidden_trace_shows_in_the_feedback(attacked):

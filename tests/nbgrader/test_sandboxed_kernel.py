@@ -33,7 +33,7 @@ needs_bwrap = pytest.mark.skipif(
 )
 
 PROBE = """
-import json, os, socket, sys
+import json, os, resource, socket, sys
 seen = {{p: os.path.exists(p) for p in {paths!r}}}
 try:
     import grader
@@ -57,7 +57,9 @@ try:
 except OSError:
     network = False
 print(json.dumps({{"seen": seen, "staff": staff, "wrote_host": wrote_host, "uid": os.getuid(),
-                  "wrote_sockets": wrote_sockets, "network": network, "cwd": os.getcwd()}}))
+                  "wrote_sockets": wrote_sockets, "network": network, "cwd": os.getcwd(),
+                  "memory": resource.getrlimit(resource.RLIMIT_AS)[0],
+                  "file": resource.getrlimit(resource.RLIMIT_FSIZE)[0]}}))
 """
 
 
@@ -104,6 +106,8 @@ def test_the_kernel_sees_no_hidden_material_and_writes_nothing_of_the_host(tmp_p
     assert got["seen"] == {str(p): False for p in hidden}
     assert not got["staff"] and not got["wrote_host"] and not got["network"]
     assert got["cwd"] == nbkernel.LAB
+    assert got["memory"] == nbkernel.LIMITS.memory_mb << 20
+    assert got["file"] == nbkernel.LIMITS.file_mb << 20
     if MODE == "bwrap+uid":
         assert got["uid"] != os.getuid()
         assert not got["wrote_sockets"]

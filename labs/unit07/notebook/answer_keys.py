@@ -68,9 +68,7 @@ def _shape(keys, leaf=NUMBER) -> dict:
 CHECKS = {
     "policies_hidden": (Policies(),),
     "d1_fcfs": (Close("d1_times", "mixed", lambda key: key["times"]["fcfs"], ("fcfs",)),),
-    "d1_chunked": (
-        Close("d1_times", "mixed", lambda key: key["times"]["chunked"], ("chunked",)),
-    ),
+    "d1_chunked": (Close("d1_times", "mixed", lambda key: key["times"]["chunked"], ("chunked",)),),
     "d1_itl": (Close("d1_a_max_itl", "mixed", lambda key: key["aMaxItl"]),),
     "d2_prediction": (
         Filled("d2_prediction", _shape(["0.25", "0", "submissions"], _shape(POLICIES))),
