@@ -16,18 +16,52 @@ managed config). It
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from jupyter_client.kernelspec import KernelSpec
+from jupyter_client.manager import AsyncKernelManager
 from nbformat.v4 import new_output
 from nbgrader.preprocessors import Execute
 
 from ..plugins import load_plugin
 from ..units import Unit, UnitError, load_unit
 from . import nbcheck, nbscores
-from .nbkernel import KERNEL_NAME, SandboxKernelManager
+from .nbkernel import KERNEL_NAME, kernel_spec
 
 KERNEL_TEXT_LIMIT = 20_000  # characters of the kernel's own output kept in a graded cell
+
+
+class SandboxKernelManager(AsyncKernelManager):
+    """The kernel of ``kernel_spec``, over Unix sockets in a folder made for this kernel alone
+    (the sandbox has no network, and binds only that folder)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(transport="ipc", **kwargs)
+        self._socket_dir: str | None = None
+
+    @property
+    def kernel_spec(self) -> KernelSpec:
+        return KernelSpec(**kernel_spec())
+
+    @property
+    def ipykernel(self) -> bool:
+        return True
+
+    async def _async_pre_start_kernel(self, **kw):
+        if self._socket_dir is None:
+            self._socket_dir = tempfile.mkdtemp(prefix="infralab-kernel-")
+            self.ip = os.path.join(self._socket_dir, "k")
+        return await super()._async_pre_start_kernel(**kw)
+
+    async def _async_cleanup_resources(self, restart: bool = False) -> None:
+        await super()._async_cleanup_resources(restart=restart)
+        if not restart and self._socket_dir is not None:
+            shutil.rmtree(self._socket_dir, ignore_errors=True)
+            self._socket_dir = None
 
 
 class CheckError(RuntimeError):

@@ -13,7 +13,7 @@ root, no network). What exists in the kernel's file system:
 - ``LAB``: a size-capped tmpfs holding a copy of the notebook's folder (the student's files and
   the course's public lab files), where the kernel runs and writes;
 - ``/tmp``, size-capped tmpfs; the connection file, read-only; with the ``ipc`` transport
-  (``SandboxKernelManager``, the one autograding uses), the kernel's private socket folder,
+  (``nbautograde.SandboxKernelManager``, the one autograding uses), the kernel's socket folder,
   made for this kernel alone. With ``tcp`` (a kernel started by name, e.g. ``nbgrader
   validate``) the kernel shares the host's network instead.
 
@@ -36,9 +36,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-
-from jupyter_client.kernelspec import KernelSpec
-from jupyter_client.manager import AsyncKernelManager
 
 from ..sandbox import Limits, SandboxError, scratch_dir
 from ..sandbox.host import current_plan, reachable_by_others
@@ -86,35 +83,6 @@ def kernel_spec() -> dict:
         "interrupt_mode": "message",  # the launcher is not the kernel: no signal reaches it
         "metadata": {"debugger": False},
     }
-
-
-class SandboxKernelManager(AsyncKernelManager):
-    """The kernel of ``kernel_spec``, over Unix sockets in a folder made for this kernel alone
-    (the sandbox has no network, and binds only that folder)."""
-
-    def __init__(self, **kwargs):
-        super().__init__(transport="ipc", **kwargs)
-        self._socket_dir: str | None = None
-
-    @property
-    def kernel_spec(self) -> KernelSpec:
-        return KernelSpec(**kernel_spec())
-
-    @property
-    def ipykernel(self) -> bool:
-        return True
-
-    async def _async_pre_start_kernel(self, **kw):
-        if self._socket_dir is None:
-            self._socket_dir = tempfile.mkdtemp(prefix="infralab-kernel-")
-            self.ip = os.path.join(self._socket_dir, "k")
-        return await super()._async_pre_start_kernel(**kw)
-
-    async def _async_cleanup_resources(self, restart: bool = False) -> None:
-        await super()._async_cleanup_resources(restart=restart)
-        if not restart and self._socket_dir is not None:
-            shutil.rmtree(self._socket_dir, ignore_errors=True)
-            self._socket_dir = None
 
 
 def site_folders() -> list[str]:

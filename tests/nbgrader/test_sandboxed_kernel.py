@@ -20,7 +20,7 @@ from nbgrader.utils import determine_grade
 
 from grader import checkcache
 from grader.course import nbkernel, nbscores
-from grader.course.nbautograde import verdict_outputs
+from grader.course.nbautograde import SandboxKernelManager, verdict_outputs
 from grader.sandbox import MODE_ENV, SandboxError, isolation_mode
 from grader.units import CODE_ROOT
 
@@ -64,7 +64,7 @@ print(json.dumps({{"seen": seen, "staff": staff, "wrote_host": wrote_host, "uid"
 
 
 async def _run_in_kernel(folder, code_for) -> dict:
-    manager = nbkernel.SandboxKernelManager()
+    manager = SandboxKernelManager()
     await manager.start_kernel(cwd=str(folder))
     client = manager.client()
     client.start_channels()
