@@ -27,7 +27,6 @@ from jupyter_client.manager import AsyncKernelManager
 from nbformat.v4 import new_output
 from nbgrader.preprocessors import Execute
 
-from ..plugins import load_plugin
 from ..units import Unit, UnitError, load_unit
 from . import nbcheck, nbscores
 from .nbkernel import KERNEL_NAME, kernel_spec
@@ -70,12 +69,7 @@ class CheckError(RuntimeError):
 
 def cell_checks(unit: Unit) -> dict[str, tuple[nbscores.Check, ...]]:
     """``CHECKS`` of the unit's answer-key plug-in: grade id -> the cell's checks."""
-    relative = unit.doc.get("notebook", {}).get("answer_keys")
-    if relative is None:
-        raise UnitError(f"unit {unit.id} has no notebook answer keys")
-    checks = getattr(load_plugin(unit, relative, "answer-key plug-in"), "CHECKS", None)
-    if not isinstance(checks, dict):
-        raise UnitError(f"unit {unit.id}: {relative} must define CHECKS = {{grade id: checks}}")
+    checks = nbcheck.plugin_table(unit, "CHECKS", "grade id: checks")
     return {grade_id: tuple(found) for grade_id, found in checks.items()}
 
 

@@ -63,15 +63,21 @@ def max_gap(times: list[float]) -> float | None:
     return max(gaps) if gaps else None
 
 
-def answer_keys(unit: Unit) -> dict[str, Callable[[Unit], dict]]:
-    """The unit's notebook cases: ``KEYS`` of the plug-in named by ``notebook.answer_keys``."""
+def plugin_table(unit: Unit, name: str, shape: str) -> dict:
+    """The dict ``name`` of the plug-in named by ``notebook.answer_keys`` (``shape`` describes
+    it for the error message)."""
     relative = unit.doc.get("notebook", {}).get("answer_keys")
     if relative is None:
         raise UnitError(f"unit {unit.id} has no notebook answer keys")
-    keys = getattr(load_plugin(unit, relative, "answer-key plug-in"), "KEYS", None)
-    if not isinstance(keys, dict):
-        raise UnitError(f"unit {unit.id}: {relative} must define KEYS = {{case: function}}")
-    return keys
+    table = getattr(load_plugin(unit, relative, "answer-key plug-in"), name, None)
+    if not isinstance(table, dict):
+        raise UnitError(f"unit {unit.id}: {relative} must define {name} = {{{shape}}}")
+    return table
+
+
+def answer_keys(unit: Unit) -> dict[str, Callable[[Unit], dict]]:
+    """The unit's notebook cases: ``KEYS`` of the answer-key plug-in."""
+    return plugin_table(unit, "KEYS", "case: function")
 
 
 def answer_key(unit: Unit, case: str) -> dict:
