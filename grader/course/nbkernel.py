@@ -37,16 +37,17 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..sandbox import Limits, SandboxError, scratch_dir
+from ..sandbox import CASE_DIR, Limits, SandboxError, scratch_dir
 from ..sandbox.host import current_plan, reachable_by_others
 from ..sandbox.rlimits import launcher
 from ..sandbox.uids import hand_over, kill_uid, own_tasks, reserved_uid
 from ..units import CODE_ROOT
 
 KERNEL_NAME = "infralab"
-SOURCE = "/lab"  # the notebook's folder as copied for the kernel, read-only (bwrap CASE_DIR)
+SOURCE = CASE_DIR  # the notebook's folder as copied for the kernel, read-only
 LAB = "/notebook"  # the kernel's working copy of it, a size-capped tmpfs
 CONNECTION = "/run/infralab/connection.json"
+SOCKETS = "/run/infralab/sockets"  # where the socket folder appears in the sandbox
 PORTS = ("shell_port", "iopub_port", "stdin_port", "control_port", "hb_port")
 SEAL_WAIT_S = 60.0
 LAB_MB = 512  # size of the working copy's tmpfs (the lab's runs included)
@@ -146,11 +147,13 @@ def bwrap_command(
     mounts += ["--size", str(LAB_MB << 20), "--tmpfs", LAB]
     mounts += ["--ro-bind", str(connection), CONNECTION]
     if sockets is not None:
-        mounts += ["--bind", str(sockets), str(sockets)]
+        mounts += ["--bind", str(sockets), SOCKETS]
     else:
         mounts += ["--share-net"]  # tcp: the client reaches the kernel's ports on the host
-    split = command.index("--")
-    return [*command[:split], *mounts, *command[split:]]
+    # right after the sandbox binds the case folder: before anything it may do last (a
+    # read-only remount of the root, say), and before the command
+    after = command.index(CASE_DIR, 0, command.index("--")) + 1
+    return [*command[:after], *mounts, *command[after:]]
 
 
 def _same_python(path: str) -> None:
@@ -181,7 +184,8 @@ def run_kernel(connection_file: Path, extra: list[str]) -> int:
         root = Path(stack.enter_context(tempfile.TemporaryDirectory(dir=scratch_dir())))
         case, connection = root / "lab", root / "connection.json"
         _copy_notebook_folder(notebook_folder, case)
-        shutil.copyfile(connection_file, connection)
+        inside = info if sockets is None else {**info, "ip": f"{SOCKETS}/{Path(info['ip']).name}"}
+        connection.write_text(json.dumps(inside), encoding="utf-8")
         os.chmod(connection, 0o600)
         if uid is not None:
             os.chmod(root, 0o711)

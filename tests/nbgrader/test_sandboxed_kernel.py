@@ -58,6 +58,7 @@ except OSError:
     network = False
 print(json.dumps({{"seen": seen, "staff": staff, "wrote_host": wrote_host, "uid": os.getuid(),
                   "wrote_sockets": wrote_sockets, "network": network, "cwd": os.getcwd(),
+                  "sockets": sorted(os.listdir({sockets!r})),
                   "memory": resource.getrlimit(resource.RLIMIT_AS)[0],
                   "file": resource.getrlimit(resource.RLIMIT_FSIZE)[0]}}))
 """
@@ -73,7 +74,7 @@ async def _run_in_kernel(folder, code_for) -> dict:
         await client.wait_for_ready(timeout=60)
         await asyncio.sleep(0.5)  # the launcher seals the socket folder once the sockets exist
         reply = await client.execute_interactive(
-            code_for(manager._socket_dir),
+            code_for(nbkernel.SOCKETS),
             output_hook=lambda msg: lines.append(msg["content"].get("text", "")),
             timeout=60,
         )
@@ -108,6 +109,7 @@ def test_the_kernel_sees_no_hidden_material_and_writes_nothing_of_the_host(tmp_p
     assert got["cwd"] == nbkernel.LAB
     assert got["memory"] == nbkernel.LIMITS.memory_mb << 20
     assert got["file"] == nbkernel.LIMITS.file_mb << 20
+    assert len(got["sockets"]) == len(nbkernel.PORTS)  # its socket folder, as bound
     if MODE == "bwrap+uid":
         assert got["uid"] != os.getuid()
         assert not got["wrote_sockets"]
