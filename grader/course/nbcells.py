@@ -1,12 +1,14 @@
 """Building blocks for nbgrader source notebooks: cells with nbgrader metadata.
 
 Unit notebook builders (``labs/<unit>/notebook/build_notebook.py``) assemble their cells from
-these, so every unit's notebook uses the same metadata, point notes and hidden-test wrapper.
+these, so every unit's notebook uses the same metadata, point notes and hand-in of answers.
 """
 
 from __future__ import annotations
 
 from nbformat.v4 import new_code_cell, new_markdown_cell
+
+from .nbscores import ANSWERS_MIME
 
 
 def _meta(grade_id, *, solution=False, grade=False, locked=False, points=None) -> dict:
@@ -37,16 +39,22 @@ def answer_code(grade_id, source):
     return new_code_cell(source.strip(), metadata=_meta(grade_id, solution=True))
 
 
-def test_code(grade_id, points, what, source):
-    """An autograder test cell (read-only for students; hidden region stripped on release).
+def test_code(grade_id, points, what, source, hand_in: tuple[str, ...] = ()):
+    """An autograder test cell (read-only for students).
 
-    ``what`` is "checked item。local check;" for the cell's first-line comment.
+    ``what`` is "checked item。local check;" for the cell's first-line comment. ``source`` is
+    the local check the student sees; the cell then hands ``hand_in`` (answer variable names) to
+    the grader, which scores the cell outside the kernel with the unit's ``CHECKS``
+    (``grader.course.nbscores``, at autograding; the student's own copy runs the local check
+    only).
     """
     item, _, local = what.partition("。")
     note = f"{item}({points} 分)。{local}"
-    if "### BEGIN HIDDEN TESTS" in source:
-        note += "评分时另有隐藏测试。"
+    if hand_in:
+        note += "评分器在笔记本之外核对交出的答案。"
     source = f"# {note}\n{source.strip()}"
+    if hand_in:
+        source += "\n\nhand_in(" + ", ".join(f"{name}={name}" for name in hand_in) + ")"
     return new_code_cell(source, metadata=_meta(grade_id, grade=True, locked=True, points=points))
 
 
@@ -57,21 +65,12 @@ def manual_answer(grade_id, points, source):
     )
 
 
-def trusted_source(unit: str) -> str:
-    """``_trusted(*args)``: runs the trusted grader in a separate, isolated interpreter (-I: the
-    student's folder is not on sys.path) and returns its JSON answer."""
-    return f'''
-def _trusted(*args):
-    done = subprocess.run(
-        [sys.executable, "-I", "-m", "grader.course.nbcheck", *args, "--unit", "{unit}"],
-        capture_output=True, text=True,
-    )
-    if done.returncode != 0:
-        raise RuntimeError("grading helper failed: " + done.stderr[-2000:])
-    return json.loads(done.stdout)
+# Appended to each unit's setup cell: how a test cell hands its answers to the grader.
+HAND_IN = f'''
+def hand_in(**answers):
+    """交出答案:评分时,评分器在笔记本之外把它们和答案核对(这里不做比较,也拿不到答案)。"""
+    from IPython.display import display
+
+    names = ", ".join(answers)
+    display({{"{ANSWERS_MIME}": answers, "text/plain": f"已交出:{{names}}"}}, raw=True)
 '''.strip()
-
-
-def hidden(body: str, unit: str) -> str:
-    """A hidden-test region that asks the trusted grader for its answer keys."""
-    return f"### BEGIN HIDDEN TESTS\n{trusted_source(unit)}\n\n{body.strip()}\n### END HIDDEN TESTS"

@@ -1,13 +1,12 @@
-"""Trusted answer keys and policy grading for the unit notebooks' hidden test cells.
+"""Trusted answer keys and policy grading for the unit notebooks' autograded cells.
 
-The notebook's hidden tests run inside the grading kernel, next to code the student wrote, so
-they do not import this module there: they start ``python -I -m grader.course.nbcheck ...``
-(isolated mode: the student's folder is not on ``sys.path``, so a file in the submission cannot
-stand in for this package) and read one JSON document from its stdout.
+Used by the autograde step (``nbautograde``, in the grader's own process: the notebook's
+kernel never reaches this module) and by the unit 08 notebook builder; as a command, for staff
+who want to see a key or a policy grade:
 
-    python -I -m grader.course.nbcheck expected --unit UNIT CASE  -> the answer key for CASE
-    python -I -m grader.course.nbcheck policies --unit UNIT --submission policies.py [...]
-                                                                  -> {"score", "maxScore", "text"}
+    python -m grader.course.nbcheck expected --unit UNIT CASE  -> the answer key for CASE
+    python -m grader.course.nbcheck policies --unit UNIT --submission policies.py [...]
+                                                               -> {"score", "maxScore", "text"}
 
 The answer keys are the unit's: a plug-in file named by ``notebook.answer_keys`` in unit.yaml
 (``labs/<unit>/...``) defines ``KEYS = {case: function(unit) -> dict}``; the helpers below
@@ -64,15 +63,21 @@ def max_gap(times: list[float]) -> float | None:
     return max(gaps) if gaps else None
 
 
-def answer_keys(unit: Unit) -> dict[str, Callable[[Unit], dict]]:
-    """The unit's notebook cases: ``KEYS`` of the plug-in named by ``notebook.answer_keys``."""
+def plugin_table(unit: Unit, name: str, shape: str) -> dict:
+    """The dict ``name`` of the plug-in named by ``notebook.answer_keys`` (``shape`` describes
+    it for the error message)."""
     relative = unit.doc.get("notebook", {}).get("answer_keys")
     if relative is None:
         raise UnitError(f"unit {unit.id} has no notebook answer keys")
-    keys = getattr(load_plugin(unit, relative, "answer-key plug-in"), "KEYS", None)
-    if not isinstance(keys, dict):
-        raise UnitError(f"unit {unit.id}: {relative} must define KEYS = {{case: function}}")
-    return keys
+    table = getattr(load_plugin(unit, relative, "answer-key plug-in"), name, None)
+    if not isinstance(table, dict):
+        raise UnitError(f"unit {unit.id}: {relative} must define {name} = {{{shape}}}")
+    return table
+
+
+def answer_keys(unit: Unit) -> dict[str, Callable[[Unit], dict]]:
+    """The unit's notebook cases: ``KEYS`` of the answer-key plug-in."""
+    return plugin_table(unit, "KEYS", "case: function")
 
 
 def answer_key(unit: Unit, case: str) -> dict:
@@ -125,7 +130,9 @@ def grade_policies(unit: Unit, files: Path | list[Path]) -> dict:
     ``files`` are the student's copies of the unit's editable files (``policies.py``, and
     whatever else unit.yaml lists); each must be a regular file named like one of them. They
     are copied into a fresh folder holding only those files, which is what
-    ``grader.grading.grade`` takes as a submission; the feedback text names no hidden trace data.
+    ``grader.grading.grade`` takes as a submission. The text is the one place the notebook's
+    hidden-case feedback comes from: the report's own text (``Report.text``), which names no
+    hidden trace data.
     """
     files = [Path(f) for f in (files if isinstance(files, list) else [files])]
     names = [f.name for f in files]

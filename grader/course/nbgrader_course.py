@@ -6,9 +6,8 @@ Layout written under the course directory (everything else is nbgrader's own):
     infralab_nbgrader_config.py     rewritten on every run: course root and id, grading kernel,
                                     Autograde.exclude_overwriting (the units' editable files)
     .infralab/jupyter/kernels/infralab/kernel.json
-                                    the grading kernel: the Python running this command, which
-                                    has the staff package (hidden tests call
-                                    ``grader.course.nbcheck``)
+                                    the grading kernel (``nbkernel``: the sandboxed kernel,
+                                    started by the Python running this command)
     source/<unit>/                  the lab folder as shipped to students plus the unit's
                                     notebook(s) from ``labs/<unit>/notebook/``; replaced whole
 
@@ -29,12 +28,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..units import Unit, UnitError, labs_dir, load_unit
+from .nbkernel import KERNEL_NAME, kernel_spec
 from .release import build_folder_zip, lab_root, student_files
 
 CONFIG = "nbgrader_config.py"
 MANAGED_CONFIG = "infralab_nbgrader_config.py"
 STATE_DIR = ".infralab"
-KERNEL_NAME = "infralab"
 DEFAULT_COURSE_ID = "infralab"
 CELL_TIMEOUT_S = 180
 # nbgrader's own defaults plus what running the lab leaves behind
@@ -97,7 +96,7 @@ c.CourseDirectory.root = str(_ROOT)
 c.CourseDirectory.course_id = {course_id!r}
 c.CourseDirectory.ignore = {IGNORE!r}
 
-# Notebooks run in the kernel written by the release command (the staff Python with the grader).
+# Notebooks run in the kernel written by the release command: the grader's sandbox.
 _KERNELS = str(_ROOT / {STATE_DIR!r} / "jupyter")
 if _KERNELS not in os.environ.get("JUPYTER_PATH", "").split(os.pathsep):
     os.environ["JUPYTER_PATH"] = os.pathsep.join(
@@ -109,6 +108,12 @@ c.Execute.iopub_timeout = 30  # a busy grading machine can be slow to flush a ce
 
 # The files students edit are graded as submitted, not replaced by the instructor's copies.
 c.Autograde.exclude_overwriting = {json.dumps(exclude)}
+
+# Autograding runs each notebook in the sandboxed kernel and scores every autograded cell
+# outside it (grader.course.nbautograde); keep this line if you change the preprocessors.
+from grader.course.nbautograde import autograde_preprocessors  # noqa: E402
+
+c.Autograde.autograde_preprocessors = autograde_preprocessors()
 """
 
 
@@ -138,19 +143,15 @@ def write_config(course: Path, course_id: str) -> None:
 
 
 def write_kernel(course: Path) -> Path:
-    """The grading kernelspec: this very interpreter, which has ipykernel and the grader."""
+    """The grading kernelspec: ``nbkernel``'s launcher, run by this very interpreter (which has
+    ipykernel and the grader), that starts the kernel inside the sandbox."""
     try:
         import ipykernel  # noqa: F401
     except ImportError:
         raise CourseError(
             "ipykernel is not installed in this Python: pip install -e '.[nbgrader]'"
         ) from None
-    spec = {
-        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "infra-lab grading (Python)",
-        "language": "python",
-        "metadata": {"debugger": False},
-    }
+    spec = kernel_spec()
     path = course / STATE_DIR / "jupyter" / "kernels" / KERNEL_NAME / "kernel.json"
     _write_text(path, json.dumps(spec, indent=1) + "\n")
     return path

@@ -12,10 +12,12 @@ import pytest
 nbformat = pytest.importorskip("nbformat")
 pytest.importorskip("nbgrader")
 
+from nbgrader.preprocessors import Execute, SaveAutoGrades  # noqa: E402
 from traitlets.config.loader import PyFileConfigLoader  # noqa: E402
 
 from grader.cli import main  # noqa: E402
-from grader.course import nbgrader_course  # noqa: E402
+from grader.course import nbgrader_course, nbscores  # noqa: E402
+from grader.course.nbautograde import SandboxedAutograde, autograded_cells, cell_checks  # noqa: E402
 from grader.course.release import student_files  # noqa: E402
 from grader.units import load_unit  # noqa: E402
 
@@ -59,7 +61,11 @@ def test_setup_writes_config_kernel_and_source(tmp_path, capsys, unit_id):
     assert config.ExecutePreprocessor.kernel_name == nbgrader_course.KERNEL_NAME
     assert config.CourseDirectory.root == str(course.resolve())
     kernel = course / ".infralab/jupyter/kernels" / nbgrader_course.KERNEL_NAME / "kernel.json"
-    assert json.loads(kernel.read_text())["argv"][0] == sys.executable
+    argv = json.loads(kernel.read_text())["argv"]
+    assert argv[:3] == [sys.executable, "-m", "grader.course.nbkernel"]  # the sandboxed kernel
+    steps = config.Autograde.autograde_preprocessors
+    assert SandboxedAutograde in steps and Execute not in steps
+    assert steps.index(SandboxedAutograde) < steps.index(SaveAutoGrades)
 
 
 def test_rerun_keeps_the_tas_settings_and_replaces_source(tmp_path):
@@ -129,8 +135,9 @@ def test_every_cell_is_an_nbgrader_cell_with_a_unique_id(unit_id):
 
 
 @pytest.mark.parametrize("unit_id", NOTEBOOK_UNITS)
-def test_autograder_tests_hold_no_expected_numbers(unit_id):
-    """Test cells compare with answer keys the trusted grader computes at grading time."""
+def test_autograder_tests_hold_no_expected_numbers_and_no_grading_code(unit_id):
+    """Test cells hold a local shape check and a hand-in: no number, no hidden region, no
+    call into the staff package (the kernel could not reach it)."""
     tests = [(c, m) for c, m in _cells(unit_id) if m["grade"] and c.cell_type == "code"]
     assert tests
     for cell, meta in tests:
@@ -138,9 +145,31 @@ def test_autograder_tests_hold_no_expected_numbers(unit_id):
         floats = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant)]
         floats = [v for v in floats if isinstance(v, float)]
         assert not floats, (meta["grade_id"], floats)
-        if "check_close(" in cell.source:
-            hidden = cell.source.split("### BEGIN HIDDEN TESTS", 1)[1]
-            assert '_trusted("expected"' in hidden and "check_close(" in hidden
+        for word in ("HIDDEN TESTS", "grader", "nbcheck", "subprocess"):
+            assert word not in cell.source, (meta["grade_id"], word)
+
+
+def _handed_in(cell) -> set[str]:
+    """The answer names a test cell hands in (its ``hand_in(name=name, ...)`` call)."""
+    calls = [
+        node
+        for node in ast.walk(ast.parse(cell.source))
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "hand_in"
+    ]
+    return {keyword.arg for call in calls for keyword in call.keywords}
+
+
+@pytest.mark.parametrize("unit_id", NOTEBOOK_UNITS)
+def test_every_autograded_cell_has_a_check_for_what_it_hands_in(unit_id):
+    """The trusted scorer has a check for each autograded cell, reading exactly the answers the
+    cell hands in; a cell without one would stop the autograding (``CheckError``)."""
+    checks = cell_checks(load_unit(unit_id))
+    notebook = nbformat.read(_builder(unit_id).NOTEBOOK, as_version=4)
+    cells = autograded_cells(notebook)
+    assert {c.metadata["nbgrader"]["grade_id"] for c in cells} == set(checks)
+    for cell in cells:
+        found = checks[cell.metadata["nbgrader"]["grade_id"]]
+        assert _handed_in(cell) == nbscores.names(found), cell.metadata["nbgrader"]["grade_id"]
 
 
 @pytest.mark.parametrize("unit_id", NOTEBOOK_UNITS)
@@ -153,10 +182,8 @@ def test_each_deliverable_has_autograded_and_written_parts(unit_id):
 
 
 @pytest.mark.parametrize("unit_id", NOTEBOOK_UNITS)
-def test_policy_cell_grades_every_editable_file(unit_id):
-    """The hidden policy test hands the trusted grader each file the student edits."""
+def test_policy_cell_is_scored_from_the_submitted_files(unit_id):
+    """The policy cell hands nothing in: its score is the grader's, from the editable files."""
     (cell,) = [c for c, m in _cells(unit_id) if m["grade_id"] == "policies_hidden"]
-    hidden = cell.source.split("### BEGIN HIDDEN TESTS", 1)[1]
-    assert '_trusted("policies", "--submission"' in hidden
-    for name in load_unit(unit_id).editable:
-        assert f'"{name}"' in hidden, name
+    assert not _handed_in(cell)
+    assert cell_checks(load_unit(unit_id))["policies_hidden"] == (nbscores.Policies(),)

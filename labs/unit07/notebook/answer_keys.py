@@ -1,13 +1,15 @@
-"""Unit 07's notebook answer keys (a plug-in: ``notebook.answer_keys`` in unit.yaml).
+"""Unit 07's notebook answer keys and checks (a plug-in: ``notebook.answer_keys`` in unit.yaml).
 
 ``grader.course.nbcheck`` loads this file by path and calls ``KEYS[case](unit)``. Every key is
 computed at call time with the engine and the reference policies; its shape is the shape the
-notebook asks the student to fill in.
+notebook asks the student to fill in. ``CHECKS`` says how each autograded cell is scored from
+the answers it hands in (``grader.course.nbscores``); the notebook's kernel sees neither.
 """
 
 from __future__ import annotations
 
 from grader.course.nbcheck import by_id, max_gap, reference_runs
+from grader.course.nbscores import NUMBER, Close, Filled, Policies
 
 
 def mixed_key(unit) -> dict:
@@ -54,3 +56,24 @@ def unseen_key(unit) -> dict:
 
 
 KEYS = {"mixed": mixed_key, "prefill-only": prefill_only_key, "unseen": unseen_key}
+
+
+POLICIES = ("fcfs", "chunked")
+
+
+def _shape(keys, leaf=NUMBER) -> dict:
+    return {key: leaf for key in keys}
+
+
+CHECKS = {
+    "policies_hidden": (Policies(),),
+    "d1_fcfs": (Close("d1_times", "mixed", lambda key: key["times"]["fcfs"], ("fcfs",)),),
+    "d1_chunked": (Close("d1_times", "mixed", lambda key: key["times"]["chunked"], ("chunked",)),),
+    "d1_itl": (Close("d1_a_max_itl", "mixed", lambda key: key["aMaxItl"]),),
+    "d2_prediction": (
+        Filled("d2_prediction", _shape(["0.25", "0", "submissions"], _shape(POLICIES))),
+    ),
+    "d2_outputs": (Close("d2_outputs", "prefill-only"),),
+    "d3_prediction": (Filled("d3_prediction", _shape(["U2_first", "U1_stall"], _shape(POLICIES))),),
+    "d3_verified": (Close("d3_verified", "unseen"),),
+}

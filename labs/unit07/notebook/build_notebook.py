@@ -2,10 +2,11 @@
 
 Run ``python labs/unit07/notebook/build_notebook.py`` after editing; a test checks that the
 committed notebook is what this script writes. The notebook is nbgrader's *source* version:
-solution regions, hidden tests and model answers are removed by ``nbgrader generate_assignment``.
+solution regions and model answers are removed by ``nbgrader generate_assignment``.
 
-Autograder tests never hold expected numbers: their hidden regions ask the trusted grader
-(``python -I -m grader.course.nbcheck``) for answer keys computed with the engine at grading time.
+Autograder tests never hold expected numbers, and the notebook's kernel never sees one: a test
+cell hands its answers in (``hand_in``) and the grader judges them outside the kernel with the
+checks in ``answer_keys.py`` (``CHECKS``), against answer keys computed at grading time.
 """
 
 from __future__ import annotations
@@ -24,12 +25,9 @@ NOTEBOOK = Path(__file__).resolve().parent / f"{UNIT}.ipynb"
 POLICY_POINTS = 4
 
 
-def hidden(body: str) -> str:
-    return nbcells.hidden(body, UNIT)
-
-
 # The shared helpers cell is real Python in its own file, so it is linted like any other code.
-SETUP = (Path(__file__).resolve().parent / "setup_cell.py").read_text(encoding="utf-8")
+SETUP = (Path(__file__).resolve().parent / "setup_cell.py").read_text(encoding="utf-8").rstrip()
+SETUP += "\n\n\n" + nbcells.HAND_IN
 
 
 def cells() -> list:
@@ -64,23 +62,15 @@ def cells() -> list:
 token。函数上方的 docstring 写明了完整规则;在实验文件夹里运行 `python3 run_tests.py`
 (或装了 pytest 时 `python3 -m pytest -q`)会给出本地反馈。
 
-下面的检查先在 `mixed` 上试运行你的策略;评分时,它还会用**你没有见过的 trace** 在隔离的
-子进程中运行你的 `policies.py`,按评分器给出的得分比例折算(共 {POLICY_POINTS} 分)。
+下面的检查先在 `mixed` 上试运行你的策略;评分时,评分器还会在笔记本之外,用**你没有见过的
+trace** 在隔离的子进程中运行你提交的 `policies.py`,按得分比例折算(共 {POLICY_POINTS} 分)。
 """,
         ),
         test_code(
             "policies_hidden",
             POLICY_POINTS,
             "你的 policies.py。本地先在 mixed 上试运行;",
-            'simulate("--trace", "mixed", "--policy", "both", "--chunk", "2")\n\n'
-            + hidden(
-                """
-_report = _trusted("policies", "--submission", str((LAB / "policies.py").resolve()))
-print(_report["text"])
-"""
-                # Rounded: exported grades otherwise show float noise such as 0.6799999999999999.
-                + f'round({POLICY_POINTS} * _report["score"] / _report["maxScore"], 2)'
-            ),
+            'simulate("--trace", "mixed", "--policy", "both", "--chunk", "2")',
         ),
         text(
             "d1_intro",
@@ -135,32 +125,22 @@ for policy, run in mixed.items():
             "d1_fcfs",
             2,
             "fcfs 下 A、L、S 的三个时刻。本地只检查答案的形状;",
-            f'check_numbers(d1_times, shape(POLICIES, shape("ALS", {times})), "d1_times")\n\n'
-            + hidden(
-                '_key = _trusted("expected", "mixed")\n'
-                'check_close(d1_times["fcfs"], _key["times"]["fcfs"], "d1_times[\'fcfs\']")'
-            ),
+            f'check_numbers(d1_times, shape(POLICIES, shape("ALS", {times})), "d1_times")',
+            ("d1_times",),
         ),
         test_code(
             "d1_chunked",
             2,
             "chunked 下 A、L、S 的三个时刻。本地只检查答案的形状;",
-            f'check_numbers(d1_times, shape(POLICIES, shape("ALS", {times})), "d1_times")\n\n'
-            + hidden(
-                '_key = _trusted("expected", "mixed")\n'
-                'check_close(d1_times["chunked"], _key["times"]["chunked"],'
-                " \"d1_times['chunked']\")"
-            ),
+            f'check_numbers(d1_times, shape(POLICIES, shape("ALS", {times})), "d1_times")',
+            ("d1_times",),
         ),
         test_code(
             "d1_itl",
             2,
             "A 的最长 ITL。本地只检查答案的形状;",
-            'check_numbers(d1_a_max_itl, shape(POLICIES), "d1_a_max_itl")\n\n'
-            + hidden(
-                '_key = _trusted("expected", "mixed")\n'
-                'check_close(d1_a_max_itl, _key["aMaxItl"], "d1_a_max_itl")'
-            ),
+            'check_numbers(d1_a_max_itl, shape(POLICIES), "d1_a_max_itl")',
+            ("d1_a_max_itl",),
         ),
         text(
             "d1_explain_prompt",
@@ -221,6 +201,7 @@ d2_prediction = {
             "预测已填写。不按对错计分。",
             'check_numbers(d2_prediction, shape(["0.25", "0", "submissions"], shape(POLICIES)),'
             ' "d2_prediction")',
+            ("d2_prediction",),
         ),
         locked_code(
             "d2_run",
@@ -257,11 +238,8 @@ d2_outputs = {
             2,
             "prefill-only 的实测值。本地只检查答案的形状;",
             'check_numbers(d2_outputs, shape(["0.25", "0", "submissions"], shape(POLICIES)),'
-            ' "d2_outputs")\n\n'
-            + hidden(
-                '_key = _trusted("expected", "prefill-only")\n'
-                'check_close(d2_outputs, _key, "d2_outputs")'
-            ),
+            ' "d2_outputs")',
+            ("d2_outputs",),
         ),
         text(
             "d2_explain_prompt",
@@ -319,6 +297,7 @@ d3_prediction = {
             "预测已填写。不按对错计分。",
             'check_numbers(d3_prediction, shape(["U2_first", "U1_stall"], shape(POLICIES)),'
             ' "d3_prediction")',
+            ("d3_prediction",),
         ),
         locked_code(
             "d3_run",
@@ -354,11 +333,8 @@ for policy, run in unseen.items():
             2,
             "unseen 的实测值。本地只检查答案的形状;",
             'check_numbers(d3_verified, shape(["U2_first", "U1_stall"], shape(POLICIES)),'
-            ' "d3_verified")\n\n'
-            + hidden(
-                '_key = _trusted("expected", "unseen")\n'
-                'check_close(d3_verified, _key, "d3_verified")'
-            ),
+            ' "d3_verified")',
+            ("d3_verified",),
         ),
         text(
             "d3_explain_prompt",

@@ -1,10 +1,12 @@
-"""Unit 08's notebook answer keys (a plug-in: ``notebook.answer_keys`` in unit.yaml).
+"""Unit 08's notebook answer keys and checks (a plug-in: ``notebook.answer_keys`` in unit.yaml).
 
 ``grader.course.nbcheck`` loads this file by path and calls ``KEYS[case](unit)``. Every key is
 computed at call time: the engine runs the reference policies (``grader.reference``) and the
 reference ``measure.py`` (``solutions/unit08/measure.py``) measures the runs. The notebook's
 setup (runs, SLOs, windows, loads, targets) is in ``notebook_setup.py``, which the notebook
 builder reads too, so the two cannot drift apart. Each key has the shape the notebook asks for.
+``CHECKS`` says how each autograded cell is scored from the answers it hands in
+(``grader.course.nbscores``); the notebook's kernel sees neither.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from servesim.protocol import load_protocol, measurement_window, parse_protocol
 from servesim.tiers import load_tier
 
 from grader import reference
+from grader.course.nbscores import NUMBER, Close, Filled, Policies
 from grader.plugins import load_file
 
 HERE = Path(__file__).resolve().parent
@@ -201,3 +204,28 @@ def sweep_key(unit) -> dict:
 
 
 KEYS = {"goodput": goodput_key, "protocol": protocol_key, "sweep": sweep_key}
+
+
+def _d1(group: str):
+    """Deliverable 1's expected fields of one group, for every policy."""
+    fields = SETUP.D1_FIELDS[group]
+    return lambda key: {p: {f: key[p][f] for f in fields} for p in SETUP.D1["policies"]}
+
+
+_first, _second = list(SETUP.D3["targets"])
+
+CHECKS = {
+    "policies_hidden": (Policies(),),
+    "d1_counts": (Close("d1", "goodput", _d1("counts")),),
+    "d1_rates": (Close("d1", "goodput", _d1("rates")),),
+    "d1_tpot": (Close("d1", "goodput", _d1("tpot")),),
+    "d2_prediction": (Filled("d2_prediction", {"closed": NUMBER, "open": NUMBER}),),
+    "d2_rate": (Close("d2_rate", "protocol", lambda key: key["rate"]),),
+    "d2_loops": (
+        Close("d2_loops", "protocol", lambda key: key["loops"]),
+        Close("d2_open_above", "protocol", lambda key: key["open_above_p99"]),
+    ),
+    "d2_little": (Close("d2_little", "protocol", lambda key: key["little"]),),
+    f"d3_{_first}": (Close("d3", "sweep", lambda key: key[_first], (_first,)),),
+    f"d3_{_second}": (Close("d3", "sweep", lambda key: key[_second], (_second,)),),
+}

@@ -2,7 +2,7 @@
 
 Run ``python labs/unit08/notebook/build_notebook.py`` after editing; a test checks that the
 committed notebook is what this script writes. The notebook is nbgrader's *source* version:
-solution regions, hidden tests and model answers are removed by ``nbgrader generate_assignment``.
+solution regions and model answers are removed by ``nbgrader generate_assignment``.
 
 Autograder tests never hold expected numbers: their hidden regions ask the trusted grader
 (``python -I -m grader.course.nbcheck``) for answer keys computed at grading time. The model

@@ -18,10 +18,8 @@ UNIT = "unit08"
 POLICY_POINTS = 4
 SETUP = load_file(HERE / "notebook_setup.py")
 D1 = SETUP.D1
-D1_COUNTS = ["submitted", "rejected", "cancelled", "succeeded", "qualifying"]
-D1_RATES = ["goodput_per_s", "attainment_submitted", "attainment_succeeded"]
-D1_TPOT = ["tpot_request_weighted", "tpot_token_weighted"]
-D1_OPTIONAL = {"attainment_succeeded", *D1_TPOT}  # None when no request qualifies for them
+D1_COUNTS, D1_RATES, D1_TPOT = (SETUP.D1_FIELDS[k] for k in ("counts", "rates", "tpot"))
+D1_OPTIONAL = SETUP.D1_OPTIONAL
 
 
 def d1_shape(fields: list[str]) -> str:
@@ -32,10 +30,6 @@ def d1_shape(fields: list[str]) -> str:
     parts += [f"shape({optional!r}, OPTIONAL)"] if optional else []
     leaf = parts[0] if len(parts) == 1 else "{" + ", ".join(f"**{x}" for x in parts) + "}"
     return f'check_numbers(d1, shape({D1["policies"]!r}, {leaf}), "d1")'
-
-
-def hidden(body: str) -> str:
-    return nbcells.hidden(body, UNIT)
 
 
 def pct(x: float) -> str:
@@ -50,7 +44,8 @@ def claim(holds: bool, what: str) -> None:
 
 def setup_source() -> str:
     """The shared helpers cell: real Python in its own file, linted like any other code."""
-    return (HERE / "setup_cell.py").read_text(encoding="utf-8")
+    setup = (HERE / "setup_cell.py").read_text(encoding="utf-8").rstrip()
+    return setup + "\n\n\n" + nbcells.HAND_IN
 
 
 def intro_cells() -> list:
@@ -85,8 +80,8 @@ def intro_cells() -> list:
 `policies.py` 决定每一步做什么,`measure.py` 决定怎样给一次运行算账。两份文件的契约都写在
 各函数上方的 docstring 里;在实验文件夹里运行 `python3 run_tests.py` 会给出本地反馈。
 
-下面的检查先在 `kv-pages` 上试运行你的 `paged`;评分时,它还会在隔离的子进程中用**你没有
-见过的 trace** 运行你的两份文件,按评分器给出的得分比例折算(共 {POLICY_POINTS} 分)。
+下面的检查先在 `kv-pages` 上试运行你的 `paged`;评分时,评分器还会在笔记本之外,用**你没有
+见过的 trace** 在隔离的子进程中运行你提交的两份文件,按得分比例折算(共 {POLICY_POINTS} 分)。
 """,
         ),
         test_code(
@@ -94,16 +89,7 @@ def intro_cells() -> list:
             POLICY_POINTS,
             "你的 policies.py 和 measure.py。本地先在 kv-pages 上试运行 paged;",
             'simulate("--trace", "kv-pages", "--device-profile", "devices/kv-64-pages.json",'
-            ' "--policy", "paged")\n\n'
-            + hidden(
-                """
-_files = [str((LAB / name).resolve()) for name in ("policies.py", "measure.py")]
-_report = _trusted("policies", "--submission", *_files)
-print(_report["text"])
-"""
-                # Rounded: exported grades otherwise show float noise such as 0.6799999999999999.
-                + f'round({POLICY_POINTS} * _report["score"] / _report["maxScore"], 2)'
-            ),
+            ' "--policy", "paged")',
         ),
     ]
 
@@ -116,7 +102,6 @@ def d1_cells(keys: dict) -> list:
         all(x["attainment_succeeded"] > x["attainment_submitted"] for x in (b, p)),
         "attainment over succeeded looks better than over submitted",
     )
-    key_call = '_key = _trusted("expected", "goodput")\n'
     return [
         text(
             "d1_intro",
@@ -192,40 +177,22 @@ for policy, requests in burst.items():
             "d1_counts",
             2,
             "五个请求数。本地只检查答案的形状;",
-            d1_shape(D1_COUNTS)
-            + "\n\n"
-            + hidden(
-                key_call
-                + f"for _p in {D1['policies']!r}:\n"
-                + f"    for _f in {D1_COUNTS!r}:\n"
-                + '        check_close(d1[_p][_f], _key[_p][_f], f"d1[{_p!r}][{_f!r}]")'
-            ),
+            d1_shape(D1_COUNTS),
+            ("d1",),
         ),
         test_code(
             "d1_rates",
             2,
             "goodput 与两种分母的达成率。本地只检查答案的形状;",
-            d1_shape(D1_RATES)
-            + "\n\n"
-            + hidden(
-                key_call
-                + f"for _p in {D1['policies']!r}:\n"
-                + f"    for _f in {D1_RATES!r}:\n"
-                + '        check_close(d1[_p][_f], _key[_p][_f], f"d1[{_p!r}][{_f!r}]")'
-            ),
+            d1_shape(D1_RATES),
+            ("d1",),
         ),
         test_code(
             "d1_tpot",
             1,
             "两种加权的 TPOT 均值。本地只检查答案的形状;",
-            d1_shape(D1_TPOT)
-            + "\n\n"
-            + hidden(
-                key_call
-                + f"for _p in {D1['policies']!r}:\n"
-                + f"    for _f in {D1_TPOT!r}:\n"
-                + '        check_close(d1[_p][_f], _key[_p][_f], f"d1[{_p!r}][{_f!r}]")'
-            ),
+            d1_shape(D1_TPOT),
+            ("d1",),
         ),
         text(
             "d1_explain_prompt",

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from grader.course import nbcells
 from grader.course.nbcells import answer_code, locked_code, manual_answer, test_code, text
 from grader.plugins import load_file
 from grader.units import load_unit
@@ -38,10 +37,6 @@ LITTLE_FIELDS = [
 def protocol_doc() -> dict:
     path = load_unit(UNIT).lab_dir / D2["protocol"]
     return json.loads(path.read_text(encoding="utf-8"))
-
-
-def hidden(body: str) -> str:
-    return nbcells.hidden(body, UNIT)
 
 
 def pct(x: float) -> str:
@@ -116,6 +111,7 @@ d2_prediction = {"closed": 3000.0, "open": 8000.0}
             1,
             "预测已填写。不按对错计分。",
             'check_numbers(d2_prediction, shape(["closed", "open"]), "d2_prediction")',
+            ("d2_prediction",),
         ),
         locked_code(
             "d2_closed_run",
@@ -163,11 +159,8 @@ d2_rate = {{"measured": statistics.fmean(_measured), "little": statistics.fmean(
             "d2_rate",
             2,
             "闭环的平均到达率。本地只检查答案的形状;",
-            'check_numbers(d2_rate, shape(["measured", "little"]), "d2_rate")\n\n'
-            + hidden(
-                '_key = _trusted("expected", "protocol")\n'
-                'check_close(d2_rate, _key["rate"], "d2_rate")'
-            ),
+            'check_numbers(d2_rate, shape(["measured", "little"]), "d2_rate")',
+            ("d2_rate",),
         ),
         text(
             "d2_open_intro",
@@ -250,25 +243,17 @@ d2_little = {{field: getattr(_law, field) for field in {LITTLE_FIELDS!r}}}
             "闭环与开环的尾延迟、失败数和达成率。本地只检查答案的形状;",
             f'check_numbers(d2_loops, shape(["closed", "open"], shape({LOOP_FIELDS!r}, OPTIONAL)),'
             ' "d2_loops")\n'
-            'check_numbers({"d2_open_above": d2_open_above}, shape(["d2_open_above"]), "d2")'
-            "\n\n"
-            + hidden(
-                '_key = _trusted("expected", "protocol")\n'
-                'check_close(d2_loops, _key["loops"], "d2_loops")\n'
-                'check_close(d2_open_above, _key["open_above_p99"], "d2_open_above")'
-            ),
+            'check_numbers({"d2_open_above": d2_open_above}, shape(["d2_open_above"]), "d2")',
+            ("d2_loops", "d2_open_above"),
         ),
         test_code(
             "d2_little",
             2,
             "Little 定律的两边。本地检查形状,并检查两边相等;",
             f'check_numbers(d2_little, shape({LITTLE_FIELDS!r}, OPTIONAL), "d2_little")\n'
-            'check_close(d2_little["area_ms"], d2_little["clipped_residence_ms"], "面积与驻留之和")'
-            "\n\n"
-            + hidden(
-                '_key = _trusted("expected", "protocol")\n'
-                'check_close(d2_little, _key["little"], "d2_little")'
-            ),
+            'check_close(d2_little["area_ms"], d2_little["clipped_residence_ms"],'
+            ' "面积与驻留之和")',
+            ("d2_little",),
         ),
         text(
             "d2_explain_prompt",

@@ -39,4 +39,13 @@ D3 = {
     },
 }
 
+# Deliverable 1's fields, by the test cell that checks them (``d1_counts``, ``d1_rates``,
+# ``d1_tpot``); the optional ones are None when no request qualifies for them.
+D1_FIELDS = {
+    "counts": ["submitted", "rejected", "cancelled", "succeeded", "qualifying"],
+    "rates": ["goodput_per_s", "attainment_submitted", "attainment_succeeded"],
+    "tpot": ["tpot_request_weighted", "tpot_token_weighted"],
+}
+D1_OPTIONAL = {"attainment_succeeded", "tpot_request_weighted", "tpot_token_weighted"}
+
 NOT_YET_KNOWN = "not yet known"  # d3's cheapest when the runs cannot tell

@@ -1,0 +1,190 @@
+"""The autograde step of the course: run the notebook in the sandboxed kernel, then score every
+autograded cell in the grader's own process.
+
+``SandboxedAutograde`` takes the place of nbgrader's ``Execute`` in
+``Autograde.autograde_preprocessors`` (``autograde_preprocessors()``, set by the course's
+managed config). It
+
+1. executes the notebook like ``Execute`` does, but always in ``nbkernel``'s kernel (whatever
+   kernel the notebook or the config names): the student's code runs inside the sandbox;
+2. then, outside the kernel, replaces the outputs of every autograded test cell by the verdict
+   of the unit's check for that cell (``nbscores``): what the kernel printed stays, as plain
+   text that cannot count (no error, no stderr, no result value), and the verdict comes last,
+   which is the one output nbgrader's ``SaveAutoGrades`` scores. A graded cell without a check
+   stops the autograding of that notebook.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from jupyter_client.kernelspec import KernelSpec
+from jupyter_client.manager import AsyncKernelManager
+from nbformat.v4 import new_output
+from nbgrader.preprocessors import Execute
+
+from ..units import Unit, UnitError, load_unit
+from . import nbcheck, nbscores
+from .nbkernel import KERNEL_NAME, kernel_spec
+
+KERNEL_TEXT_LIMIT = 20_000  # characters of the kernel's own output kept in a graded cell
+
+
+class SandboxKernelManager(AsyncKernelManager):
+    """The kernel of ``kernel_spec``, over Unix sockets in a folder made for this kernel alone
+    (the sandbox has no network, and binds only that folder)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(transport="ipc", **kwargs)
+        self._socket_dir: str | None = None
+
+    @property
+    def kernel_spec(self) -> KernelSpec:
+        return KernelSpec(**kernel_spec())
+
+    @property
+    def ipykernel(self) -> bool:
+        return True
+
+    async def _async_pre_start_kernel(self, **kw):
+        if self._socket_dir is None:
+            self._socket_dir = tempfile.mkdtemp(prefix="infralab-kernel-")
+            self.ip = os.path.join(self._socket_dir, "k")
+        return await super()._async_pre_start_kernel(**kw)
+
+    async def _async_cleanup_resources(self, restart: bool = False) -> None:
+        await super()._async_cleanup_resources(restart=restart)
+        if not restart and self._socket_dir is not None:
+            shutil.rmtree(self._socket_dir, ignore_errors=True)
+            self._socket_dir = None
+
+
+class CheckError(RuntimeError):
+    """A notebook that cannot be scored: a graded cell with no check."""
+
+
+def cell_checks(unit: Unit) -> dict[str, tuple[nbscores.Check, ...]]:
+    """``CHECKS`` of the unit's answer-key plug-in: grade id -> the cell's checks."""
+    checks = nbcheck.plugin_table(unit, "CHECKS", "grade id: checks")
+    return {grade_id: tuple(found) for grade_id, found in checks.items()}
+
+
+def autograded_cells(nb) -> list:
+    """The notebook's autograded test cells (graded code cells that are not answers)."""
+    return [
+        cell
+        for cell in nb.cells
+        if cell.cell_type == "code"
+        and cell.metadata.get("nbgrader", {}).get("grade")
+        and not cell.metadata["nbgrader"].get("solution")
+    ]
+
+
+def _text(output) -> str:
+    """What one kernel output said, as text."""
+    kind = output.get("output_type")
+    if kind == "stream":
+        return output.get("text", "")
+    if kind == "error":
+        summary = f"{output.get('ename')}: {output.get('evalue')}"
+        return "\n".join(output.get("traceback") or [summary])
+    return (output.get("data") or {}).get("text/plain", "")
+
+
+def verdict_outputs(kernel_outputs: list, verdict: nbscores.Verdict, points: float) -> list:
+    """The cell's outputs: the kernel's as plain text, then the verdict."""
+    said = "\n".join(t.rstrip("\n") for t in map(_text, kernel_outputs) if t.strip())
+    outputs = []
+    if said:
+        if len(said) > KERNEL_TEXT_LIMIT:
+            said = said[:KERNEL_TEXT_LIMIT] + "\n…"
+        outputs.append(new_output("stream", name="stdout", text=said + "\n"))
+    if verdict.partial:
+        outputs.append(new_output("stream", name="stdout", text=verdict.message.rstrip() + "\n"))
+        score = round(points * verdict.fraction, 2)
+        outputs.append(new_output("execute_result", data={"text/plain": repr(score)}))
+    elif verdict.fraction == 1.0:
+        outputs.append(new_output("stream", name="stdout", text=verdict.message + "\n"))
+    else:
+        outputs.append(
+            new_output("error", ename="评分", evalue=verdict.message, traceback=[verdict.message])
+        )
+    for number, output in enumerate(outputs):
+        if output["output_type"] == "execute_result":
+            output["execution_count"] = number + 1
+    return outputs
+
+
+def policy_grading(unit: Unit, folder: Path) -> Callable[[], tuple[float, str]]:
+    """The policy cell's (fraction, report text), graded once, when first asked for."""
+    done: list[tuple[float, str]] = []
+
+    def grade() -> tuple[float, str]:
+        if not done:
+            files, missing = nbscores.policy_files(unit, folder)
+            if missing:
+                done.append((0.0, f"缺少要提交的文件:{', '.join(missing)}"))
+            else:
+                try:
+                    report = nbcheck.grade_policies(unit, files)
+                except UnitError as exc:  # e.g. a link instead of a file: the submission's fault
+                    done.append((0.0, str(exc)))
+                else:
+                    done.append((report["score"] / report["maxScore"], report["text"]))
+        return done[0]
+
+    return grade
+
+
+def score_notebook(nb, unit: Unit, folder: Path) -> None:
+    """Replace every autograded cell's outputs by its verdict (see the module's doc)."""
+    checks = cell_checks(unit)
+    keys: dict[str, dict] = {}
+
+    def key(case: str) -> dict:
+        if case not in keys:
+            keys[case] = nbcheck.answer_key(unit, case)
+        return keys[case]
+
+    policies = policy_grading(unit, folder)
+    for cell in autograded_cells(nb):
+        grade_id = cell.metadata["nbgrader"]["grade_id"]
+        if grade_id not in checks:
+            raise CheckError(f"{unit.id}: graded cell {grade_id!r} has no check in CHECKS")
+        found = checks[grade_id]
+        verdict = nbscores.judge(found, nbscores.handed_in(cell.outputs), key, policies)
+        points = float(cell.metadata["nbgrader"]["points"])
+        cell.outputs = verdict_outputs(cell.outputs, verdict, points)
+
+
+class SandboxedAutograde(Execute):
+    """nbgrader's ``Execute`` in the sandboxed kernel, then the trusted scores."""
+
+    def create_kernel_manager(self):
+        self.kernel_name = KERNEL_NAME
+        self.km = SandboxKernelManager(kernel_name=KERNEL_NAME, config=self.config)
+        return self.km
+
+    def preprocess(self, nb, resources=None, km=None):
+        if km is not None:
+            raise CheckError("the sandboxed autograde starts its own kernel")
+        nb, resources = super().preprocess(nb, resources)
+        unit = load_unit(resources["nbgrader"]["assignment"])
+        folder = Path(resources["metadata"]["path"])
+        score_notebook(nb, unit, folder)
+        return nb, resources
+
+
+def autograde_preprocessors() -> list:
+    """nbgrader's autograde preprocessors with ``SandboxedAutograde`` in place of ``Execute``."""
+    from nbgrader.converters.autograde import Autograde
+
+    default = list(Autograde.class_traits()["autograde_preprocessors"].default())
+    if Execute not in default:
+        raise CheckError("nbgrader's autograde preprocessors have no Execute step to replace")
+    default[default.index(Execute)] = SandboxedAutograde
+    return default
