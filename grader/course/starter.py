@@ -6,9 +6,11 @@
 - ``tests/expected/<id>.json``: the reference token times of the unit's ``snapshots``
   (unit.yaml), which the public tests compare against;
 - the points table in the handout (``README.md``, between the markers of
-  ``grader.course.points``), from unit.yaml's parts and cases and the notebook;
-- the engine packages (``servesim``, ``realdevice``): verbatim copies of the repository's one
-  engine source, so that every lab folder runs with python3 alone.
+  ``grader.course.points``), from unit.yaml's parts and cases and the notebook.
+
+The engine packages (``servesim``, ``realdevice``) are never copied here: they join a lab
+folder when one is made (``grader.labfolder``). Files left under their names in the unit's own
+folder are stale copies, which ``sync`` removes and ``stale_files`` reports.
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ import json
 import re
 from pathlib import Path
 
-from .. import reference
-from ..units import CODE_ROOT, Unit
+from .. import labfolder, reference
+from ..units import Unit
 from . import points
 
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
@@ -111,33 +113,9 @@ def _json(doc: dict) -> str:
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
 
 
-def engine_files(unit: Unit) -> dict[Path, str]:
-    """The lab folder's copy of each engine package the unit ships, file by file."""
-    files = {}
-    for package in unit.engine_packages:
-        source = CODE_ROOT / package
-        for path in sorted(source.rglob("*")):
-            if path.is_file() and "__pycache__" not in path.parts:
-                files[unit.lab_dir / package / path.relative_to(source)] = path.read_text(
-                    encoding="utf-8"
-                )
-    return files
-
-
-def orphan_files(unit: Unit) -> list[Path]:
-    """Files in the lab's engine copies that the engine source no longer has."""
-    expected = engine_files(unit)
-    return [
-        path
-        for package in unit.engine_packages
-        for path in sorted((unit.lab_dir / package).rglob("*"))
-        if path.is_file() and "__pycache__" not in path.parts and path not in expected
-    ]
-
-
 def expected_files(unit: Unit) -> dict[Path, str]:
     """Every derived file of the lab folder and the text it must have."""
-    files = engine_files(unit)
+    files = {}
     for name in unit.editable:
         source = (unit.solutions_dir / name).read_text(encoding="utf-8")
         files[unit.lab_dir / name] = stub_source(source, name)
@@ -153,12 +131,12 @@ def expected_files(unit: Unit) -> dict[Path, str]:
 
 
 def stale_files(unit: Unit) -> list[Path]:
-    """Derived files that are missing or differ, then engine copies with no source."""
+    """Derived files that are missing or differ, then stale engine copies."""
     return [
         path
         for path, text in expected_files(unit).items()
         if not path.exists() or path.read_text(encoding="utf-8") != text
-    ] + orphan_files(unit)
+    ] + labfolder.engine_copies(unit)
 
 
 def sync(unit: Unit) -> list[Path]:
@@ -170,7 +148,7 @@ def sync(unit: Unit) -> list[Path]:
         if not path.exists() or path.read_text(encoding="utf-8") != text:
             write_atomic(path, text)
             written.append(path)
-    for path in orphan_files(unit):
+    for path in labfolder.engine_copies(unit):
         path.unlink()
         written.append(path)
     return written
