@@ -56,6 +56,8 @@ class Unit:
 
     @cached_property  # asked for several times per case graded
     def lab_dir(self) -> Path:
+        """unit.yaml's ``lab_folder`` (``starter/<id>``): the unit's own lab files. A lab
+        folder is these and the engine packages, put together by ``grader.labfolder``."""
         return self.course_root / self.doc["lab_folder"]
 
     @property
@@ -84,7 +86,7 @@ class Unit:
 
     @property
     def engine_packages(self) -> tuple[str, ...]:
-        """The engine packages the lab folder carries as generated copies."""
+        """The engine packages (code root) that join the lab folder when it is made."""
         return tuple(self.doc.get("engine_packages", ENGINE_PACKAGES))
 
     @property
