@@ -93,30 +93,6 @@ class Unit:
     def public_traces(self) -> tuple[str, ...]:
         return tuple(self.doc["public_traces"])
 
-    def lab_json(self) -> dict:
-        """What the lab folder's lab.json must hold, derived from unit.yaml.
-
-        ``run_file: extended`` (unit 08) turns on the run file's status and recompute fields;
-        without it lab.json does not mention ``runFile`` and runs keep unit 07's format.
-        ``parts`` (when unit.yaml has them) lets the public tests name a part and skip the
-        optional ones until they are started.
-        """
-        doc = {
-            "unit": self.id,
-            "title": self.title,
-            "editable": list(self.editable),
-            "device": self.device,
-            "policies": [{k: v for k, v in p.items() if k != "fast_path"} for p in self.policies],
-            "publicTraces": list(self.public_traces),
-        }
-        if "run_file" in self.doc:
-            doc["runFile"] = self.doc["run_file"]
-        if "parts" in self.doc:
-            from .parts import unit_parts
-
-            doc["parts"] = [part.to_lab_json() for part in unit_parts(self)]
-        return doc
-
 
 def unit_ids(labs: Path | None = None) -> list[str]:
     """Every unit of the course: the folders of ``labs/`` holding a unit.yaml, sorted."""

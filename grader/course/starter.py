@@ -20,6 +20,7 @@ import re
 from pathlib import Path
 
 from .. import labfolder, reference
+from ..parts import unit_parts
 from ..units import Unit
 from . import points
 
@@ -109,6 +110,29 @@ def snapshot(unit: Unit, spec: dict | str) -> dict:
     }
 
 
+def lab_json(unit: Unit) -> dict:
+    """What the lab folder's lab.json must hold, derived from unit.yaml.
+
+    ``run_file: extended`` (unit 08) turns on the run file's status and recompute fields;
+    without it lab.json does not mention ``runFile`` and runs keep unit 07's format.
+    ``parts`` (when unit.yaml has them) lets the public tests name a part and skip the
+    optional ones until they are started.
+    """
+    doc = {
+        "unit": unit.id,
+        "title": unit.title,
+        "editable": list(unit.editable),
+        "device": unit.device,
+        "policies": [{k: v for k, v in p.items() if k != "fast_path"} for p in unit.policies],
+        "publicTraces": list(unit.public_traces),
+    }
+    if "run_file" in unit.doc:
+        doc["runFile"] = unit.doc["run_file"]
+    if "parts" in unit.doc:
+        doc["parts"] = [part.to_lab_json() for part in unit_parts(unit)]
+    return doc
+
+
 def _json(doc: dict) -> str:
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
 
@@ -119,7 +143,7 @@ def expected_files(unit: Unit) -> dict[Path, str]:
     for name in unit.editable:
         source = (unit.solutions_dir / name).read_text(encoding="utf-8")
         files[unit.lab_dir / name] = stub_source(source, name)
-    files[unit.lab_dir / "lab.json"] = _json(unit.lab_json())
+    files[unit.lab_dir / "lab.json"] = _json(lab_json(unit))
     readme = unit.lab_dir / "README.md"
     if readme.is_file():
         files[readme] = points.handout_text(unit, readme.read_text(encoding="utf-8"))
