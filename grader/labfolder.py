@@ -22,7 +22,7 @@ import contextlib
 import os
 import shutil
 import tempfile
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from .units import CODE_ROOT, Unit, UnitError
 
@@ -33,26 +33,60 @@ class LabFolderError(UnitError):
     """A lab folder that cannot be assembled (a clash, a missing package, a taken folder)."""
 
 
+def _walk(folder: str) -> dict[str, str]:
+    """``tree`` in plain strings, sorted by path (it is asked for once per submission graded);
+    nothing for a folder that does not exist."""
+    files, pending = {}, [("", folder)] if os.path.isdir(folder) else []
+    while pending:
+        rel, top = pending.pop()
+        with os.scandir(top) as entries:
+            for entry in entries:
+                name = f"{rel}{entry.name}"
+                if entry.is_dir() and entry.name not in LEFT_OUT:
+                    pending.append((f"{name}/", entry.path))
+                elif entry.is_file() and not entry.name.endswith(".pyc"):
+                    files[name] = entry.path
+    return _in_path_order(files)
+
+
+def _in_path_order(files: dict[str, str]) -> dict[str, str]:
+    return {rel: files[rel] for rel in sorted(files, key=lambda rel: rel.split("/"))}
+
+
 def tree(folder: Path) -> dict[str, Path]:
-    """The files under ``folder`` by their relative POSIX path, caches and runs left out."""
-    files = {}
-    for path in folder.rglob("*"):
-        rel = path.relative_to(folder)
-        if path.is_file() and not LEFT_OUT.intersection(rel.parts) and path.suffix != ".pyc":
-            files[rel.as_posix()] = path
-    return files
-
-
-def own_files(unit: Unit) -> dict[str, Path]:
-    """The unit's own lab files (``unit.lab_dir``), by their path in the lab folder."""
-    return tree(unit.lab_dir)
+    """The files under ``folder`` by their relative POSIX path, in path order; caches and runs
+    left out (not even walked: a lab's ``runs/`` may hold many files)."""
+    return {rel: Path(path) for rel, path in _walk(str(folder)).items()}
 
 
 def engine_copies(unit: Unit) -> list[Path]:
     """Files in the unit's own folder under an engine package's name: stale copies from
     before the engine joined lab folders when they are made (``starter sync`` removes them)."""
-    own = own_files(unit)
-    return sorted(path for rel, path in own.items() if rel.split("/")[0] in unit.engine_packages)
+    return [Path(path) for path in _copies(unit, _walk(str(unit.lab_dir)))]
+
+
+def _copies(unit: Unit, own: dict[str, str]) -> list[str]:
+    return [path for rel, path in own.items() if rel.split("/")[0] in unit.engine_packages]
+
+
+def _sources(unit: Unit) -> dict[str, str]:
+    """``lab_files`` in plain strings."""
+    own = _walk(str(unit.lab_dir))
+    if copies := _copies(unit, own):
+        raise LabFolderError(
+            f"{copies[0]}: the unit's own lab files hold a copy of an engine package; the "
+            f"engine joins a lab folder when one is made (run: infralab starter sync "
+            f"--unit {unit.id})"
+        )
+    files = dict(own)
+    for package in unit.engine_packages:
+        source = CODE_ROOT / package
+        if not (source / "__init__.py").is_file():
+            raise LabFolderError(
+                f"unit {unit.id}: engine package {package!r} not found at {source}"
+            )
+        files |= {f"{package}/{rel}": path for rel, path in _walk(str(source)).items()}
+    return _in_path_order(files)
 
 
 def lab_files(unit: Unit) -> dict[str, Path]:
@@ -61,21 +95,7 @@ def lab_files(unit: Unit) -> dict[str, Path]:
     Raises ``LabFolderError`` when an engine package is missing from the code root or the
     unit's own folder still holds a copy of one (it would shadow the source).
     """
-    if copies := engine_copies(unit):
-        raise LabFolderError(
-            f"{copies[0]}: the unit's own lab files hold a copy of an engine package; the "
-            f"engine joins a lab folder when one is made (run: infralab starter sync "
-            f"--unit {unit.id})"
-        )
-    files = own_files(unit)
-    for package in unit.engine_packages:
-        source = CODE_ROOT / package
-        if not (source / "__init__.py").is_file():
-            raise LabFolderError(
-                f"unit {unit.id}: engine package {package!r} not found at {source}"
-            )
-        files |= {f"{package}/{rel}": path for rel, path in tree(source).items()}
-    return {rel: files[rel] for rel in sorted(files, key=PurePosixPath)}
+    return {rel: Path(path) for rel, path in _sources(unit).items()}
 
 
 def assemble(unit: Unit, dest: Path) -> Path:
@@ -111,8 +131,7 @@ def built(unit: Unit) -> Path:
     its sources (a changed, added or removed source file makes a new one). The process that
     built it removes it when it exits normally; forked workers inherit it and never remove it.
     Read it, run it, copy it; never change it."""
-    files = lab_files(unit)
-    stamp = tuple((rel, *_stat(path)) for rel, path in files.items())
+    stamp = tuple((rel, *_stat(path)) for rel, path in _sources(unit).items())
     key = (str(unit.lab_dir), unit.engine_packages, stamp)
     if key not in _built:
         holder = Path(tempfile.mkdtemp(prefix=f"infralab-{unit.id}-"))
@@ -121,8 +140,8 @@ def built(unit: Unit) -> Path:
     return _built[key]
 
 
-def _stat(path: Path) -> tuple[int, int, int]:
-    info = path.stat()
+def _stat(path: str) -> tuple[int, int, int]:
+    info = os.stat(path)
     return info.st_mtime_ns, info.st_size, info.st_mode
 
 
