@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "starter" / "unit07"))
+sys.path.insert(0, str(REPO))  # the engine packages' one source
 
 import torch  # noqa: E402
 from realdevice import calibrate, calibration  # noqa: E402

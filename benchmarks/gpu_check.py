@@ -31,7 +31,7 @@ REPO = Path(__file__).resolve().parent.parent
 LAB = REPO / "starter" / "unit07"
 DEFAULT_CSV = Path("..") / "shared" / "data" / "azure-llm-2023" / "AzureLLMInferenceTrace_conv.csv"
 
-sys.path.insert(0, str(LAB))
+sys.path.insert(0, str(REPO))  # the engine packages' one source
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import torch  # noqa: E402

@@ -44,6 +44,7 @@ from grader.cases import load_grading  # noqa: E402
 from grader.grading import cohort as batch  # noqa: E402
 from grader.grading import grade as grading  # noqa: E402
 from grader.grading.submission import Submission  # noqa: E402
+from grader.labfolder import built  # noqa: E402
 from grader.units import load_unit  # noqa: E402
 
 CRASHING = {
@@ -189,7 +190,7 @@ def profile(unit, subs, count: int) -> dict:
     starts = []
     for _ in range(5):
         t = time.perf_counter()
-        sandbox.run_cases(unit.lab_dir, solution, [sandbox.CaseRun(trace, ["--policy", "fcfs"])])
+        sandbox.run_cases(built(unit), solution, [sandbox.CaseRun(trace, ["--policy", "fcfs"])])
         starts.append(time.perf_counter() - t)
     start = statistics.median(starts)
     n = min(count, len(subs))

@@ -46,7 +46,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from grader import reference  # noqa: E402
+from grader import labfolder, reference  # noqa: E402
 from grader.units import load_unit  # noqa: E402
 
 # Runs inside vLLM's interpreter: import the peer's harness, run every job, answer in JSON.
@@ -147,8 +147,7 @@ def ours(unit, requests, policy: str, budget: int, cap, pool, repeat: int) -> tu
 
 def lab_copy(unit, folder: Path) -> Path:
     """A copy of the lab folder with the reference solution's files: a solved student's lab."""
-    lab = folder / "lab"
-    shutil.copytree(unit.lab_dir, lab)
+    lab = labfolder.assemble(unit, folder / "lab")
     for name in unit.editable:
         shutil.copy(unit.solutions_dir / name, lab / name)
     return lab

@@ -44,6 +44,7 @@ sys.path.insert(0, str(ROOT))
 
 from servesim.protocol import load_protocol  # noqa: E402
 
+from grader import labfolder  # noqa: E402
 from grader.plugins import load_file  # noqa: E402
 from grader.units import load_unit  # noqa: E402
 
@@ -53,8 +54,7 @@ PROTOCOL = UNIT.lab_dir / lesson_runs.PROTOCOL
 
 
 def solved_lab(folder: Path) -> Path:
-    lab = folder / "unit08"
-    shutil.copytree(UNIT.lab_dir, lab, ignore=shutil.ignore_patterns("runs", "__pycache__"))
+    lab = labfolder.assemble(UNIT, folder / "unit08")
     for name in UNIT.editable:
         shutil.copyfile(UNIT.solutions_dir / name, lab / name)
     return lab

@@ -139,7 +139,10 @@ def lab_copy(folder: Path) -> Path:
     """A unit 08 lab folder with the reference policies, as a student's finished lab."""
     lab = folder / "lab08"
     if not lab.exists():
-        shutil.copytree(ROOT / "starter/unit08", lab, ignore=shutil.ignore_patterns("__pycache__"))
+        from grader import labfolder
+        from grader.units import load_unit
+
+        labfolder.assemble(load_unit("unit08"), lab)
         for name in ("policies.py", "measure.py"):
             shutil.copyfile(ROOT / "solutions/unit08" / name, lab / name)
     return lab

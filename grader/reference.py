@@ -20,7 +20,7 @@ from .units import Unit
 def engine(unit: Unit) -> ModuleType:
     """The ``servesim`` package: the repository's one engine source, shared by every unit.
 
-    Lab folders carry generated copies of it (``infralab starter sync``); staff tools import the
+    It joins a lab folder when one is made (``grader.labfolder``); staff tools import the
     source as a normal package, so two units can be used in one process.
     """
     del unit  # every unit runs the same engine; units differ by configuration

@@ -56,6 +56,8 @@ class Unit:
 
     @cached_property  # asked for several times per case graded
     def lab_dir(self) -> Path:
+        """unit.yaml's ``lab_folder`` (``starter/<id>``): the unit's own lab files. A lab
+        folder is these and the engine packages, put together by ``grader.labfolder``."""
         return self.course_root / self.doc["lab_folder"]
 
     @property
@@ -84,36 +86,12 @@ class Unit:
 
     @property
     def engine_packages(self) -> tuple[str, ...]:
-        """The engine packages the lab folder carries as generated copies."""
+        """The engine packages (code root) that join the lab folder when it is made."""
         return tuple(self.doc.get("engine_packages", ENGINE_PACKAGES))
 
     @property
     def public_traces(self) -> tuple[str, ...]:
         return tuple(self.doc["public_traces"])
-
-    def lab_json(self) -> dict:
-        """What the lab folder's lab.json must hold, derived from unit.yaml.
-
-        ``run_file: extended`` (unit 08) turns on the run file's status and recompute fields;
-        without it lab.json does not mention ``runFile`` and runs keep unit 07's format.
-        ``parts`` (when unit.yaml has them) lets the public tests name a part and skip the
-        optional ones until they are started.
-        """
-        doc = {
-            "unit": self.id,
-            "title": self.title,
-            "editable": list(self.editable),
-            "device": self.device,
-            "policies": [{k: v for k, v in p.items() if k != "fast_path"} for p in self.policies],
-            "publicTraces": list(self.public_traces),
-        }
-        if "run_file" in self.doc:
-            doc["runFile"] = self.doc["run_file"]
-        if "parts" in self.doc:
-            from .parts import unit_parts
-
-            doc["parts"] = [part.to_lab_json() for part in unit_parts(self)]
-        return doc
 
 
 def unit_ids(labs: Path | None = None) -> list[str]:

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from grader import reference
-from grader.units import load_unit
+from grader import labfolder, reference
+from grader.units import Unit, load_unit
 
 UNIT = load_unit("unit07")
 
@@ -81,12 +81,13 @@ def log_contexts(run: dict) -> list[dict[str, int]]:
     return out
 
 
-def copy_lab(dest: Path, solution: bool) -> Path:
-    """A copy of the lab folder at ``dest``; with ``solution`` the reference files overlay it."""
-    shutil.copytree(UNIT.lab_dir, dest, ignore=shutil.ignore_patterns("__pycache__", "runs"))
+def copy_lab(dest: Path, solution: bool, unit: Unit = UNIT) -> Path:
+    """The unit's lab folder made at ``dest`` as students get it (``grader.labfolder``); with
+    ``solution`` the reference files overlay it."""
+    labfolder.assemble(unit, dest)
     if solution:
-        for name in UNIT.editable:
-            shutil.copyfile(UNIT.solutions_dir / name, dest / name)
+        for name in unit.editable:
+            shutil.copyfile(unit.solutions_dir / name, dest / name)
     return dest
 
 

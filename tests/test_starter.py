@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 from labtools import UNIT, copy_lab
 
+from grader import labfolder
 from grader.course import starter
+from grader.units import CODE_ROOT
 
 
 def public_pytest(lab: Path) -> subprocess.CompletedProcess:
@@ -29,7 +31,8 @@ def test_starter_files_are_in_step_with_solutions_and_unit_yaml():
 
 
 def test_drift_is_caught(tmp_path):
-    lab = copy_lab(tmp_path / "lab", solution=False)
+    lab = tmp_path / "lab"
+    shutil.copytree(UNIT.lab_dir, lab, ignore=shutil.ignore_patterns(*labfolder.LEFT_OUT))
     solutions = tmp_path / "solutions"
     shutil.copytree(UNIT.solutions_dir, solutions)
     doc = {**UNIT.doc, "lab_folder": str(lab), "solutions": str(solutions)}
@@ -40,6 +43,23 @@ def test_drift_is_caught(tmp_path):
     assert starter.stale_files(copy) == [lab / "policies.py"]
     assert starter.sync(copy) == [lab / "policies.py"]
     assert starter.stale_files(copy) == []
+
+
+def test_an_engine_copy_in_the_units_own_files_is_stale_and_removed(tmp_path):
+    """The engine joins a lab folder when it is made; a copy left in ``starter/<unit>/``
+    would shadow its one source, so assembling refuses it and ``starter sync`` removes it."""
+    lab = tmp_path / "lab"
+    shutil.copytree(UNIT.lab_dir, lab, ignore=shutil.ignore_patterns(*labfolder.LEFT_OUT))
+    copy = dataclasses.replace(UNIT, doc={**UNIT.doc, "lab_folder": str(lab)})
+    stale = lab / "servesim" / "engine.py"
+    stale.parent.mkdir()
+    stale.write_text("OLD = 1\n", encoding="utf-8")
+    assert starter.stale_files(copy) == [stale]
+    with pytest.raises(labfolder.LabFolderError, match="copy of an engine package"):
+        labfolder.lab_files(copy)
+    assert starter.sync(copy) == [stale]
+    assert starter.stale_files(copy) == [] and not stale.exists()
+    assert labfolder.lab_files(copy)["servesim/engine.py"] == CODE_ROOT / "servesim/engine.py"
 
 
 def test_stub_keeps_the_contract_and_hides_the_solution():
@@ -106,7 +126,7 @@ def _imports(path: Path) -> set[str]:
 def test_simulator_needs_only_the_standard_library():
     local = {"servesim", "policies"}
     for entry in STDLIB_ONLY:
-        root = UNIT.lab_dir / entry
+        root = labfolder.built(UNIT) / entry
         for path in [root] if root.is_file() else sorted(root.rglob("*.py")):
             foreign = _imports(path) - set(sys.stdlib_module_names) - local
             assert not foreign, f"{path.name} imports {foreign}"

@@ -148,10 +148,7 @@ def test_starter_sync_and_golden_write_the_generated_files(course):
     assert 'raise NotImplementedError("oldest_first() is not implemented yet")' in stub
     assert "view.running[:1]" not in stub
     assert json.loads((lab / "lab.json").read_text())["unit"] == UNIT_ID
-    assert (lab / "servesim" / "engine.py").read_bytes() == (
-        CODE_ROOT / "servesim" / "engine.py"
-    ).read_bytes()
-    assert not (lab / "realdevice").exists()  # the unit ships only the engine it names
+    assert not (lab / "servesim").exists()  # the engine joins the lab folder when it is made
     snapshot = json.loads((lab / "tests" / "expected" / "tiny.json").read_text())
     assert sorted(snapshot["runs"]["oldest"]["tokenTimesMs"]) == ["a", "b", "c"]
     golden = sorted(p.name for p in (course / "traces" / UNIT_ID / "golden").iterdir())
@@ -162,6 +159,23 @@ def test_starter_sync_and_golden_write_the_generated_files(course):
     ]  # hidden: keyed labels
     assert ok(infralab(course, "starter", "sync", "--unit", UNIT_ID, "--check")) == ""
     ok(infralab(course, "golden", "--unit", UNIT_ID, "--check"))
+
+
+def test_lab_open_makes_the_lab_folder_with_the_engine_the_unit_names(course, tmp_path):
+    lab = tmp_path / "lab"
+    ok(infralab(course, "lab", "open", "--unit", UNIT_ID, str(lab)))
+    assert (lab / "servesim" / "engine.py").read_bytes() == (
+        CODE_ROOT / "servesim" / "engine.py"
+    ).read_bytes()
+    assert not (lab / "realdevice").exists()  # the unit ships only the engine it names
+    assert (lab / "traces" / "tiny.json").is_file() and (lab / "lab.json").is_file()
+    argv = [sys.executable, "-I", "-S", "simulate.py", "--trace", "tiny", "--policy", "oldest"]
+    stub = subprocess.run(argv, cwd=lab, capture_output=True, text=True, timeout=60)
+    assert stub.returncode == 1
+    assert "oldest_first() in policies.py is not implemented yet" in stub.stderr
+    shutil.copyfile(course / "solutions" / UNIT_ID / "policies.py", lab / "policies.py")
+    solved = subprocess.run(argv, cwd=lab, capture_output=True, text=True, timeout=60)
+    assert solved.returncode == 0, solved.stderr
 
 
 @pytest.mark.parametrize(("folder", "expected"), [("solutions", 3.0), ("starter", 0.0)])

@@ -1,4 +1,4 @@
-"""``infralab simulate``, ``run-gpu`` and ``starter sync``: the lab folder with the reference."""
+"""``infralab simulate``, ``run-gpu``, ``starter sync`` and ``lab open``: the lab folder."""
 
 from __future__ import annotations
 
@@ -149,3 +149,27 @@ def add_starter(commands) -> None:
     add_unit(sync)
     sync.add_argument("--check", action="store_true", help="report stale files, write nothing")
     sync.set_defaults(handler=_starter_sync)
+
+
+def _lab_open(args, extra: list[str]) -> int:
+    from ..labfolder import assemble
+
+    unit = load_unit(args.unit)
+    folder = assemble(unit, args.dir)
+    print(f"{unit.id} lab folder: {folder}")
+    print(f"next: cd {folder} && python3 run_tests.py   (read README.md first)")
+    return 0
+
+
+def add_lab(commands) -> None:
+    lab_cmd = commands.add_parser("lab", help="a unit's lab folder")
+    lab_sub = lab_cmd.add_subparsers(dest="action", required=True)
+    open_cmd = lab_sub.add_parser(
+        "open",
+        help="write a unit's lab folder (its files and the engine) to a new folder",
+        description="Write the unit's lab folder, as the student zip holds it, to DIR (a new "
+        "or empty folder). It runs with python3 alone.",
+    )
+    add_unit(open_cmd)
+    open_cmd.add_argument("dir", metavar="DIR", help="the new lab folder")
+    open_cmd.set_defaults(handler=_lab_open)

@@ -26,6 +26,7 @@ _SUBCOMMANDS = (
     lab.add_simulate,
     lab.add_run_gpu,
     lab.add_starter,
+    lab.add_lab,
     site.add_site,
     grade.add_golden,
     release.add_release,

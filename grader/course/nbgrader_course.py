@@ -27,9 +27,10 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..labfolder import lab_files
 from ..units import Unit, UnitError, labs_dir, load_unit
 from .nbkernel import KERNEL_NAME, kernel_spec
-from .release import build_folder_zip, lab_root, student_files
+from .release import build_folder_zip, lab_root
 
 CONFIG = "nbgrader_config.py"
 MANAGED_CONFIG = "infralab_nbgrader_config.py"
@@ -164,9 +165,9 @@ def stage_source(unit: Unit, course: Path) -> tuple[Path, int]:
     staging = Path(tempfile.mkdtemp(prefix=f"stage-{unit.id}-", dir=state))
     try:
         count = 0
-        for path in [*student_files(unit), *notebooks(unit)]:
-            base = unit.lab_dir if path.is_relative_to(unit.lab_dir) else path.parent
-            dest = staging / path.relative_to(base)
+        shipped = lab_files(unit) | {path.name: path for path in notebooks(unit)}
+        for rel, path in shipped.items():
+            dest = staging / rel
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(path, dest)
             count += 1
@@ -214,7 +215,8 @@ def generate_assignment(course: Path, unit: Unit) -> Path:
         raise CourseError("nbgrader generate_assignment failed:\n" + "\n".join(tail))
     folder = course / "release" / unit.id
     files = sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
-    build_folder_zip(folder, files, lab_root(unit), release_zip(course, unit))
+    shipped = {p.relative_to(folder).as_posix(): p for p in files}
+    build_folder_zip(shipped, lab_root(unit), release_zip(course, unit))
     return folder
 
 

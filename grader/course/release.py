@@ -16,20 +16,10 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+from ..labfolder import lab_files, tree
 from ..units import CODE_ROOT, Unit
 
 ZIP_PREFIX = "infra-lab"
-SKIP_DIRS = {"__pycache__", ".pytest_cache", "runs", ".hypothesis"}
-
-
-def student_files(unit: Unit) -> list[Path]:
-    """Every file of the lab folder that goes into the student zip, sorted."""
-    files = []
-    for path in sorted(unit.lab_dir.rglob("*")):
-        rel = path.relative_to(unit.lab_dir)
-        if path.is_file() and not SKIP_DIRS.intersection(rel.parts) and path.suffix != ".pyc":
-            files.append(path)
-    return files
 
 
 def lab_root(unit: Unit) -> str:
@@ -46,15 +36,15 @@ def autograder_zip_name(unit: Unit) -> str:
 
 
 def build_student_zip(unit: Unit, dest: Path) -> Path:
-    """Write the student lab zip to ``dest`` atomically (fixed timestamps: reproducible bytes)."""
-    return build_folder_zip(unit.lab_dir, student_files(unit), lab_root(unit), dest)
+    """Write the student lab zip (the assembled lab folder, ``grader.labfolder``) to ``dest``
+    atomically (fixed timestamps: reproducible bytes)."""
+    return build_folder_zip(lab_files(unit), lab_root(unit), dest)
 
 
-def build_folder_zip(folder: Path, files: list[Path], root: str, dest: Path) -> Path:
-    """``files`` (under ``folder``) zipped under ``root/`` with their modes, atomically."""
+def build_folder_zip(files: dict[str, Path], root: str, dest: Path) -> Path:
+    """``files`` (relative path -> source) zipped under ``root/`` with their modes, atomically."""
     entries = []
-    for path in files:
-        rel = path.relative_to(folder).as_posix()
+    for rel, path in files.items():
         mode = 0o755 if os.access(path, os.X_OK) else 0o644
         entries.append((f"{root}/{rel}", path.read_bytes(), mode))
     return _write_zip(dest, entries)
@@ -69,25 +59,24 @@ BUNDLE_SUFFIXES = (".py", ".json")  # modules and the JSON Schemas of grader/sch
 
 def _tree(folder: Path, base: Path, suffixes: tuple[str, ...] | None = None) -> dict[str, Path]:
     """Files under ``folder`` by their path relative to ``base`` (caches and runs left out)."""
-    files = {}
-    for path in sorted(folder.rglob("*")):
-        rel = path.relative_to(base)
-        if not path.is_file() or SKIP_DIRS.intersection(rel.parts) or path.suffix == ".pyc":
-            continue
-        if suffixes is None or path.suffix in suffixes:
-            files[rel.as_posix()] = path
-    return files
+    prefix = folder.relative_to(base)
+    return {
+        (prefix / rel).as_posix(): path
+        for rel, path in sorted(tree(folder).items(), key=lambda item: item[1])
+        if suffixes is None or path.suffix in suffixes
+    }
 
 
 def autograder_files(unit: Unit) -> dict[str, Path]:
     """Bundle path -> source file: what grading needs and nothing else (no solutions).
 
     The bundle unpacks to ``/autograder/source`` with the code root's layout (``grader/``,
-    ``servesim/``) and the course root's (``labs/<unit>/unit.yaml``, the lab folder,
-    ``traces/<unit>/{hidden,golden}``), so the grader finds the unit there exactly as at home.
+    ``servesim/`` and the unit's other engine packages) and the course root's
+    (``labs/<unit>/unit.yaml``, the unit's own lab files, ``traces/<unit>/{hidden,golden}``),
+    so the grader assembles the lab folder and finds the unit there exactly as at home.
     """
     files: dict[str, Path] = {}
-    for package in BUNDLE_CODE:
+    for package in dict.fromkeys((*BUNDLE_CODE, *unit.engine_packages)):
         files.update(_tree(CODE_ROOT / package, CODE_ROOT, BUNDLE_SUFFIXES))
     root = unit.course_root
     for folder in (unit.lab_dir, unit.traces_dir / "hidden", unit.traces_dir / "golden"):

@@ -6,9 +6,11 @@
 - ``tests/expected/<id>.json``: the reference token times of the unit's ``snapshots``
   (unit.yaml), which the public tests compare against;
 - the points table in the handout (``README.md``, between the markers of
-  ``grader.course.points``), from unit.yaml's parts and cases and the notebook;
-- the engine packages (``servesim``, ``realdevice``): verbatim copies of the repository's one
-  engine source, so that every lab folder runs with python3 alone.
+  ``grader.course.points``), from unit.yaml's parts and cases and the notebook.
+
+The engine packages (``servesim``, ``realdevice``) are never copied here: they join a lab
+folder when one is made (``grader.labfolder``). Files left under their names in the unit's own
+folder are stale copies, which ``sync`` removes and ``stale_files`` reports.
 """
 
 from __future__ import annotations
@@ -17,8 +19,9 @@ import json
 import re
 from pathlib import Path
 
-from .. import reference
-from ..units import CODE_ROOT, Unit
+from .. import labfolder, reference
+from ..parts import unit_parts
+from ..units import Unit
 from . import points
 
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
@@ -107,41 +110,40 @@ def snapshot(unit: Unit, spec: dict | str) -> dict:
     }
 
 
+def lab_json(unit: Unit) -> dict:
+    """What the lab folder's lab.json must hold, derived from unit.yaml.
+
+    ``run_file: extended`` (unit 08) turns on the run file's status and recompute fields;
+    without it lab.json does not mention ``runFile`` and runs keep unit 07's format.
+    ``parts`` (when unit.yaml has them) lets the public tests name a part and skip the
+    optional ones until they are started.
+    """
+    doc = {
+        "unit": unit.id,
+        "title": unit.title,
+        "editable": list(unit.editable),
+        "device": unit.device,
+        "policies": [{k: v for k, v in p.items() if k != "fast_path"} for p in unit.policies],
+        "publicTraces": list(unit.public_traces),
+    }
+    if "run_file" in unit.doc:
+        doc["runFile"] = unit.doc["run_file"]
+    if "parts" in unit.doc:
+        doc["parts"] = [part.to_lab_json() for part in unit_parts(unit)]
+    return doc
+
+
 def _json(doc: dict) -> str:
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
 
 
-def engine_files(unit: Unit) -> dict[Path, str]:
-    """The lab folder's copy of each engine package the unit ships, file by file."""
-    files = {}
-    for package in unit.engine_packages:
-        source = CODE_ROOT / package
-        for path in sorted(source.rglob("*")):
-            if path.is_file() and "__pycache__" not in path.parts:
-                files[unit.lab_dir / package / path.relative_to(source)] = path.read_text(
-                    encoding="utf-8"
-                )
-    return files
-
-
-def orphan_files(unit: Unit) -> list[Path]:
-    """Files in the lab's engine copies that the engine source no longer has."""
-    expected = engine_files(unit)
-    return [
-        path
-        for package in unit.engine_packages
-        for path in sorted((unit.lab_dir / package).rglob("*"))
-        if path.is_file() and "__pycache__" not in path.parts and path not in expected
-    ]
-
-
 def expected_files(unit: Unit) -> dict[Path, str]:
     """Every derived file of the lab folder and the text it must have."""
-    files = engine_files(unit)
+    files = {}
     for name in unit.editable:
         source = (unit.solutions_dir / name).read_text(encoding="utf-8")
         files[unit.lab_dir / name] = stub_source(source, name)
-    files[unit.lab_dir / "lab.json"] = _json(unit.lab_json())
+    files[unit.lab_dir / "lab.json"] = _json(lab_json(unit))
     readme = unit.lab_dir / "README.md"
     if readme.is_file():
         files[readme] = points.handout_text(unit, readme.read_text(encoding="utf-8"))
@@ -153,12 +155,12 @@ def expected_files(unit: Unit) -> dict[Path, str]:
 
 
 def stale_files(unit: Unit) -> list[Path]:
-    """Derived files that are missing or differ, then engine copies with no source."""
+    """Derived files that are missing or differ, then stale engine copies."""
     return [
         path
         for path, text in expected_files(unit).items()
         if not path.exists() or path.read_text(encoding="utf-8") != text
-    ] + orphan_files(unit)
+    ] + labfolder.engine_copies(unit)
 
 
 def sync(unit: Unit) -> list[Path]:
@@ -170,7 +172,7 @@ def sync(unit: Unit) -> list[Path]:
         if not path.exists() or path.read_text(encoding="utf-8") != text:
             write_atomic(path, text)
             written.append(path)
-    for path in orphan_files(unit):
+    for path in labfolder.engine_copies(unit):
         path.unlink()
         written.append(path)
     return written

@@ -18,6 +18,7 @@ import os
 from dataclasses import asdict
 from pathlib import Path
 
+from .. import labfolder
 from ..sandbox import Limits
 from ..units import Unit
 
@@ -60,7 +61,7 @@ def inputs_fingerprint(unit: Unit, cases: list[str] | None, limits: Limits | Non
     digest = hashlib.sha256()
     digest.update(json.dumps(unit.doc, sort_keys=True, default=str).encode())
     _hash_tree(digest, unit.traces_dir)  # golden files, hidden traces, specs
-    _hash_tree(digest, unit.lab_dir)
+    _hash_tree(digest, labfolder.built(unit))  # the lab folder as graded, engine included
     digest.update(grader_version().encode())
     digest.update(json.dumps(sorted(cases or [])).encode())
     digest.update(json.dumps(asdict(limits) if limits else None, sort_keys=True).encode())

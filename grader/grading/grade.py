@@ -31,6 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
+from .. import labfolder
 from ..cases import Case, Kind, case_trace_doc, load_grading, trace_path
 from ..course.golden import load_golden
 from ..course.labels import hidden_labels
@@ -161,7 +162,7 @@ def warm(unit: Unit, cases: list[str] | None = None) -> None:
     for case in selected:
         case_trace_doc(unit, case)
     warm_judging(unit, selected)
-    warm_template(unit.lab_dir)
+    warm_template(labfolder.built(unit))
 
 
 def _inputs(unit: Unit | str, cases: list[str] | None, submission: Path | Submission):
@@ -220,13 +221,15 @@ def _keyed_remarks(selected: list[Case], verdicts: dict[str, Verdict]) -> dict[s
 def _run_with(runner: Runner, unit: Unit, selected, files, limits, goldens, workers: int):
     """Every selected case through ``runner`` (staff code and tests), ``workers`` at a time."""
 
+    lab = labfolder.built(unit)
+
     def one(case: Case) -> ChildResult:
         with tempfile.TemporaryDirectory(prefix="infralab-trace-") as tmp:
             doc = case_trace_doc(unit, case)
             path = _write_case_input(unit, case, goldens[case.id], doc, Path(tmp) / "trace.json")
             extra = {"script": case.script} if case.kind is Kind.SCRIPT else {}
             with _environment_errors(f"case '{case.id}': "):
-                return runner(unit.lab_dir, files, path, _case_argv(case), limits, **extra)
+                return runner(lab, files, path, _case_argv(case), limits, **extra)
 
     if workers > 1 and len(selected) > 1:
         with ThreadPoolExecutor(max_workers=workers) as pool:  # joined before judging forks
@@ -301,11 +304,12 @@ def _run_all_cases(
             group = case.script if case.kind is Kind.SCRIPT else case.policy
             cap = run_file_cap(doc)
             runs.append(CaseRun(path, _case_argv(case), group, cap, script=script))
+        lab = labfolder.built(unit)
         with _environment_errors():
             if limits.one_child_per_case:
-                results = _one_child_each(unit.lab_dir, files, runs, limits)
+                results = _one_child_each(lab, files, runs, limits)
             else:
-                results = run_cases(unit.lab_dir, files, runs, limits)
+                results = run_cases(lab, files, runs, limits)
     return {case.id: result for case, result in zip(selected, results, strict=True)}
 
 

@@ -29,6 +29,7 @@ import jinja2
 from markdown_it import MarkdownIt
 from markupsafe import Markup, escape
 
+from .. import labfolder
 from ..course import release
 from ..course.points import points_table
 from ..units import LABS_DIR, REPO_ROOT, Unit, UnitError, load_unit
@@ -200,7 +201,8 @@ def _build_unit(
         "points_html": _points_html(unit),
         "core_hours": points_table(unit).hours() if unit.doc.get("parts") else None,
     }
-    handout = render_handout(unit.lab_dir, renderer.out / unit.id, "handout-files")
+    lab = labfolder.built(unit)  # links may reach the engine, as in the lab students get
+    handout = render_handout(lab, renderer.out / unit.id, "handout-files")
     renderer.report.handout_notes += [
         f"{unit.id}: kept as text (no such lab file): {h}" for h in handout.dropped
     ]

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from servesim import rules
 
+from grader import labfolder
 from grader.sitebuild.claims import BuildError
 from grader.sitebuild.plugins import load_module
 from grader.units import load_unit
@@ -47,7 +48,7 @@ def lab_exercise(name: str, *options: str) -> dict:
     """What ``python3 exercises.py NAME [OPTIONS]`` prints in the unit 08 lab folder (its
     ``--json`` form), run as a student runs it; the page quotes that command and checks its
     numbers."""
-    lab = load_unit("unit08").lab_dir
+    lab = labfolder.built(load_unit("unit08"))
     done = subprocess.run(
         [sys.executable, "exercises.py", name, *options, "--json"],
         cwd=lab,

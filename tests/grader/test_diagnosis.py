@@ -6,11 +6,11 @@ submission forges or answers it bends can only pick one of the fixed texts."""
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 import sys
 
 import pytest
+from labtools import copy_lab
 
 from grader import diagnosis
 from grader.cases import load_grading
@@ -90,10 +90,7 @@ def test_entry_text_reaches_the_student_on_a_hidden_case(unit_id, entry_id, muta
 def test_mutant_without_entry_fails_a_public_test(tmp_path, unit_id, mutant_name):
     unit = UNITS[unit_id]
     mutant = next(m for m in list_mutants(unit) if m.name == mutant_name)
-    lab = tmp_path / "lab"
-    shutil.copytree(unit.lab_dir, lab, ignore=shutil.ignore_patterns("__pycache__", "runs"))
-    for name in unit.editable:
-        shutil.copyfile(unit.solutions_dir / name, lab / name)
+    lab = copy_lab(tmp_path / "lab", True, unit)
     for name, data in mutant.submission(unit).files.items():
         (lab / name).write_bytes(data)
     done = subprocess.run(

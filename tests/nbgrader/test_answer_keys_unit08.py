@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 import sys
 
 import pytest
+from labtools import copy_lab
 from servesim.compact import expand_run
 
 from grader.course import nbcheck
@@ -27,11 +27,7 @@ SETUP = load_file(UNIT.unit_dir / "notebook" / "notebook_setup.py")
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     """The lab folder as students get it, with the reference policies.py and measure.py."""
-    folder = tmp_path_factory.mktemp("lab") / "unit08"
-    shutil.copytree(UNIT.lab_dir, folder, ignore=shutil.ignore_patterns("runs", "__pycache__"))
-    for name in UNIT.editable:
-        shutil.copyfile(UNIT.solutions_dir / name, folder / name)
-    return folder
+    return copy_lab(tmp_path_factory.mktemp("lab") / "unit08", True, UNIT)
 
 
 def run(lab, script: str, *args: str) -> str:

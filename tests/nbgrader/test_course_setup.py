@@ -18,7 +18,7 @@ from traitlets.config.loader import PyFileConfigLoader  # noqa: E402
 from grader.cli import main  # noqa: E402
 from grader.course import nbgrader_course, nbscores  # noqa: E402
 from grader.course.nbautograde import SandboxedAutograde, autograded_cells, cell_checks  # noqa: E402
-from grader.course.release import student_files  # noqa: E402
+from grader.labfolder import lab_files  # noqa: E402
 from grader.units import load_unit  # noqa: E402
 
 UNIT = "unit07"  # the course-directory tests need one unit; the notebook tests take each
@@ -48,9 +48,7 @@ def test_setup_writes_config_kernel_and_source(tmp_path, capsys, unit_id):
         for p in (course / "source" / unit_id).rglob("*")
         if p.is_file()
     )
-    expected = sorted(
-        [p.relative_to(unit.lab_dir).as_posix() for p in student_files(unit)] + [f"{unit_id}.ipynb"]
-    )
+    expected = sorted([*lab_files(unit), f"{unit_id}.ipynb"])
     assert staged == expected
     config = load_config(course)
     # every notebook unit's editable files, whichever unit was set up

@@ -25,7 +25,7 @@ from nbgrader.api import Gradebook  # noqa: E402
 from nbgrader_plans import PLANS  # noqa: E402
 
 from grader.course import nbcheck, nbgrader_course  # noqa: E402
-from grader.course.release import student_files  # noqa: E402
+from grader.labfolder import lab_files  # noqa: E402
 from grader.units import load_unit  # noqa: E402
 
 MARKER = re.compile(r"^\s*#+\s*(BEGIN|END) SOLUTION\s*$")
@@ -77,8 +77,8 @@ def submit(course_root: Path, unit, student: str, notebook, files: dict[str, str
     """Lay out ``submitted/<student>/<unit>/`` like a collected student folder; ``files`` are
     the student's editable files (name -> text) over the released ones."""
     folder = course_root / "submitted" / student / unit.id
-    for path in student_files(unit):
-        dest = folder / path.relative_to(unit.lab_dir)
+    for rel, path in lab_files(unit).items():
+        dest = folder / rel
         dest.parent.mkdir(parents=True, exist_ok=True)
         dest.write_bytes(path.read_bytes())
     for name, text in files.items():

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from grader import reference
+from grader import labfolder, reference
 
 
 @pytest.mark.parametrize("trace_name", ["mixed", "prefill-only", "unseen"])
@@ -64,7 +64,7 @@ def test_context_costs_and_json(unit):
 def test_pure_simulator_never_imports_torch(unit):
     import ast
 
-    lab = unit.lab_dir
+    lab = labfolder.built(unit)
     files = [*sorted((lab / "servesim").glob("*.py")), lab / "simulate.py", lab / "policies.py"]
     for path in files:
         tree = ast.parse(path.read_text(encoding="utf-8"))

@@ -23,6 +23,7 @@ from labtools import READABLE_REPO, WALL_CLOCK
 from grader import sandbox
 from grader.grading.grade import EnvironmentFailure, GradingError, grade_submission
 from grader.grading.submission import Submission, SubmissionError, load_submission
+from grader.labfolder import built
 from grader.sandbox import Limits, host, run_cases, run_simulation, template, uids
 
 FAST = Limits(wall_s=10, submission_s=60, cpu_s=2, memory_mb=512)
@@ -31,14 +32,14 @@ FAST = Limits(wall_s=10, submission_s=60, cpu_s=2, memory_mb=512)
 def run(unit, name: str, limits: Limits = FAST, trace: str = "mixed"):
     source = (ADVERSARIAL / f"{name}.py").read_bytes()
     path = unit.lab_dir / "traces" / f"{trace}.json"
-    return run_simulation(unit.lab_dir, {"policies.py": source}, path, ["--policy", "fcfs"], limits)
+    return run_simulation(built(unit), {"policies.py": source}, path, ["--policy", "fcfs"], limits)
 
 
 def test_a_case_cannot_rewrite_other_cases(unit, mode):
     trace = unit.lab_dir / "traces" / "mixed.json"
     source = (ADVERSARIAL / "tamper_other_cases.py").read_bytes()
     runs = [sandbox.CaseRun(trace, ["--policy", p]) for p in ("fcfs", "chunked", "fcfs")]
-    results = run_cases(unit.lab_dir, {"policies.py": source}, runs, FAST)
+    results = run_cases(built(unit), {"policies.py": source}, runs, FAST)
     for result in results:
         assert result.returncode == 0, result.stderr
         assert "rewrote" not in result.stdout
@@ -50,19 +51,19 @@ def test_a_case_cannot_alter_the_lab_of_later_submissions(unit, mode, solution):
     a case that appends to, truncates, chmods, renames or replaces the engine and its bytecode
     changes nothing, and the next submission runs on the pristine lab."""
     template.forget()
-    template.warm(unit.lab_dir)
+    template.warm(built(unit))
     try:
-        root = Path(template._templates[str(unit.lab_dir)].root)
+        root = Path(template._templates[str(built(unit))].root)
         before = _snapshot(root)
         trace = unit.lab_dir / "traces" / "mixed.json"
         runs = [sandbox.CaseRun(trace, ["--policy", "fcfs"])]
-        honest = run_cases(unit.lab_dir, {"policies.py": solution}, runs, FAST)[0]
+        honest = run_cases(built(unit), {"policies.py": solution}, runs, FAST)[0]
         attack = (ADVERSARIAL / "alter_lab.py").read_bytes()
-        attacked = run_cases(unit.lab_dir, {"policies.py": attack}, runs, FAST)[0]
+        attacked = run_cases(built(unit), {"policies.py": attack}, runs, FAST)[0]
         assert attacked.returncode == 0, attacked.stderr
         assert "altered: nothing" in attacked.stdout, attacked.stdout
         assert _snapshot(root) == before
-        after = run_cases(unit.lab_dir, {"policies.py": solution}, runs, FAST)[0]
+        after = run_cases(built(unit), {"policies.py": solution}, runs, FAST)[0]
         assert after.returncode == 0 and after.output == honest.output, after.stderr
     finally:
         template.forget()
@@ -113,7 +114,7 @@ def test_deadlines_cannot_be_extended(unit, mode):
     runs = [sandbox.CaseRun(trace, ["--policy", "fcfs"]) for _ in range(6)]
     limits = Limits(wall_s=1, submission_s=2.5, cpu_s=0.3)
     started = time.monotonic()
-    results = run_cases(unit.lab_dir, {"policies.py": stubborn.encode()}, runs, limits)
+    results = run_cases(built(unit), {"policies.py": stubborn.encode()}, runs, limits)
     took = time.monotonic() - started
     assert took < 6, took
     assert all(r.out_of_time for r in results)
@@ -380,6 +381,6 @@ def test_the_runner_works_without_pidfd(monkeypatch, unit, solution):
 
     monkeypatch.setattr("grader.sandbox.session.os.pidfd_open", missing)
     path = unit.lab_dir / "traces" / "mixed.json"
-    result = run_simulation(unit.lab_dir, {"policies.py": solution}, path, ["--policy", "both"])
+    result = run_simulation(built(unit), {"policies.py": solution}, path, ["--policy", "both"])
     assert result.returncode == 0, result.stderr
     assert [r["policy"] for r in json.loads(result.output)["runs"]] == ["fcfs", "chunked"]

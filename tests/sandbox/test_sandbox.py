@@ -7,8 +7,10 @@ import math
 import os
 import re
 import secrets
+import shutil
 import socket
 import subprocess
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -18,6 +20,7 @@ from conftest import ADVERSARIAL, as_root, available_modes
 from labtools import READABLE_REPO, WALL_CLOCK
 
 from grader import sandbox
+from grader.labfolder import assemble, built
 from grader.sandbox import Limits, run_simulation
 from grader.units import REPO_ROOT
 
@@ -28,7 +31,7 @@ def run(unit, source: bytes | str, limits=FAST, trace="mixed", argv=("--policy",
     if isinstance(source, str):
         source = source.encode()
     trace_path = unit.lab_dir / "traces" / f"{trace}.json"
-    return run_simulation(unit.lab_dir, {"policies.py": source}, trace_path, list(argv), limits)
+    return run_simulation(built(unit), {"policies.py": source}, trace_path, list(argv), limits)
 
 
 def test_correct_solution_runs_and_reports_mode(unit, solution, mode):
@@ -218,26 +221,32 @@ def test_sandbox_runs_for_an_unprivileged_grader(unit):
     python = "/usr/bin/python3"
     if not os.access(python, os.X_OK):
         pytest.skip(f"{python} is missing: no interpreter an unprivileged user can run")
+    holder = Path(tempfile.mkdtemp(prefix="infralab-lab-"))  # the unprivileged grader's lab
+    holder.chmod(0o755)
+    assemble(unit, holder / "lab")
     script = textwrap.dedent(f"""
         import json, sys
         sys.path.insert(0, {str(REPO_ROOT)!r})
         from pathlib import Path
         from grader.sandbox import run_simulation
-        lab = Path({str(unit.lab_dir)!r})
+        lab = Path({str(holder / "lab")!r})
         source = Path({str(unit.solutions_dir / "policies.py")!r}).read_bytes()
         r = run_simulation(lab, {{"policies.py": source}}, lab / "traces/mixed.json",
                            ["--policy", "both"])
         print(json.dumps({{"rc": r.returncode, "iso": r.isolation, "ok": r.output is not None}}))
         """)
-    done = subprocess.run(
-        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", python, "-c", script],
-        capture_output=True,
-        check=False,
-        text=True,
-        timeout=60,
-        cwd="/",
-        env={"PATH": "/usr/bin:/bin", "HOME": "/tmp"},
-    )
+    try:
+        done = subprocess.run(
+            ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", python, "-c", script],
+            capture_output=True,
+            check=False,
+            text=True,
+            timeout=60,
+            cwd="/",
+            env={"PATH": "/usr/bin:/bin", "HOME": "/tmp"},
+        )
+    finally:
+        shutil.rmtree(holder)
     if "Permission denied" in done.stderr and str(REPO_ROOT) in done.stderr:
         pytest.skip("the repository is not readable by an unprivileged user here")
     assert done.returncode == 0, done.stderr
@@ -277,7 +286,7 @@ def test_batch_child_killed_midway_reruns_the_remaining_cases(unit, mode):
         sandbox.CaseRun(trace, ["--policy", "chunked", "--chunk", "2"]),
     ]
     limits = Limits(wall_s=1.5, cpu_s=0.3)
-    results = sandbox.run_cases(unit.lab_dir, {"policies.py": STUBBORN.encode()}, runs, limits)
+    results = sandbox.run_cases(built(unit), {"policies.py": STUBBORN.encode()}, runs, limits)
     assert [r.timed_out for r in results] == [True, False, True, False]
     assert [r.output is not None for r in results] == [False, True, False, True]
     assert results[0].limit == "wall time"
@@ -293,7 +302,7 @@ def test_batch_runner_stops_a_plain_loop_at_its_cpu_share(unit, mode):
     )
     runs = [sandbox.CaseRun(trace, ["--policy", p]) for p in ("chunked", "fcfs", "chunked")]
     results = sandbox.run_cases(
-        unit.lab_dir, {"policies.py": source.encode()}, runs, Limits(wall_s=10, cpu_s=0.3)
+        built(unit), {"policies.py": source.encode()}, runs, Limits(wall_s=10, cpu_s=0.3)
     )
     assert [r.limit for r in results] == ["CPU time", None, "CPU time"]
     assert results[1].returncode == 0 and json.loads(results[1].output)["runs"]
@@ -317,7 +326,7 @@ def test_each_case_imports_the_submission_afresh_and_its_errors_name_its_lines(u
     cleanly is imported as it always was, its error or warning in the case's own stderr."""
     trace = unit.lab_dir / "traces" / "mixed.json"
     runs = [sandbox.CaseRun(trace, ["--policy", "fcfs"]) for _ in range(2)]
-    results = sandbox.run_cases(unit.lab_dir, {"policies.py": FAILS_AT_LINE_8.encode()}, runs)
+    results = sandbox.run_cases(built(unit), {"policies.py": FAILS_AT_LINE_8.encode()}, runs)
     for result in results:
         assert result.stdout.count("imported by Precompiled") == 1, result.stdout
         assert re.search(r'policies\.py", line 8, in fcfs\n +raise ValueError', result.stderr)
@@ -372,7 +381,7 @@ def test_batch_case_never_sees_a_later_cases_trace(unit, mode, tmp_path):
         path.write_text(json.dumps(doc))
         runs.append(sandbox.CaseRun(path, ["--policy", "fcfs"]))
     source = SNOOP.replace("TOKEN", token).encode()
-    results = sandbox.run_cases(unit.lab_dir, {"policies.py": source}, runs, FAST)
+    results = sandbox.run_cases(built(unit), {"policies.py": source}, runs, FAST)
     for n, result in enumerate(results):
         assert result.returncode == 0, result.stderr
         lines = dict(line.split(" ", 1) for line in result.stdout.splitlines()[:3])

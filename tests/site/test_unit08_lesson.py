@@ -10,6 +10,7 @@ from html import unescape
 from pathlib import Path
 
 import yaml
+from labtools import copy_lab
 
 from grader import reference
 from grader.cli import main
@@ -81,10 +82,7 @@ def test_lab_sweep_prints_the_pages_cells(built_site, tmp_path):
     """The lab's own sweep.py, with the reference solution in place, gives the page's numbers
     for a cell of the page's protocol (the same seeds: the same runs)."""
     unit = load_unit("unit08")
-    lab = tmp_path / "lab"
-    shutil.copytree(unit.lab_dir, lab)
-    for name in unit.doc["editable"]:
-        shutil.copy(unit.solutions_dir / name, lab / name)
+    lab = copy_lab(tmp_path / "lab", True, unit)
     html = (built_site[0] / "unit08" / "index.html").read_text(encoding="utf-8")
     command = unescape(re.search(r'<code id="sweep-command">(.*?)</code>', html).group(1))
     args = command.split()[2:]

@@ -11,11 +11,13 @@ import sys
 import pytest
 from u08tools import UNIT08
 
+from grader import labfolder
+
 
 def exercises(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-I", "exercises.py", *args],
-        cwd=UNIT08.lab_dir,
+        cwd=labfolder.built(UNIT08),
         capture_output=True,
         text=True,
         timeout=60,

@@ -107,14 +107,10 @@ def pages(cache: dict[str, int], page_tokens: int = 16, ids=None) -> int:
 
 
 def copy_lab08(dest, solution: bool):
-    """A copy of the unit 08 lab folder; with ``solution`` the reference files overlay it."""
-    import shutil
+    """The unit 08 lab folder made at ``dest``; with ``solution`` the reference files overlay it."""
+    from labtools import copy_lab
 
-    shutil.copytree(UNIT08.lab_dir, dest, ignore=shutil.ignore_patterns("__pycache__", "runs"))
-    if solution:
-        for name in UNIT08.editable:
-            shutil.copyfile(UNIT08.solutions_dir / name, dest / name)
-    return dest
+    return copy_lab(dest, solution, UNIT08)
 
 
 def lab_python(lab, *args: str, timeout: float = 300):
