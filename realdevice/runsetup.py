@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import torch
+from servesim import rules
 from servesim.cli import admit_hook, device_from_args, selected_policies
 from servesim.device import DeviceProfile
 from servesim.swapping import swap_long
@@ -65,10 +66,25 @@ def resolve(lab, args, policies_module) -> RunSetup:
         device = replace(device, kv_pages=args.kv_pages)
     if args.page_tokens is not None:
         device = replace(device, page_tokens=args.page_tokens)
+    if not lab.extended_runs:
+        _every_request_fits(device, traces)
     if args.swap_long is not None and not device.swaps:
         raise UsageError("--swap-long needs a device with a host pool (hostPages > 0)")
     runs = policy_runs(lab, policies_module, args, engine, args.swap_long)
     return RunSetup(device, trace, traces, tuple(runs))
+
+
+def _every_request_fits(device: DeviceProfile, traces) -> None:
+    """Unit 07's run files have no rejected requests: a pool that cannot hold one request
+    alone is a usage error here, not a rejection at arrival."""
+    for trace in traces:
+        for r in trace.requests:
+            if rules.never_fits(device, r.input_tokens, r.output_tokens):
+                raise UsageError(
+                    f"--kv-pages {device.kv_pages}: request '{r.id}' alone needs "
+                    f"{device.pages_for(r.input_tokens + r.output_tokens)} pages of "
+                    f"{device.page_tokens} tokens"
+                )
 
 
 def policy_runs(lab, policies_module, args, engine: dict, swap_min: int | None = None):
