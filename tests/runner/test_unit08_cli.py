@@ -123,3 +123,37 @@ def test_swap_needs_a_host_pool(tmp_path, capsys, torch_cpu):
     _, printed = _run_gpu(tmp_path, capsys, *argv, code=2)
     assert printed.err.count("\n") == 1 and "hostPages" in printed.err
     assert not (tmp_path / "run.json").exists()
+
+
+def test_calibration_fits_unit08_and_simulate_accepts_the_profile(tmp_path, capsys, torch_cpu):
+    from realdevice.calibration import Calibration
+    from realdevice.fit import COEFFICIENTS
+
+    argv = ["--calibrate", "--grid", "quick", "--trace", "lifo-victim", "--policy", "paged"]
+    doc, printed = _run_gpu(tmp_path, capsys, *argv, "--device-profile", str(KV64), "--quiet")
+    cal = doc["calibration"]
+    held = cal["summary"]["heldOut"]
+    assert set(held) == {"affine", "context"}  # overall, per model
+    per_term = cal["heldOut"]["perTerm"]
+    assert len(per_term) == len(COEFFICIENTS)
+    steps = len(cal["steps"])
+    for name, term in per_term.items():
+        assert term["withoutTerm"]["count"] == steps, name
+        assert 0 < term["steps"] <= steps and term["heldOut"]["count"] == term["steps"]
+    assert per_term["overheadMs"]["heldOut"] == held["context"]  # every step has the overhead
+    # the recorded figures are what the recorded steps give
+    again = Calibration.from_document(doc)
+    for name, term in again.held["perTerm"].items():
+        recorded = per_term[name]["withoutTerm"]["medianAbsPct"]
+        assert term["withoutTerm"]["medianAbsPct"] == pytest.approx(recorded, rel=1e-9)
+    assert "per term, context model" in printed.out
+    assert doc["device"]["kvPages"] == 64 and doc["device"]["decodeMsPerContextToken"] > 0
+    assert cal["lessonTraces"][0]["policy"] == "paged"
+    profile, out = tmp_path / "run.json", tmp_path / "sim.json"
+    code = infralab(
+        ["simulate", "--unit", "unit08", "--reference", "--trace", "lifo-victim"]
+        + ["--policy", "paged", "--device-profile", str(profile), "--output", str(out)]
+    )
+    assert code == 0
+    sim = json.loads(out.read_text(encoding="utf-8"))
+    assert sim["runs"][0]["device"] == doc["device"]
