@@ -117,7 +117,9 @@ def check_unit(unit_id, flags, args, calibrated, deadline) -> dict:
                 "maxKvPagesHeld": max(e["kvPagesHeld"] for e in run["events"]),
                 "kvPages": real.cache.pool.capacity,
                 "submissions": len(run["events"]),
-                **{k: live[k] for k in ("ttft", "itl", "residualError", "sameScheduleAsSimulation")},
+                **{
+                    k: live[k] for k in ("ttft", "itl", "residualError", "sameScheduleAsSimulation")
+                },
             }
         )
     return entry
@@ -129,7 +131,7 @@ def main(argv=None) -> int:
     started = time.monotonic()
     mode = "quick" if args.quick else "full"
     grid = calibrate.GRIDS["quick" if args.quick else args.device]
-    unit08, parsed, setup = lesson_setup("unit08", list(QUICK_RUNS[1][1]), args)
+    _, parsed, setup = lesson_setup("unit08", list(QUICK_RUNS[1][1]), args)
     points = DECODE_POINTS[mode]
     need = max(calibrate.Shape(b, c).pages(16, 5) for b, c in points)
     pool = replace(setup.profile, kv_pages=max(grid.pages_needed(16), need))

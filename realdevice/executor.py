@@ -94,7 +94,9 @@ class ExecutionError(RuntimeError):
 
 
 class Executor:
-    def __init__(self, model: Transformer, cache: PagedKVCache, device, host: HostPool | None = None):
+    def __init__(
+        self, model: Transformer, cache: PagedKVCache, device, host: HostPool | None = None
+    ):
         self.model = model
         self.cache = cache
         self.host = host  # where swapped-out requests' pages wait (None: the device cannot swap)

@@ -110,9 +110,8 @@ def policy_runs(lab, policies_module, args, engine: dict, swap_min: int | None =
                 "closed": engine.get("closed"),
             }
             run_options = {"extended": True, "limits": limits}
-        if swap_min is not None:
-            policy = swap_long(policy, swap_min)
-        runs.append(PolicyRun(spec.name, params, policy, options, run_options))
+        chosen = policy if swap_min is None else swap_long(policy, swap_min)
+        runs.append(PolicyRun(spec.name, params, chosen, options, run_options))
     return runs
 
 

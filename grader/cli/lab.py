@@ -23,7 +23,10 @@ def _run_script(command: str, load_main: Callable, args, extra: list[str]) -> in
             return 0
         extra = ["--help"]
     elif args.unit is None:
-        print(f"infralab {command}: error: the following arguments are required: --unit", file=sys.stderr)
+        print(
+            f"infralab {command}: error: the following arguments are required: --unit",
+            file=sys.stderr,
+        )
         return 2
     unit = load_unit(args.unit)
     if not args.reference and not args.help:
@@ -106,8 +109,12 @@ def _add_script(commands, name: str, load_main: Callable, help_text: str, descri
     """A subcommand that runs a lab script; its own ``--help`` also shows the script's flags,
     so it has no argparse help action and ``--unit`` is checked by the handler."""
     parser = commands.add_parser(name, help=help_text, description=description, add_help=False)
-    parser.add_argument("-h", "--help", action="store_true", help="show this help (and, with "
-                        "--unit, the lab script's flags) and exit")
+    parser.add_argument(
+        "-h",
+        "--help",
+        action="store_true",
+        help="show this help (and, with --unit, the lab script's flags) and exit",
+    )
     parser.add_argument("--unit", help="the unit (required)")
     parser.add_argument("--reference", action="store_true", help="use the reference solution")
     parser.set_defaults(

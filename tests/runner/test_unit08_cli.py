@@ -150,9 +150,9 @@ def test_calibration_fits_unit08_and_simulate_accepts_the_profile(tmp_path, caps
     assert doc["device"]["kvPages"] == 64 and doc["device"]["decodeMsPerContextToken"] > 0
     assert cal["lessonTraces"][0]["policy"] == "paged"
     profile, out = tmp_path / "run.json", tmp_path / "sim.json"
+    simulate = ["simulate", "--unit", "unit08", "--reference", "--trace", "lifo-victim"]
     code = infralab(
-        ["simulate", "--unit", "unit08", "--reference", "--trace", "lifo-victim"]
-        + ["--policy", "paged", "--device-profile", str(profile), "--output", str(out)]
+        [*simulate, "--policy", "paged", "--device-profile", str(profile), "--output", str(out)]
     )
     assert code == 0
     sim = json.loads(out.read_text(encoding="utf-8"))

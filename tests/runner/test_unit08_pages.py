@@ -122,7 +122,11 @@ def _uninterrupted_logits(paged, torch_cpu):
 
 def _batches(run):
     return [
-        (tuple(e["decode"]), tuple((c["id"], c["tokens"]) for c in e["prefill"]), tuple(e["preempt"]))
+        (
+            tuple(e["decode"]),
+            tuple((c["id"], c["tokens"]) for c in e["prefill"]),
+            tuple(e["preempt"]),
+        )
         for e in run["events"]
     ]
 
@@ -155,7 +159,9 @@ def test_preempting_schedule_runs_on_exactly_the_virtual_pages(paged, torch_cpu,
     expected = list(_virtual_pages(trace, events, device))
     assert [pages for pages, _ in steps] == expected
     assert [e["kvPagesHeld"] for e in run["events"]] == [sum(p.values()) for p in expected]
-    assert max(e["kvPagesHeld"] for e in run["events"]) <= device.kv_pages == real.cache.pool.capacity
+    assert (
+        max(e["kvPagesHeld"] for e in run["events"]) <= device.kv_pages == real.cache.pool.capacity
+    )
     assert verify_run(run, trace, run["device"], timing="measured", unit=U08) == []
     assert run["realDevice"]["mode"] == mode
     # a recomputed request's logits at each of its tokens are those of an uninterrupted run

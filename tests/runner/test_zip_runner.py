@@ -18,10 +18,10 @@ from grader.course.release import build_student_zip, lab_root
 from grader.units import load_unit
 from grader.verify import verify_run
 
+KV64 = ("--device-profile", "devices/kv-64-pages.json", "--budget", "64")
 RUNS = {
     "unit07": ["--trace", "mixed", "--policy", "both", "--chunk", "2"],
-    "unit08": ["--trace", "lifo-victim", "--device-profile", "devices/kv-64-pages.json"]
-    + ["--budget", "64", "--policy", "paged"],
+    "unit08": ["--trace", "lifo-victim", *KV64, "--policy", "paged"],
 }
 
 
