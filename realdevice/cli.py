@@ -97,6 +97,8 @@ def main(argv=None, policies_module=None, lab_dir: Path | None = None) -> int:
         parser.error("--calibrate needs --output (the profile file)")
     if args.report and not args.calibrate:
         parser.error("--report goes with --calibrate")
+    if args.format == "compact":
+        parser.error("--format compact: real runs are written in full (each event has its times)")
     if policies_module is None:
         policies_module = import_policies(lab)
     try:

@@ -157,3 +157,8 @@ def test_calibration_fits_unit08_and_simulate_accepts_the_profile(tmp_path, caps
     assert code == 0
     sim = json.loads(out.read_text(encoding="utf-8"))
     assert sim["runs"][0]["device"] == doc["device"]
+
+
+def test_compact_format_is_refused(tmp_path, capsys, torch_cpu):
+    _, printed = _run_gpu(tmp_path, capsys, "--trace", "burst", "--format", "compact", code=2)
+    assert "real runs are written in full" in printed.err
