@@ -71,8 +71,10 @@ def build_run_parser(lab):
     real.add_argument(
         "--calibrate",
         action="store_true",
-        help="measure step costs, fit a device profile, compare on the lesson traces (or "
-        "--trace); --output gets the profile (simulate.py --device-profile accepts it)",
+        help="measure step costs, fit a device profile, compare live runs with its simulation "
+        "on --trace (default: the public traces of at most "
+        f"{runsetup.COMPARE_MAX_REQUESTS} requests); --output gets the profile "
+        "(simulate.py --device-profile accepts it)",
     )
     real.add_argument(
         "--grid",

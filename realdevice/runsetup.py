@@ -29,12 +29,17 @@ from . import calibrate
 from .backend import RealDevice
 from .runner import PolicyRun
 
+# Without --trace, --calibrate compares live runs with the calibrated simulation on the lab's
+# public traces of at most this many requests (the lesson's worked examples): on CPU a trace of
+# a hundred requests takes a minute per policy.
+COMPARE_MAX_REQUESTS = 16
+
 
 @dataclass(frozen=True)
 class RunSetup:
     profile: DeviceProfile
     trace: Trace | None  # the run's arrivals (None: a closed loop makes them as it goes)
-    traces: tuple[Trace, ...]  # what --calibrate compares on: the trace, or the lesson's
+    traces: tuple[Trace, ...]  # what --calibrate compares on: --trace, or the small public ones
     policies: tuple[PolicyRun, ...]
 
 
@@ -50,6 +55,8 @@ def resolve(lab, args, policies_module) -> RunSetup:
         protocol = labflags.read_protocol(args)
     names = [args.trace or protocol.sizes] if args.trace or protocol else list(lab.public_traces)
     traces = tuple(read_trace_file(resolve_trace(name, lab.traces_dir)) for name in names)
+    if not (args.trace or protocol):  # --calibrate's comparison: the small lesson traces
+        traces = tuple(t for t in traces if len(t.requests) <= COMPARE_MAX_REQUESTS)
     device = device_from_args(lab, args)
     engine = {"budget": None, "queue_cap": None, "closed": None}
     trace = traces[0]

@@ -162,3 +162,20 @@ def test_calibration_fits_unit08_and_simulate_accepts_the_profile(tmp_path, caps
 def test_compact_format_is_refused(tmp_path, capsys, torch_cpu):
     _, printed = _run_gpu(tmp_path, capsys, "--trace", "burst", "--format", "compact", code=2)
     assert "real runs are written in full" in printed.err
+
+
+def test_calibration_compares_on_the_small_public_traces(torch_cpu):
+    from realdevice.cli import build_run_parser
+    from realdevice.runsetup import COMPARE_MAX_REQUESTS, resolve
+    from servesim.labconfig import load_lab
+
+    from grader import reference
+
+    lab = load_lab(U08.lab_dir)
+    args = build_run_parser(lab).parse_args(["--calibrate", "--output", "x.json"])
+    setup = resolve(lab, args, reference.solution_policies(U08))
+    sizes = {name: len(reference.load_trace(U08, name).requests) for name in lab.public_traces}
+    small = [name for name, n in sizes.items() if n <= COMPARE_MAX_REQUESTS]
+    assert [t.name for t in setup.traces] == small
+    assert 0 < len(small) < len(sizes)  # the large traces (minutes per policy on CPU) are left out
+    assert [p.name for p in setup.policies] == [p["name"] for p in U08.policies]
