@@ -12,10 +12,11 @@ import time
 from dataclasses import dataclass
 
 import torch
-from servesim.rules import StepTerms, step_terms
+from servesim.rules import StepTerms, step_terms, transfer_terms
 
 from .config import MODELS, ModelConfig
 from .executor import Executor
+from .host_pool import HostPool
 from .kv_cache import PagedKVCache
 from .model import Transformer
 from .timing import Stopwatch
@@ -38,6 +39,8 @@ class Submission:
     terms: StepTerms  # what the device rules price: servesim.rules.step_terms(batch, context)
     measured_ms: float
     wall_ms: float
+    pages_held: int = 0  # device KV pages in use after the step (finished requests released)
+    host_pages_held: int = 0  # host pages swapped-out requests hold after the step
 
 
 class RealDevice:
@@ -49,6 +52,7 @@ class RealDevice:
         dtype: str | None = None,
         page_tokens: int = 16,
         kv_pages: int | None = None,
+        host_pages: int = 0,
         warmup: bool = True,
     ):
         self.config = MODELS[model] if isinstance(model, str) else model
@@ -63,7 +67,8 @@ class RealDevice:
             kv_pages = max(1, budget // per_page)
         self.model = Transformer.build(self.config, self.device, dt)
         self.cache = PagedKVCache(self.config, kv_pages, page_tokens, self.device, dt)
-        self.executor = Executor(self.model, self.cache, self.device)
+        host = HostPool(self.config, host_pages, self.cache) if host_pages else None
+        self.executor = Executor(self.model, self.cache, self.device, host)
         self.stopwatch = Stopwatch(self.device)
         self.submissions: list[Submission] = []
         self.deadline: float | None = None  # time.monotonic() after which execute refuses
@@ -79,9 +84,21 @@ class RealDevice:
         if self.deadline is not None and time.monotonic() > self.deadline:
             raise TimeBudgetExceeded("the time budget ran out")
         _, timing = self.stopwatch.time(lambda: self.executor.run(batch, context))
-        members = {rid: context[rid] for rid in batch.ids}
+        members = {rid: context[rid] for rid in (*batch.ids, *batch.moved)}
+        terms = step_terms(batch, members)
+        if batch.moved:
+            terms += transfer_terms(self.cache, batch, members)
+        host = self.executor.host
         self.submissions.append(
-            Submission(batch, members, step_terms(batch, members), timing.device_ms, timing.wall_ms)
+            Submission(
+                batch,
+                members,
+                terms,
+                timing.device_ms,
+                timing.wall_ms,
+                self.cache.pool.used,
+                host.pool.used if host else 0,
+            )
         )
         if not (math.isfinite(timing.device_ms) and timing.device_ms > 0):
             raise RuntimeError(f"measured duration {timing.device_ms!r} ms is not positive")
@@ -117,5 +134,9 @@ class RealDevice:
             "dtype": self.dtype_name,
             "timing": self.stopwatch.method,
             "model": self.config.to_json(),
-            "kvCache": {"pageTokens": self.cache.page_tokens, "pages": self.cache.pool.capacity},
+            "kvCache": {
+                "pageTokens": self.cache.page_tokens,
+                "pages": self.cache.pool.capacity,
+                "hostPages": self.executor.host.pool.capacity if self.executor.host else 0,
+            },
         }

@@ -85,6 +85,18 @@ class Calibration:
         )
         for model in fit.MODELS:
             lines.append(_error_line(f"  {model}", summary["heldOut"][model]))
+        lines.append(
+            "per term, context model: held-out steps that have the term; all steps refitted "
+            "without it"
+        )
+        for name, term in self.held["perTerm"].items():
+            have = term["heldOut"]
+            mine = f"{term['steps']} steps, median {have['medianAbsPct']:.1f}%" if have else "-"
+            lines.append(
+                f"  {name:<26}{mine:<28} without it: median "
+                f"{term['withoutTerm']['medianAbsPct']:.1f}%, p90 "
+                f"{term['withoutTerm']['p90AbsPct']:.1f}%"
+            )
         lines.append("grid fit (every shape in the fit):")
         for model in fit.MODELS:
             lines.append(_error_line(f"  {model}", summary["gridFit"][model]))

@@ -1,8 +1,10 @@
 """``run_gpu.py``: the lab's policies on a real transformer, or a calibration of the device.
 
-Takes every flag of ``simulate.py`` (trace, policy, its parameters, device profile, output)
-plus the real-device ones. Policies come from the lab's ``policies.py`` unless the caller passes
-``policies_module`` (staff tools pass the reference solution), exactly as ``servesim.cli.main``.
+Takes every flag of ``simulate.py`` (trace, policy, its parameters, device profile, output; in
+unit 08 also tiers, K, M, loads, protocols and the queue cap) plus the real-device ones. The
+real KV cache is the profile's (``runsetup``). Policies come from the lab's ``policies.py``
+unless the caller passes ``policies_module`` (staff tools pass the reference solution), exactly
+as ``servesim.cli.main``.
 """
 
 from __future__ import annotations
@@ -10,32 +12,32 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import torch
 from servesim.cli import (
     EXIT_BAD_INPUT,
     EXIT_POLICY,
     UsageError,
     build_parser,
-    device_from_args,
     import_policies,
     print_faults,
-    selected_policies,
 )
 from servesim.engine import PolicyError
 from servesim.labconfig import load_lab
 from servesim.runfile import build_document, dumps, write_atomic
 from servesim.table import render as render_table
-from servesim.trace import TraceError, read_trace_file, resolve_trace
+from servesim.trace import TraceError
 
-from . import calibrate, calibration, fit, report
-from .backend import DTYPES, RealDevice
+from . import calibrate, calibration, fit, report, runsetup
+from .backend import DTYPES
 from .config import MODELS
 from .executor import ExecutionError
 from .kv_cache import KVCacheFullError
-from .runner import MODES, RUNNERS, PolicyRun
+from .runner import MODES, RUNNERS, LiveModeError
 
 
 def build_run_parser(lab):
+    """``simulate.py``'s parser for ``lab`` plus the real-device flags (a flag the lab's parser
+    already has, such as unit 08's ``--kv-pages``, is not declared twice: it sets the profile
+    either way, and the real cache follows the profile)."""
     parser = build_parser(lab, prog="run_gpu.py")
     parser.description = (
         f"{lab.title}: run scheduling policies on a real (randomly initialised) transformer "
@@ -48,16 +50,31 @@ def build_run_parser(lab):
     real.add_argument(
         "--dtype", choices=sorted(DTYPES), help="default: float32 on cpu, bfloat16 on cuda"
     )
-    real.add_argument("--page-tokens", type=int, help="KV page size (default: the profile's)")
-    real.add_argument("--kv-pages", type=int, help="KV pages in the pool (default: memory budget)")
+    real.add_argument("--page-tokens", type=int, help="KV page size (device pageTokens)")
+    if "--kv-pages" not in parser._option_string_actions:
+        real.add_argument(
+            "--kv-pages",
+            type=int,
+            help="KV pages in the pool (device kvPages; default: none, the real pool then "
+            "holds what a memory budget allows)",
+        )
+    real.add_argument(
+        "--swap-long",
+        type=int,
+        metavar="MIN_TOKENS",
+        help="swap victims with at least this many cached positions to the host pool instead "
+        "of recomputing them (servesim.swapping.swap_long; needs device hostPages)",
+    )
     real.add_argument(
         "--threads", type=int, help="CPU threads for torch (default on cpu: 1, steadier timings)"
     )
     real.add_argument(
         "--calibrate",
         action="store_true",
-        help="measure step costs, fit a device profile, compare on the lesson traces; "
-        "--output gets the profile (simulate.py --device-profile accepts it)",
+        help="measure step costs, fit a device profile, compare live runs with its simulation "
+        "on --trace (default: the public traces of at most "
+        f"{runsetup.COMPARE_MAX_REQUESTS} requests); --output gets the profile "
+        "(simulate.py --device-profile accepts it)",
     )
     real.add_argument(
         "--grid",
@@ -69,47 +86,6 @@ def build_run_parser(lab):
     return parser
 
 
-def policy_functions(lab, policies_module, selected: str, args):
-    """A ``PolicyRun`` for each selected policy, in the lab's order.
-
-    In a lab with extended run files (unit 08) the engine also enforces the policy's ``budget``
-    parameter and the ``--queue-cap`` flag (when the lab has them), and the run file records them.
-    """
-    runs = []
-    for spec, params, policy in selected_policies(lab, policies_module, selected, args):
-        options, run_options = {}, {}
-        if lab.extended_runs:
-            budget, queue_cap = params.get("budget"), getattr(args, "queue_cap", None)
-            options = {"budget": budget, "queue_cap": queue_cap}
-            run_options = {"extended": True, "limits": {"budget": budget, "queueCap": queue_cap}}
-        runs.append(PolicyRun(spec.name, params, policy, options, run_options))
-    return runs
-
-
-def _real_device(args, profile, traces) -> RealDevice:
-    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
-    if args.threads is not None and args.threads < 1:
-        raise UsageError(f"--threads must be >= 1, got {args.threads}")
-    if args.threads or device == "cpu":
-        torch.set_num_threads(args.threads or 1)
-    for flag, value in (("--page-tokens", args.page_tokens), ("--kv-pages", args.kv_pages)):
-        if value is not None and value < 1:
-            raise UsageError(f"{flag} must be >= 1, got {value}")
-    page_tokens = args.page_tokens or profile.page_tokens
-    kv_pages = args.kv_pages or profile.kv_pages
-    if kv_pages is None and args.calibrate:  # room for the grid and for every lesson request
-        grid = calibrate.GRIDS[args.grid or device].pages_needed(page_tokens)
-        lesson = sum(
-            -(-(r.input_tokens + r.output_tokens) // page_tokens)
-            for trace in traces
-            for r in trace.requests
-        )
-        kv_pages = max(grid, lesson)
-    return RealDevice(
-        args.model, device=device, dtype=args.dtype, page_tokens=page_tokens, kv_pages=kv_pages
-    )
-
-
 def main(argv=None, policies_module=None, lab_dir: Path | None = None) -> int:
     lab = load_lab(lab_dir) if lab_dir else load_lab()
     parser = build_run_parser(lab)
@@ -117,32 +93,31 @@ def main(argv=None, policies_module=None, lab_dir: Path | None = None) -> int:
     if args.list_faults:
         print_faults()
         return 0
-    if not args.trace and not args.calibrate:
+    if not args.trace and not args.calibrate and not getattr(args, "protocol", None):
         parser.error("--trace is required (or --calibrate)")
     if args.calibrate and not args.output:
         parser.error("--calibrate needs --output (the profile file)")
     if args.report and not args.calibrate:
         parser.error("--report goes with --calibrate")
+    if args.format == "compact":
+        parser.error("--format compact: real runs are written in full (each event has its times)")
+    if policies_module is None:
+        policies_module = import_policies(lab)
     try:
-        profile = device_from_args(lab, args)
-        traces = (
-            [read_trace_file(resolve_trace(args.trace, lab.traces_dir))]
-            if args.trace
-            else [read_trace_file(resolve_trace(t, lab.traces_dir)) for t in lab.public_traces]
-        )
-        real = _real_device(args, profile, traces)
+        setup = runsetup.resolve(lab, args, policies_module)
+        real = runsetup.real_device(args, setup, calibrating=args.calibrate)
     except (TraceError, UsageError, RuntimeError) as exc:
         print(f"{parser.prog}: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    if policies_module is None:
-        policies_module = import_policies(lab)
-    policies = policy_functions(lab, policies_module, args.policy, args)
     try:
         if args.calibrate:
             grid = calibrate.GRIDS[args.grid or real.device.type]
-            document, text = _calibrate(real, profile, traces, policies, grid, quiet=args.quiet)
+            document, text = _calibrate(real, setup, grid, quiet=args.quiet)
         else:
-            document, text = _run(real, profile, traces[0], policies, args)
+            document, text = _run(real, setup, args)
+    except LiveModeError as exc:
+        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     except (PolicyError, KVCacheFullError, ExecutionError) as exc:
         print(f"{parser.prog}: error: {exc}", file=sys.stderr)
         return EXIT_POLICY
@@ -156,14 +131,23 @@ def main(argv=None, policies_module=None, lab_dir: Path | None = None) -> int:
     return 0
 
 
-def _run(real, profile, trace, policies, args):
-    runs = [RUNNERS[args.mode](trace, spec, profile, real, fault=args.fault) for spec in policies]
+def _run(real, setup, args):
+    runs = []
+    for spec in setup.policies:
+        try:
+            run, trace = RUNNERS[args.mode](
+                setup.trace, spec, setup.profile, real, fault=args.fault
+            )
+        except PolicyError as exc:  # with --policy all, say which policy broke a rule
+            raise PolicyError(f"policy {spec.name} ({args.mode}): {exc}") from None
+        runs.append(run)
     lines = [render_table(trace.name, runs), ""]
     desc = real.describe()
     lines.append(
         f"{args.mode} on {desc['backend']} ({desc['deviceName']}), model {real.config.name} "
         f"({real.config.parameters / 1e6:.2f} M parameters, {desc['dtype']}), "
-        f"timing by {desc['timing']}"
+        f"timing by {desc['timing']}, KV cache {desc['kvCache']['pages']} pages of "
+        f"{desc['kvCache']['pageTokens']} tokens"
     )
     for run in runs:
         measured = sum(e["measuredMs"] for e in run["events"])
@@ -181,15 +165,18 @@ def _run(real, profile, trace, policies, args):
             )
         lines.append(
             f"  {run['policy']}: {len(run['events'])} submissions, measured {measured:.2f} ms "
-            f"of device time vs {virtual:.2f} ms virtual{extra}"
+            f"of device time vs {virtual:.2f} ms virtual, at most "
+            f"{max((e['kvPagesHeld'] for e in run['events']), default=0)} KV pages held{extra}"
         )
     return build_document(trace, runs), "\n".join(lines)
 
 
-def _calibrate(real, base, traces, policies, grid, *, quiet: bool):
-    result = calibration.run(real, grid, base)
+def _calibrate(real, setup, grid, *, quiet: bool):
+    result = calibration.run(real, grid, setup.profile)
     entries = [
-        report.compare(trace, spec, result.profile, real) for trace in traces for spec in policies
+        report.compare(trace, spec, result.profile, real)
+        for trace in setup.traces
+        for spec in setup.policies
     ]
     document = result.document(real, grid, entries)
     trace_rows = [row for e in entries for row in e["residuals"]]

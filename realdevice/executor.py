@@ -8,6 +8,9 @@ the next one. When a request has all its output tokens its KV pages go back to t
 Preemption by recompute (``batch.preempt``) frees a request's pages and keeps its generated
 tokens; its next prefill target is the prompt followed by those tokens, and the chunk that
 completes it yields the next token, exactly as an uninterrupted decode would.
+Swapping (``batch.swap_out`` / ``batch.swap_in``, a device with a host pool) moves a request's
+pages to host memory and back (``host_pool``): its tokens and positions stay, so a swapped-in
+request decodes on as if it had never left.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from .host_pool import HostPool
 from .kv_cache import PagedKVCache
 from .model import AttentionPlan, SegmentGroup, Transformer
 
@@ -90,9 +94,12 @@ class ExecutionError(RuntimeError):
 
 
 class Executor:
-    def __init__(self, model: Transformer, cache: PagedKVCache, device):
+    def __init__(
+        self, model: Transformer, cache: PagedKVCache, device, host: HostPool | None = None
+    ):
         self.model = model
         self.cache = cache
+        self.host = host  # where swapped-out requests' pages wait (None: the device cannot swap)
         self.device = torch.device(device)
         self.states: dict[str, RequestState] = {}
         self.outputs: dict[str, list[int]] = {}  # generated ids of finished requests
@@ -114,6 +121,10 @@ class Executor:
         """
         for rid in getattr(batch, "preempt", ()):
             self.preempt(rid)
+        for rid in getattr(batch, "swap_out", ()):
+            self._swap(rid, out=True)
+        for rid in getattr(batch, "swap_in", ()):
+            self._swap(rid, out=False)
         segments = [self._decode_segment(rid) for rid in batch.decode]
         segments += [self._prefill_segment(c.id, c.tokens) for c in batch.prefill]
         if context is not None:
@@ -139,7 +150,21 @@ class Executor:
     def drop(self, rid: str) -> None:
         """Forget a request that left without finishing (cancelled): free its pages."""
         self.cache.free(rid)
+        if self.host is not None:
+            self.host.free(rid)
         self.states.pop(rid, None)
+
+    def _swap(self, rid: str, *, out: bool) -> None:
+        self._state(rid)
+        if self.host is None:
+            raise ExecutionError(f"swap of '{rid}': this device has no host pool (hostPages 0)")
+        if out != (rid in self.cache.tables) or out == self.host.holds(rid):
+            where = "device" if out else "host"
+            raise ExecutionError(f"swap {'out' if out else 'in'} of '{rid}': not on the {where}")
+        if out:
+            self.host.swap_out(self.cache, rid)
+        else:
+            self.host.swap_in(self.cache, rid)
 
     def _decode_segment(self, rid: str) -> Segment:
         state = self._state(rid)

@@ -13,7 +13,9 @@ Least squares on relative error (each row divided by its measurement, so 1 ms st
 much as 100 ms ones), with every coefficient kept >= 0 by dropping negative ones and refitting.
 Each grid shape is represented by its median sample, so a step slowed down by something else on
 the machine does not pull the fit. ``held_out`` splits the shapes into folds and predicts every
-step with the fits that did not see its shape.
+step with the fits that did not see its shape; ``per_term`` says, term by term, how well the
+context-aware model predicts the held-out steps that have the term and how much worse it does
+with the term left out.
 """
 
 from __future__ import annotations
@@ -77,10 +79,10 @@ def medians(samples, shapes: list[str]) -> list:
     return picked
 
 
-def fit_profile(samples, base, model: str = "context"):
-    """``base`` (a DeviceProfile) with the coefficients of ``model`` fitted to ``samples`` and
-    the others set to 0."""
-    free = [COEFFICIENTS.index(name) for name in MODELS[model]]
+def fit_profile(samples, base, model: str | tuple[str, ...] = "context"):
+    """``base`` (a DeviceProfile) with the coefficients of ``model`` (a name in ``MODELS`` or a
+    tuple of coefficient names) fitted to ``samples`` and the others set to 0."""
+    free = [COEFFICIENTS.index(name) for name in MODELS.get(model, model)]
     x = torch.tensor([features(s.terms) for s in samples], dtype=torch.float64)
     y = torch.tensor([s.measured_ms for s in samples], dtype=torch.float64)
     weight = 1.0 / y
@@ -153,19 +155,7 @@ def held_out(samples, shapes: list[str], base, folds: int = 4, seed: int = 0) ->
     error) and ``errors`` (each model's summary over all rows).
     """
     distinct = sorted(set(shapes))
-    random.Random(seed).shuffle(distinct)
-    fold_of = {shape: i % folds for i, shape in enumerate(distinct)}
-    predicted: dict[str, list[float]] = {model: [0.0] * len(samples) for model in MODELS}
-    for fold in range(min(folds, len(distinct))):
-        train = [
-            (s, shape) for s, shape in zip(samples, shapes, strict=True) if fold_of[shape] != fold
-        ]
-        picked = medians(*zip(*train, strict=True))
-        for model in MODELS:
-            profile = fit_profile(picked, base, model)
-            for i, shape in enumerate(shapes):
-                if fold_of[shape] == fold:
-                    predicted[model][i] = predicted_ms(profile, samples[i].terms)
+    predicted = _held_predictions(samples, shapes, base, MODELS, folds, seed)
     rows = []
     for i, (sample, shape) in enumerate(zip(samples, shapes, strict=True)):
         row = {"shape": shape, **terms_json(sample.terms), "measuredMs": sample.measured_ms}
@@ -178,5 +168,54 @@ def held_out(samples, shapes: list[str], base, folds: int = 4, seed: int = 0) ->
         "seed": seed,
         "shapes": len(distinct),
         "errors": {model: error_summary(rows, f"{model}ErrorPct") for model in MODELS},
+        "perTerm": per_term(samples, shapes, base, rows, folds, seed),
         "rows": rows,
     }
+
+
+def _held_predictions(samples, shapes, base, models: dict, folds: int, seed: int) -> dict:
+    """Each model's prediction of every sample by the fit that left the sample's shape out."""
+    distinct = sorted(set(shapes))
+    random.Random(seed).shuffle(distinct)
+    fold_of = {shape: i % folds for i, shape in enumerate(distinct)}
+    predicted = {model: [0.0] * len(samples) for model in models}
+    for fold in range(min(folds, len(distinct))):
+        train = [
+            (s, shape) for s, shape in zip(samples, shapes, strict=True) if fold_of[shape] != fold
+        ]
+        picked = medians(*zip(*train, strict=True))
+        for model, free in models.items():
+            profile = fit_profile(picked, base, free)
+            for i, shape in enumerate(shapes):
+                if fold_of[shape] == fold:
+                    predicted[model][i] = predicted_ms(profile, samples[i].terms)
+    return predicted
+
+
+def per_term(samples, shapes, base, rows: list[dict], folds: int, seed: int) -> dict:
+    """For each coefficient of the context-aware model: the held-out error of that model over
+    the steps whose feature for it is not zero (``heldOut``; None when no step has it), and its
+    held-out error over every step when it is fitted without that coefficient
+    (``withoutTerm``): how much the term's own steps are off, and what the term buys."""
+    full = MODELS["context"]
+    ablated = {name: tuple(c for c in full if c != name) for name in full}
+    predicted = _held_predictions(samples, shapes, base, ablated, folds, seed)
+    result = {}
+    for name in full:
+        column = COEFFICIENTS.index(name)
+        have = [row for row, s in zip(rows, samples, strict=True) if features(s.terms)[column]]
+        without = [
+            {"errorPct": error_pct(p, s.measured_ms)}
+            for p, s in zip(predicted[name], samples, strict=True)
+        ]
+        result[_camel(name)] = {
+            "steps": len(have),
+            "heldOut": error_summary(have, "contextErrorPct") if have else None,
+            "withoutTerm": error_summary(without),
+        }
+    return result
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)

@@ -19,7 +19,7 @@ from .runner import PolicyRun, run_live
 
 def compare(trace, spec: PolicyRun, profile, real) -> dict:
     first = len(real.submissions)
-    live = run_live(trace, spec, profile, real)
+    live, _ = run_live(trace, spec, profile, real)
     rows = residuals(profile, real.submissions[first:])
     sim = build_run(spec.name, spec.params, profile, simulate(trace, spec.policy, profile), None)
     return {

@@ -1,5 +1,8 @@
 """The two ways to drive the real device with a policy, each giving one run-file entry.
 
+Both return ``(run entry, trace)``: the trace the run replayed (a closed loop's is made by the
+run itself).
+
 - ``replay``: the virtual device decides the schedule; every one of its submissions is then run
   for real, in order, and the times are rebuilt from the measured durations (a submission starts
   when the previous one ends, or when the last of its requests arrives if that is later).
@@ -7,8 +10,10 @@
   policy decides on a clock that advances by measured durations; arrivals come from the trace
   on that same clock. The schedule may then differ from the virtual one; the entry says where.
 
-Each event of the entry gets ``measuredMs`` (what the device took), ``wallMs`` (the host's view)
-and ``virtualMs`` (what the virtual device charges for the same batch).
+Each event of the entry gets ``measuredMs`` (what the device took), ``wallMs`` (the host's view),
+``virtualMs`` (what the virtual device charges for the same batch) and ``kvPagesHeld`` (the real
+cache's pages in use after the step; ``hostPagesHeld`` too when the device swaps). The entry's
+``realDevice.mode`` says which mode made it.
 """
 
 from __future__ import annotations
@@ -36,7 +41,16 @@ class PolicyRun:
     run_options: dict = field(default_factory=dict)  # build_run's extended and limits
 
 
-def run_live(trace, spec: PolicyRun, profile, real: RealDevice, *, fault=None) -> dict:
+class LiveModeError(ValueError):
+    """A run the live mode cannot make (the message says why)."""
+
+
+def run_live(trace, spec: PolicyRun, profile, real: RealDevice, *, fault=None):
+    if trace is None:
+        raise LiveModeError(
+            "--mode live with a closed loop: the requests exist only as the run makes them; "
+            "use --mode replay"
+        )
     real.add_requests(trace.requests)
     first = len(real.submissions)
     options = spec.simulate_options
@@ -52,10 +66,10 @@ def run_live(trace, spec: PolicyRun, profile, real: RealDevice, *, fault=None) -
         "firstDifferentSubmission": diverged,
         "virtualSubmissions": len(virtual.events),
     }
-    return run
+    return run, trace
 
 
-def run_replay(trace, spec: PolicyRun, profile, real: RealDevice, *, fault=None) -> dict:
+def run_replay(trace, spec: PolicyRun, profile, real: RealDevice, *, fault=None):
     virtual = simulate(trace, spec.policy, profile, **spec.simulate_options)
     trace = virtual.trace  # a closed loop's requests exist only once the virtual run made them
     real.add_requests(trace.requests)
@@ -68,7 +82,7 @@ def run_replay(trace, spec: PolicyRun, profile, real: RealDevice, *, fault=None)
             cancelled_at.setdefault(seq.status_ms, []).append(seq.id)
     events, previous_end = [], 0.0
     for ev in virtual.events:
-        context = {rid: by_id[rid].context_tokens for rid in ev.batch.ids}
+        context = {rid: by_id[rid].context_tokens for rid in (*ev.batch.ids, *ev.batch.moved)}
         measured = real.execute(ev.batch, context)
         start = max(previous_end, *(by_id[rid].arrival_ms for rid in ev.batch.ids))
         end = start + measured
@@ -84,7 +98,7 @@ def run_replay(trace, spec: PolicyRun, profile, real: RealDevice, *, fault=None)
     for entry, ev in zip(run["events"], virtual.events, strict=True):
         entry["virtualStartMs"], entry["virtualEndMs"] = ev.start_ms, ev.end_ms
     run["realDevice"] = {**real.describe(), "mode": "replay"}
-    return run
+    return run, trace
 
 
 RUNNERS = {"replay": run_replay, "live": run_live}
@@ -108,6 +122,8 @@ def _hand_out_tokens(batch, by_id, end: float) -> None:
     """The engine's token rule (``Sequence.take_prefill``/``take_decode``/``drop_cache``)."""
     for rid in batch.preempt:
         by_id[rid].drop_cache()
+    for rid in batch.swap_out:
+        by_id[rid].swaps += 1  # the cache moves, its positions stay
     for chunk in batch.prefill:
         by_id[chunk.id].take_prefill(chunk.tokens, end)
     for rid in batch.decode:
@@ -121,6 +137,9 @@ def _annotate(run: dict, events, submissions, profile) -> None:
         entry["measuredMs"] = sub.measured_ms
         entry["wallMs"] = sub.wall_ms
         entry["virtualMs"] = profile.overhead_ms + ev.work_ms
+        entry["kvPagesHeld"] = sub.pages_held
+        if profile.swaps:
+            entry["hostPagesHeld"] = sub.host_pages_held
 
 
 def _first_difference(events, virtual_events) -> int | None:

@@ -92,7 +92,7 @@ def simulate(
             continue
 
         batch = policy(view)
-        starts = check_batch(batch, view, measured=execute is not None)
+        starts = check_batch(batch, view)
         context = _context(batch, state.live) if needs_context or batch.moved else {}
         work = device.work_ms(batch, context)
         if execute is None:
@@ -113,11 +113,8 @@ def _context(batch: Batch, live) -> dict[str, int]:
     return {rid: live[rid].context_tokens for rid in (*batch.ids, *batch.moved)}
 
 
-def check_batch(batch, view: SchedulerView, measured: bool = False) -> tuple[int, ...]:
-    """Raise ``PolicyError`` unless ``batch`` can run now; return each chunk's first token index.
-
-    ``measured``: the batch runs on a real device, which has no host pool to swap to.
-    """
+def check_batch(batch, view: SchedulerView) -> tuple[int, ...]:
+    """Raise ``PolicyError`` unless ``batch`` can run now; return each chunk's first token index."""
     if not isinstance(batch, Batch):
         raise PolicyError(f"the policy must return a Batch, got {type(batch).__name__}")
     if not batch.decode and not batch.prefill:  # a step that only moves pages is empty too
@@ -127,8 +124,6 @@ def check_batch(batch, view: SchedulerView, measured: bool = False) -> tuple[int
         ids += [rid for rid in batch.swap_in if rid not in batch.decode]
     if len(set(ids)) != len(ids) or len(set(batch.swap_in)) != len(batch.swap_in):
         raise PolicyError(f"a request appears twice in the batch {_at(view)}")
-    if measured and batch.moved:
-        raise PolicyError(f"swap {_at(view)}: the real-device runner does not model a host pool")
     live = view.live
     if live is None:
         live = {s.id: s for s in (*view.waiting, *view.running, *view.swapped)}

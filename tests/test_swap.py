@@ -159,9 +159,19 @@ def test_swap_in_must_fit_the_device_pool():
         simulate(trace(), scripted(SCRIPT), device(kv_pages=4))
 
 
-def test_measured_runs_do_not_swap():
-    with pytest.raises(PolicyError, match="real-device runner"):
-        simulate(trace(), scripted(SCRIPT), device(), execute=lambda batch, context: 1.0)
+def test_measured_runs_swap_and_the_hook_sees_what_moves():
+    """The real-device runner swaps too (realdevice/host_pool.py): its hook gets each moved
+    sequence's cached positions, and the clock follows the measured durations."""
+    seen = []
+
+    def execute(batch, context):
+        seen.append((batch.swap_out, batch.swap_in, dict(context)))
+        return 1.0
+
+    timeline = simulate(trace(), scripted(SCRIPT), device(), execute=execute)
+    assert seen[1] == (("A",), (), {"A": 8, "B": 0})  # A out with its 8 positions
+    assert seen[2] == ((), ("A",), {"A": 8, "B": 4})  # back in, and decoded in the same step
+    assert [e.end_ms for e in timeline.events] == [1.0, 2.0, 3.0, 4.0, 5.0]
 
 
 def forged(dev, mutate):

@@ -14,9 +14,22 @@ def _run_script(command: str, load_main: Callable, args, extra: list[str]) -> in
     """Run a lab script's ``main(argv, policies_module, lab_dir)`` with the reference policies.
 
     ``load_main`` imports the script's ``main``; an ImportError (e.g. no torch) is one error line.
+    ``--help`` prints the wrapper's flags and then, with ``--unit``, the script's own.
     """
+    if args.help:
+        print(args.wrapper_help())
+        if args.unit is None:
+            print(f"\nadd --unit UNIT to see the flags {command} passes to the lab's script")
+            return 0
+        extra = ["--help"]
+    elif args.unit is None:
+        print(
+            f"infralab {command}: error: the following arguments are required: --unit",
+            file=sys.stderr,
+        )
+        return 2
     unit = load_unit(args.unit)
-    if not args.reference:
+    if not args.reference and not args.help:
         print(f"infralab {command}: only --reference runs are supported here", file=sys.stderr)
         return 2
     policies = reference.solution_policies(unit)
@@ -26,8 +39,8 @@ def _run_script(command: str, load_main: Callable, args, extra: list[str]) -> in
         print(f"infralab {command}: error: {exc}", file=sys.stderr)
         return 2
     engine = getattr(args, "engine", None)
-    if engine is None:
-        return script_main(extra, policies_module=policies, lab_dir=unit.lab_dir)
+    if engine is None or args.help:
+        return _help_exit(script_main, extra, policies, unit)
     from ..jsonio import dumps_run_file
 
     run_one = fast_runner(unit, engine)
@@ -84,12 +97,30 @@ def _run_gpu_main():
     return main
 
 
+def _help_exit(script_main: Callable, argv: list[str], policies, unit) -> int:
+    """``script_main(argv)``; argparse's exit (``--help``, a usage error) becomes the code."""
+    try:
+        return script_main(argv, policies_module=policies, lab_dir=unit.lab_dir)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else 2
+
+
 def _add_script(commands, name: str, load_main: Callable, help_text: str, description: str):
-    parser = commands.add_parser(name, help=help_text, description=description)
-    add_unit(parser)
+    """A subcommand that runs a lab script; its own ``--help`` also shows the script's flags,
+    so it has no argparse help action and ``--unit`` is checked by the handler."""
+    parser = commands.add_parser(name, help=help_text, description=description, add_help=False)
+    parser.add_argument(
+        "-h",
+        "--help",
+        action="store_true",
+        help="show this help (and, with --unit, the lab script's flags) and exit",
+    )
+    parser.add_argument("--unit", help="the unit (required)")
     parser.add_argument("--reference", action="store_true", help="use the reference solution")
     parser.set_defaults(
-        handler=lambda args, extra: _run_script(name, load_main, args, extra), passthrough=True
+        handler=lambda args, extra: _run_script(name, load_main, args, extra),
+        passthrough=True,
+        wrapper_help=parser.format_help,
     )
     return parser
 

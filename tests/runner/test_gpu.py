@@ -54,3 +54,29 @@ def test_cuda_replay_uses_cuda_events_and_verifies(cuda, unit, solution, tmp_pat
         assert run["realDevice"]["timing"] == "cuda-events"
         assert all(e["measuredMs"] > 0 for e in run["events"])
         assert verify_run(run, doc["trace"], run["device"], timing="measured") == []
+
+
+def test_cuda_unit08_paged_runs_on_the_profiles_pages(cuda, tmp_path):
+    """Unit 08 on a GPU (CPU twin: test_unit08_cli.py's every-policy test): the real pool is the
+    profile's 64 pages and the run verifies with measured timing."""
+    from realdevice.cli import main
+
+    from grader import reference
+    from grader.units import load_unit
+
+    u08 = load_unit("unit08")
+    out = tmp_path / "gpu08.json"
+    argv = [
+        "--trace",
+        "lifo-victim",
+        "--device-profile",
+        str(u08.lab_dir / "devices" / "kv-64-pages.json"),
+    ]
+    argv += ["--budget", "64", "--policy", "paged", "--device", "cuda", "--output", str(out)]
+    policies = reference.solution_policies(u08)
+    assert main(argv, policies_module=policies, lab_dir=u08.lab_dir) == 0
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    (run,) = doc["runs"]
+    assert run["realDevice"]["timing"] == "cuda-events"
+    assert run["realDevice"]["kvCache"]["pages"] == 64
+    assert verify_run(run, doc["trace"], run["device"], timing="measured", unit=u08) == []

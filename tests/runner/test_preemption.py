@@ -124,7 +124,7 @@ def test_runner_replays_a_preempting_schedule(torch_cpu, unit):
     runs = {}
     for name, policy in (("preempting", preempting), ("plain", no_preemption)):
         real = RealDevice("tiny", device="cpu", page_tokens=2, kv_pages=12, warmup=False)
-        run = run_replay(
+        run, _ = run_replay(
             trace, PolicyRun(name, {}, policy, run_options={"extended": True}), profile, real
         )
         runs[name] = (run, {rid: real.executor.generated(rid) for rid in ("A", "B")})
@@ -141,19 +141,24 @@ def test_run_gpu_passes_the_budget_and_queue_cap_in_extended_labs(torch_cpu):
     from pathlib import Path
     from types import SimpleNamespace
 
-    from realdevice.cli import policy_functions
+    from realdevice.runsetup import policy_runs
     from servesim import DeviceProfile
     from servesim.labconfig import LabConfig, PolicySpec
 
     spec = PolicySpec("budgeted", "budgeted", {"budget": {"default": 8, "min": 1}})
     module = SimpleNamespace(budgeted=lambda view, budget: None)
-    args = Namespace(budget=6, queue_cap=3)
+    args = Namespace(budget=6, policy="budgeted")
     for extended in (False, True):
         lab = LabConfig("u", "U", DeviceProfile(), (spec,), (), Path("."), extended)
-        (run,) = policy_functions(lab, module, "budgeted", args)
+        (run,) = policy_runs(lab, module, args, {"budget": 6, "queue_cap": 3})
         assert run.params == {"budget": 6}
         if extended:
-            assert run.simulate_options == {"budget": 6, "queue_cap": 3}
+            assert run.simulate_options == {
+                "budget": 6,
+                "queue_cap": 3,
+                "admit": None,
+                "closed": None,
+            }
             assert run.run_options == {
                 "extended": True,
                 "limits": {"budget": 6, "queueCap": 3},

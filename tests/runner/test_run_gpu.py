@@ -111,20 +111,16 @@ def test_bad_arguments_fail_with_one_line(unit, solution, torch_cpu, tmp_path, c
     code = main(["--trace", "nope"], policies_module=solution, lab_dir=unit.lab_dir)
     assert code == 2
     assert capsys.readouterr().err.count("\n") == 1
-    code = main(
-        [
-            "--trace",
-            "mixed",
-            "--kv-pages",
-            "1",
-            "--page-tokens",
-            "2",
-            "--output",
-            str(tmp_path / "x"),
-        ],
-        policies_module=solution,
-        lab_dir=unit.lab_dir,
-    )
+    out = tmp_path / "x"
+    argv = ["--trace", "mixed", "--kv-pages", "1", "--page-tokens", "2", "--output", str(out)]
+    code = main(argv, policies_module=solution, lab_dir=unit.lab_dir)
+    assert code == 2  # a pool that cannot hold one request alone
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--kv-pages 1: request 'A' alone needs" in err
+    # each request fits alone, the schedule does not: the engine refuses the batch
+    argv[3] = "8"
+    code = main(argv, policies_module=solution, lab_dir=unit.lab_dir)
     assert code == 1
-    assert "KV cache full" in capsys.readouterr().err
-    assert not (tmp_path / "x").exists()
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "KV pages, budget 8" in err
+    assert not out.exists()
