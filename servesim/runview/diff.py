@@ -1,0 +1,201 @@
+"""The first step where your run and another differ, in one sentence.
+
+Against a run file the batches are compared step by step (prefill chunks, decoded requests as
+a set, preemptions, swaps), then the step times. Against a public test's expected snapshot,
+which keeps only token times and statuses, the steps that emit tokens are compared in order
+(when, and who gets a token), then the statuses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .model import Picture, Snapshot, Step
+
+TOLERANCE_MS = 1e-6
+
+
+@dataclass(frozen=True)
+class Difference:
+    step: int  # the step of yours where it shows (len(steps) when yours has ended)
+    en: str  # for the terminal
+    zh: str  # for the page
+
+
+@dataclass(frozen=True)
+class _Action:
+    key: tuple
+    en: str
+    zh: str
+
+
+def first_difference(mine: Picture, other: Picture | Snapshot) -> Difference | None:
+    if isinstance(other, Snapshot):
+        return _against_snapshot(mine, other)
+    return _against_run(mine, other)
+
+
+def _actions(step: Step) -> list[_Action]:
+    found = []
+    for rid, start, tokens in step.prefill:
+        if start == 0:
+            en, zh = f"starts {rid}'s prefill", f"开始 {rid} 的 prefill"
+        else:
+            en, zh = f"continues {rid}'s prefill", f"继续 {rid} 的 prefill"
+        last = start + tokens - 1
+        found.append(
+            _Action(
+                ("prefill", rid, start, tokens),
+                f"{en} (tokens {start}..{last})",
+                f"{zh}（第 {start}–{last} 个 token）",
+            )
+        )
+    found += [_Action(("decode", rid), f"decodes {rid}", f"decode {rid}") for rid in step.decode]
+    found += [_Action(("preempt", r), f"preempts {r}", f"抢占 {r}") for r in step.preempt]
+    found += [_Action(("out", r), f"swaps {r} out", f"换出 {r}") for r in step.swap_out]
+    found += [_Action(("in", r), f"swaps {r} in", f"换入 {r}") for r in step.swap_in]
+    return found
+
+
+def _phrase(actions: list[_Action]) -> tuple[str, str]:
+    """``decodes A, B, starts C's prefill``: decodes named together, at most 6 requests."""
+    decodes = [a.key[1] for a in actions if a.key[0] == "decode"]
+    others = [a for a in actions if a.key[0] != "decode"]
+    en, zh = [], []
+    if decodes:
+        more = f" and {len(decodes) - 6} more" if len(decodes) > 6 else ""
+        more_zh = f" 等 {len(decodes)} 个请求" if len(decodes) > 6 else ""
+        en.append(f"decodes {', '.join(decodes[:6])}{more}")
+        zh.append(f"decode {'、'.join(decodes[:6])}{more_zh}")
+    en += [a.en for a in others]
+    zh += [a.zh for a in others]
+    return ", ".join(en) or "idles", "，".join(zh) or "空闲"
+
+
+def _against_run(mine: Picture, other: Picture) -> Difference | None:
+    for k in range(max(len(mine.steps), len(other.steps))):
+        a = mine.steps[k] if k < len(mine.steps) else None
+        b = other.steps[k] if k < len(other.steps) else None
+        if a is None or b is None:
+            en, zh = _phrase(_actions(a or b))
+            if a is None:
+                return Difference(
+                    k,
+                    f"step {k}: yours has ended, the reference {en}",
+                    f"第 {k} 步：你的运行已结束，参考运行{zh}",
+                )
+            return Difference(
+                k,
+                f"step {k}: yours {en}, the reference has ended",
+                f"第 {k} 步：你的运行{zh}，参考运行已结束",
+            )
+        mine_acts, ref_acts = _actions(a), _actions(b)
+        mine_keys, ref_keys = {x.key for x in mine_acts}, {x.key for x in ref_acts}
+        only_mine = [x for x in mine_acts if x.key not in ref_keys]
+        only_ref = [x for x in ref_acts if x.key not in mine_keys]
+        if only_mine or only_ref:
+            return _sentence(k, only_mine, only_ref)
+        if abs(a.end_ms - b.end_ms) > TOLERANCE_MS or abs(a.start_ms - b.start_ms) > TOLERANCE_MS:
+            return Difference(
+                k,
+                f"step {k}: the same batch, but yours runs {a.start_ms:.2f}-{a.end_ms:.2f} ms "
+                f"and the reference {b.start_ms:.2f}-{b.end_ms:.2f} ms",
+                f"第 {k} 步：批次相同，但你的运行在 {a.start_ms:.2f}–{a.end_ms:.2f} ms，"
+                f"参考运行在 {b.start_ms:.2f}–{b.end_ms:.2f} ms",
+            )
+    return None
+
+
+def _sentence(k: int, only_mine: list[_Action], only_ref: list[_Action]) -> Difference:
+    mine_en, mine_zh = _phrase(only_mine)
+    ref_en, ref_zh = _phrase(only_ref)
+    if only_mine and only_ref:
+        en = f"step {k}: yours {mine_en}, the reference {ref_en}"
+        zh = f"第 {k} 步：你的运行{mine_zh}，参考运行{ref_zh}"
+    elif only_mine:
+        en = f"step {k}: yours {mine_en}, the reference does not"
+        zh = f"第 {k} 步：你的运行{mine_zh}，参考运行没有"
+    else:
+        en = f"step {k}: the reference {ref_en}, yours does not"
+        zh = f"第 {k} 步：参考运行{ref_zh}，你的运行没有"
+    return Difference(k, en, zh)
+
+
+def _emitting(steps: list[Step]) -> list[tuple[int, float, list[str]]]:
+    return [(s.index, s.end_ms, s.emits) for s in steps if s.emits]
+
+
+def _reference_emits(snapshot: Snapshot) -> list[tuple[float, list[str]]]:
+    by_time: dict[float, list[str]] = {}
+    for rid, times in snapshot.token_times_ms.items():
+        for t in times:
+            by_time.setdefault(round(t, 6), []).append(rid)
+    return sorted(by_time.items())
+
+
+def _names(rids: list[str]) -> str:
+    shown = ", ".join(sorted(rids)[:6])
+    return shown + (f" and {len(rids) - 6} more" if len(rids) > 6 else "")
+
+
+def _against_snapshot(mine: Picture, snapshot: Snapshot) -> Difference | None:
+    ours, ref = _emitting(mine.steps), _reference_emits(snapshot)
+    for k in range(max(len(ours), len(ref))):
+        a = ours[k] if k < len(ours) else None
+        b = ref[k] if k < len(ref) else None
+        if a and b and abs(a[1] - b[0]) <= TOLERANCE_MS and sorted(a[2]) == sorted(b[1]):
+            continue
+        step = a[0] if a is not None else len(mine.steps)
+        yours_en = (
+            f"yours gives a token to {_names(a[2])} at {a[1]:.2f} ms"
+            if a
+            else "yours gives no more tokens"
+        )
+        yours_zh = (
+            f"你的运行在 {a[1]:.2f} ms 给 {_names(a[2])} 出 token" if a else "你的运行不再出 token"
+        )
+        ref_en = (
+            f"the reference's next token goes to {_names(b[1])} at {b[0]:.2f} ms"
+            if b
+            else "the reference gives no more tokens"
+        )
+        ref_zh = (
+            f"参考运行下一次在 {b[0]:.2f} ms 给 {_names(b[1])} 出 token"
+            if b
+            else "参考运行不再出 token"
+        )
+        return Difference(
+            step, f"step {step}: {yours_en}, {ref_en}", f"第 {step} 步：{yours_zh}，{ref_zh}"
+        )
+    for lane in mine.lanes:
+        want = snapshot.status.get(lane.id)
+        if want is not None and want != lane.status:
+            ends = [s.end_ms for s in mine.steps]
+            step = next(
+                (
+                    n
+                    for n, t in enumerate(ends)
+                    if lane.end_ms is not None and t >= lane.end_ms - TOLERANCE_MS
+                ),
+                len(ends),
+            )
+            return Difference(
+                step,
+                f"step {step}: request {lane.id} is {lane.status} in yours, {want} in the "
+                "reference",
+                f"第 {step} 步：请求 {lane.id} 在你的运行中{_zh(lane.status)}，"
+                f"在参考运行中{_zh(want)}",
+            )
+    return None
+
+
+_STATUS_ZH = {
+    "completed": "完成",
+    "rejected": "被拒绝",
+    "cancelled": "被取消",
+    "unfinished": "未完成",
+}
+
+
+def _zh(status: str) -> str:
+    return _STATUS_ZH.get(status, status)
