@@ -1,6 +1,6 @@
 """What a failing public test prints: the command that draws its run against the expected one.
 
-``show_command(run, snapshot, lab_folder)`` writes the run the test made to
+``show_command(run, snapshot, policy, lab_folder)`` writes the run the test made to
 ``runs/failed/<snapshot>-<policy>.json`` in the lab folder (``runs/`` never ships) and returns
 ``python3 view.py ... --against tests/expected/<snapshot>.json``.
 """
@@ -14,10 +14,12 @@ from ..runfile import FORMAT_VERSION, dumps, write_atomic
 TRACE_FIELDS = ("id", "arrivalMs", "inputTokens", "outputTokens")
 
 
-def show_command(run: dict, snapshot: str, lab_folder: Path) -> str:
-    """Save ``run`` for the viewer and return the line to run from the lab folder; a run that
-    cannot be saved gets the line without the file (the test's own message matters more)."""
-    rel = Path("runs") / "failed" / f"{snapshot}-{run['policy']}.json"
+def show_command(run: dict, snapshot: str, policy: str, lab_folder: Path) -> str:
+    """Save ``run`` for the viewer, under the name of the ``policy`` it is compared with, and
+    return the line to run from the lab folder (or why the run could not be saved: the test's
+    own message matters more than the picture)."""
+    rel = Path("runs") / "failed" / f"{snapshot}-{policy}.json"
+    run = {**run, "policy": policy}
     requests = [{k: r[k] for k in TRACE_FIELDS} for r in run["requests"]]
     doc = {
         "formatVersion": FORMAT_VERSION,

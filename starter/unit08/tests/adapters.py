@@ -111,7 +111,9 @@ def _ms(value) -> str:
 
 def check_timeline(snapshot: str, policy: str, run: dict) -> None:
     divergence = first_divergence(expected(snapshot, policy), run)
-    assert divergence is None, f"{policy} on {snapshot}: first difference: {divergence}"
+    if divergence is not None:
+        see = show_command(run, snapshot, policy, LAB.folder)
+        pytest.fail(f"{policy} on {snapshot}: first difference: {divergence}\n{see}")
 
 
 def cache_after_steps(run: dict) -> list[dict[str, int]]:
