@@ -11,11 +11,10 @@ from pathlib import Path
 
 import pytest
 from labtools import copy_lab, run_ref
-from unit08.u08tools import cache_after_steps, device, pages, run08
-
 from servesim.runview import chrome, diff, model, page
 from servesim.runview.cli import main
 from servesim.runview.hint import show_command
+from unit08.u08tools import cache_after_steps, device, pages, run08
 
 EXPECTED07 = Path(__file__).resolve().parent.parent / "starter/unit07/tests/expected"
 

@@ -14,6 +14,7 @@ import pytest
 from servesim import DeviceProfile, simulate
 from servesim.labconfig import load_lab
 from servesim.runfile import build_run
+from servesim.runview.hint import show_command
 from servesim.stubs import stub_outcome
 from servesim.trace import parse_trace, read_trace_file
 
