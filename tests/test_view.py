@@ -254,3 +254,14 @@ def test_hint_without_a_writable_folder(tmp_path):
     blocked.write_text("")
     line = show_command(run_ref("mixed", "fcfs"), "mixed", "fcfs", blocked)
     assert "could not save" in line
+
+
+def test_infralab_view_is_the_same_command(tmp_path, capsys, paged_burst):
+    from grader.cli.main import main as infralab
+
+    run = write_doc(tmp_path / "r.json", paged_burst)
+    assert infralab(["view", str(run), "--output", str(tmp_path / "staff.html")]) == 0
+    assert main([str(run), "--output", str(tmp_path / "lab.html")]) == 0
+    assert (tmp_path / "staff.html").read_text() == (tmp_path / "lab.html").read_text()
+    assert infralab(["view", str(tmp_path / "missing.json")]) == 2
+    assert "infralab view: error: " in capsys.readouterr().err

@@ -20,9 +20,9 @@ from .model import ViewError, pick, read_json, replay, runs_of, snapshots_of
 from .page import render
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(prog: str = "view.py") -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="view.py",
+        prog=prog,
         description="Draw a run file (simulate.py --output) as one self-contained HTML page: "
         "each step's batch, queue length, KV pages, preemptions, rejections, cancellations, "
         "and each request's lane with its TTFT and ITL marks.",
@@ -91,15 +91,15 @@ def make(args: argparse.Namespace) -> list[Path]:
     return written
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+def main(argv: list[str] | None = None, prog: str = "view.py") -> int:
+    args = build_parser(prog).parse_args(argv)
     try:
         written = make(args)
     except ViewError as exc:
-        print(f"view.py: error: {exc}", file=sys.stderr)
+        print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:
-        print(f"view.py: error: cannot write ({exc})", file=sys.stderr)
+        print(f"{prog}: error: cannot write ({exc})", file=sys.stderr)
         return 2
     for path in written:
         print(f"wrote {path}")
