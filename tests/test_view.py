@@ -140,7 +140,15 @@ def test_page_embeds_every_step_and_lane(paged_burst, budgeted_burst):
     assert found.zh in text
     raw = text.split('<script type="application/json" id="run-data">')[1].split("</script>")[0]
     data = json.loads(raw)
-    assert len(data["t0"]) == len(picture.steps) and len(data["ids"]) == len(picture.lanes)
+    assert data["n"] == len(picture.steps) and len(data["ids"]) == len(picture.lanes)
+    ends = [t / 1000 for t in page.from_run_lengths(data["t1"])]
+    assert ends == pytest.approx([s.end_ms for s in picture.steps], abs=1e-3)
+    assert page.from_run_lengths(data["kv"]) == [s.kv_pages for s in picture.steps]
+    assert page.from_run_lengths(data["q"]) == [s.queue for s in picture.steps]
+    starts = dict(data["idle"])
+    for n, step in enumerate(picture.steps):
+        start = starts.get(n, round(picture.steps[n - 1].end_ms * 1000) if n else 0) / 1000
+        assert start == pytest.approx(step.start_ms, abs=1e-3)
     assert data["diff"]["step"] == found.step and data["pool"] == 256
     assert sum(1 for _ in data["pe"]) == paged_burst["summary"]["recomputes"]
     assert "src=" not in text and "http://" not in text.replace("http://www.w3.org/2000/svg", "")
@@ -155,10 +163,11 @@ def test_decode_deltas_rebuild_every_decode_set(paged_burst):
         ins.setdefault(n, []).append(i)
     for n, i in data["dout"]:
         outs.setdefault(n, set()).add(i)
+    counts = page.from_run_lengths(data["nd"])
     kept: list[int] = []
     for n, step in enumerate(picture.steps):
         kept = [i for i in kept if i not in outs.get(n, set())] + ins.get(n, [])
-        shown = [data["ids"][i] for i in kept] if data["nd"][n] else []
+        shown = [data["ids"][i] for i in kept] if counts[n] else []
         assert sorted(shown) == sorted(step.decode)
 
 

@@ -29,6 +29,51 @@ def _r(value: float | None) -> float | None:
     return None if value is None else round(value, 3)
 
 
+def run_lengths(values) -> list[int]:
+    """``values`` as the run lengths of their differences: ``[delta, repeats, ...]`` (a run of
+    steady decode steps, each as long as the last and with the same queue, takes 2 numbers)."""
+    out: list[int] = []
+    previous = 0
+    for value in values:
+        delta = value - previous
+        previous = value
+        if out and out[-2] == delta:
+            out[-1] += 1
+        else:
+            out += [delta, 1]
+    return out
+
+
+def from_run_lengths(encoded: list[int]) -> list[int]:
+    """The inverse of ``run_lengths`` (the page's script does the same)."""
+    values, value = [], 0
+    for n in range(0, len(encoded), 2):
+        for _ in range(encoded[n + 1]):
+            value += encoded[n]
+            values.append(value)
+    return values
+
+
+def step_columns(steps) -> dict:
+    """Each step's end (µs), queue length, KV pages and decode count, run-length encoded;
+    its start is the previous end (0 for the first) unless ``idle`` lists it (``[step, µs]``)."""
+    ends = [round(s.end_ms * 1000) for s in steps]
+    idle = []
+    previous = 0
+    for n, s in enumerate(steps):
+        start = round(s.start_ms * 1000)
+        if start != previous:
+            idle.append([n, start])
+        previous = ends[n]
+    return {
+        "t1": run_lengths(ends),
+        "idle": idle,
+        "q": run_lengths(s.queue for s in steps),
+        "kv": run_lengths(s.kv_pages for s in steps),
+        "nd": run_lengths(len(s.decode) for s in steps),
+    }
+
+
 def page_data(picture: Picture, difference: Difference | None) -> dict:
     """What the script draws from; ids appear once (``ids``), everything else by index."""
     index = {lane.id: n for n, lane in enumerate(picture.lanes)}
@@ -55,11 +100,8 @@ def page_data(picture: Picture, difference: Difference | None) -> dict:
     ticks = tokens <= TICKS_UP_TO
     return {
         "ids": [lane.id for lane in picture.lanes],
-        "t0": [_r(s.start_ms) for s in steps],
-        "t1": [_r(s.end_ms) for s in steps],
-        "q": [s.queue for s in steps],
-        "kv": [s.kv_pages for s in steps],
-        "nd": [len(s.decode) for s in steps],
+        "n": len(steps),
+        **step_columns(steps),
         **cols,
         "la": [_r(lane.arrival_ms) for lane in picture.lanes],
         "le": [_r(lane.end_ms) for lane in picture.lanes],

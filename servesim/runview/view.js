@@ -1,6 +1,9 @@
 (function(){
 const D=JSON.parse(document.getElementById('run-data').textContent);
-const N=D.t0.length, ROWS=100, LROWS=50, ids=D.ids;
+const N=D.n, ROWS=100, LROWS=50, ids=D.ids;
+function unrun(enc){const out=new Float64Array(N);let v=0,k=0;for(let i=0;i<enc.length;i+=2){for(let r=0;r<enc[i+1];r++){v+=enc[i];out[k++]=v;}}return out;}
+const T1=unrun(D.t1).map(x=>x/1000),Q=unrun(D.q),KV=unrun(D.kv),ND=unrun(D.nd),T0=new Float64Array(N);
+for(let k=1;k<N;k++)T0[k]=T1[k-1];for(const [k,t] of D.idle)T0[k]=t/1000;
 const by=(key)=>{const m=new Map();for(const r of D[key]){if(!m.has(r[0]))m.set(r[0],[]);m.get(r[0]).push(r.slice(1));}return m;};
 const PF=by('pf'),PE=by('pe'),SO=by('so'),SI=by('si'),RJ=by('rj'),CC=by('cc'),DIN=by('din'),DOUT=by('dout');
 const marks=[[]];
@@ -17,15 +20,15 @@ function drawSteps(){
   const body=document.getElementById('steps-body');body.textContent='';
   const from=page*ROWS,to=Math.min(N,from+ROWS);let kept=before(from);
   for(let k=from;k<to;k++){
-    kept=apply(kept,k);const dec=D.nd[k]?kept:[];
+    kept=apply(kept,k);const dec=ND[k]?kept:[];
     const tr=document.createElement('tr');tr.id='step-'+k;
     if(D.diff&&D.diff.step===k){tr.className='diff';}
     tr.appendChild(cell((D.diff&&D.diff.step===k?'≠ ':'')+k,true));
-    tr.appendChild(cell(D.t0[k].toFixed(2),true));tr.appendChild(cell(D.t1[k].toFixed(2),true));
+    tr.appendChild(cell(T0[k].toFixed(2),true));tr.appendChild(cell(T1[k].toFixed(2),true));
     tr.appendChild(cell((PF.get(k)||[]).map(x=>ids[x[0]]+'['+x[1]+':'+(x[1]+x[2])+']').join(' ')));
     const dn=dec.map(x=>ids[x]);tr.appendChild(cell(dn.length>12?dn.slice(0,12).join(', ')+' … 共 '+dn.length+' 个':dn.join(', ')));
-    tr.appendChild(cell(D.q[k],true));
-    tr.appendChild(cell(D.pool?D.kv[k]+' / '+D.pool:String(D.kv[k]),true));
+    tr.appendChild(cell(String(Q[k]),true));
+    tr.appendChild(cell(D.pool?KV[k]+' / '+D.pool:String(KV[k]),true));
     const moves=[];if(PE.has(k))moves.push('抢占 '+names(PE.get(k)));if(SO.has(k))moves.push('换出 '+names(SO.get(k)));if(SI.has(k))moves.push('换入 '+names(SI.get(k)));
     tr.appendChild(cell(moves.join('；')));tr.appendChild(cell(names(RJ.get(k)||[])));tr.appendChild(cell(names(CC.get(k)||[])));
     body.appendChild(tr);
