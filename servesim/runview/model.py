@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import bisect
 import json
-import math
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..compact import expand_run, is_compact
@@ -28,21 +28,28 @@ class ViewError(ValueError):
     """A file the viewer cannot draw; the message names the file and what is wrong."""
 
 
-@dataclass
+@dataclass(slots=True)
 class Step:
+    """One submission. The lists a step rarely has are shared empty tuples until it has them."""
+
     index: int
     start_ms: float
     end_ms: float
     prefill: list[tuple[str, int, int]]  # (request id, fromToken, tokens), batch order
-    decode: list[str]
-    preempt: list[str] = field(default_factory=list)
-    swap_out: list[str] = field(default_factory=list)
-    swap_in: list[str] = field(default_factory=list)
+    decode: list[str]  # the run entry's own list (not copied)
+    preempt: Sequence[str] = ()
+    swap_out: Sequence[str] = ()
+    swap_in: Sequence[str] = ()
     queue: int = 0
     kv_pages: int = 0
-    rejected: list[str] = field(default_factory=list)
-    cancelled: list[str] = field(default_factory=list)
-    emits: list[str] = field(default_factory=list)  # requests that got a token at its end
+    rejected: Sequence[str] = ()
+    cancelled: Sequence[str] = ()
+    firsts: Sequence[str] = ()  # requests whose prefill (or recompute) ended here: a token
+
+    @property
+    def emits(self) -> list[str]:
+        """The requests that got a token at its end."""
+        return [*self.firsts, *self.decode]
 
 
 @dataclass
@@ -156,21 +163,25 @@ def _replay(run: dict) -> Picture:
             e["startMs"],
             e["endMs"],
             [(c["id"], c["fromToken"], c["tokens"]) for c in e["prefill"]],
-            list(e["decode"]),
-            list(e.get("preempt", ())),
-            list(e.get("swapOut", ())),
-            list(e.get("swapIn", ())),
+            e["decode"],
+            e.get("preempt") or (),
+            e.get("swapOut") or (),
+            e.get("swapIn") or (),
         )
         for e in run["events"]
     ]
     left = [(r["statusMs"], r["id"], r["status"]) for r in run["requests"] if _left_early(r)]
     for when, rid, status in sorted(left):
-        at = min(bisect.bisect_left(ends, when - 1e-9), len(steps) - 1)
         if steps:
-            (steps[at].rejected if status == "rejected" else steps[at].cancelled).append(rid)
+            step = steps[min(bisect.bisect_left(ends, when - 1e-9), len(steps) - 1)]
+            if status == "rejected":
+                step.rejected = [*step.rejected, rid]
+            else:
+                step.cancelled = [*step.cancelled, rid]
 
     arrivals = sorted((r["arrivalMs"], n) for n, r in enumerate(run["requests"]))
     cancels = sorted((when, rid) for when, rid, status in left if status == "cancelled")
+    outputs = {rid: r["outputTokens"] for rid, r in requests.items()}
     state: dict[str, str] = {}  # wait, run, swap, done
     cached: dict[str, int] = {}
     host: dict[str, int] = {}  # swapped-out caches
@@ -180,7 +191,7 @@ def _replay(run: dict) -> Picture:
 
     def set_cache(rid: str, tokens: int) -> None:
         nonlocal pages
-        pages += math.ceil(tokens / page_tokens) - math.ceil(cached.get(rid, 0) / page_tokens)
+        pages += -(-tokens // page_tokens) + (cached.get(rid, 0) // -page_tokens)
         cached[rid] = tokens
 
     for step in steps:
@@ -211,22 +222,26 @@ def _replay(run: dict) -> Picture:
             state[rid] = "run"
             set_cache(rid, host.pop(rid, 0))
         finished = []
-        for rid, start, tokens in step.prefill:
-            set_cache(rid, start + tokens)
-            req = requests[rid]
-            if start + tokens == req["inputTokens"] + emitted.get(rid, 0):
-                emitted[rid] = emitted.get(rid, 0) + 1
-                step.emits.append(rid)
-                if state.get(rid) == "wait":
-                    waiting -= 1
-                state[rid] = "run"
-                if emitted[rid] == req["outputTokens"]:
-                    finished.append(rid)
-        for rid in step.decode:
-            set_cache(rid, cached.get(rid, 0) + 1)
-            emitted[rid] = emitted.get(rid, 0) + 1
-            step.emits.append(rid)
-            if emitted[rid] == requests[rid]["outputTokens"]:
+        if step.prefill:
+            firsts = []
+            for rid, start, tokens in step.prefill:
+                set_cache(rid, start + tokens)
+                if start + tokens == requests[rid]["inputTokens"] + emitted.get(rid, 0):
+                    emitted[rid] = emitted.get(rid, 0) + 1
+                    firsts.append(rid)
+                    if state.get(rid) == "wait":
+                        waiting -= 1
+                    state[rid] = "run"
+                    if emitted[rid] == outputs[rid]:
+                        finished.append(rid)
+            step.firsts = firsts
+        for rid in step.decode:  # one position more: a new page when the last one was full
+            held = cached.get(rid, 0)
+            cached[rid] = held + 1
+            if held % page_tokens == 0:
+                pages += 1
+            count = emitted[rid] = emitted.get(rid, 0) + 1
+            if count == outputs[rid]:
                 finished.append(rid)
         step.kv_pages = pages
         for rid in finished:
