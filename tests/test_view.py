@@ -176,7 +176,14 @@ def test_chrome_trace_has_each_step_and_request(paged_burst):
     doc = json.loads(json.dumps(chrome.trace_events(picture)))
     events = doc["traceEvents"]
     steps = [e for e in events if e["ph"] == "X" and e["pid"] == chrome.DEVICE]
-    assert len(steps) == len(picture.steps) and all(e["dur"] >= 0 for e in steps)
+    assert all(e["dur"] >= 0 for e in steps) and len(steps) < len(picture.steps)
+    covered = sum(
+        int(str(e["args"]["step"]).split("..")[-1]) - int(str(e["args"]["step"]).split("..")[0]) + 1
+        for e in steps
+    )
+    assert covered == len(picture.steps)
+    busy = sum(s.end_ms - s.start_ms for s in picture.steps) * 1000
+    assert sum(e["dur"] for e in steps) == pytest.approx(busy, rel=1e-6)
     threads = {e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
     assert {lane.id for lane in picture.lanes} <= threads
     instants = [e["name"] for e in events if e["ph"] == "i"]
