@@ -66,7 +66,7 @@ def _phrase(actions: list[_Action]) -> tuple[str, str]:
         more = f" and {len(decodes) - 6} more" if len(decodes) > 6 else ""
         more_zh = f" 等 {len(decodes)} 个请求" if len(decodes) > 6 else ""
         en.append(f"decodes {', '.join(decodes[:6])}{more}")
-        zh.append(f"decode {'、'.join(decodes[:6])}{more_zh}")
+        zh.append(f" decode {'、'.join(decodes[:6])}{more_zh}")  # a space after 运行
     en += [a.en for a in others]
     zh += [a.zh for a in others]
     return ", ".join(en) or "idles", "，".join(zh) or "空闲"
