@@ -111,23 +111,40 @@ def test_first_difference_from_a_two_policy_pair():
     assert found.step == k and "yours" in found.en and "the reference" in found.en
 
 
-def test_against_the_public_snapshot():
-    expected = json.loads((EXPECTED07 / "mixed.json").read_text())
-    snapshots = model.snapshots_of(expected, Path("mixed.json"))
-    fcfs = model.replay(run_ref("mixed", "fcfs"))
-    same = model.pick(snapshots, "fcfs", Path("mixed.json"))
-    assert diff.first_difference(fcfs, same) is None
-    other = model.pick(snapshots, "chunked", Path("mixed.json"))
-    found = diff.first_difference(fcfs, other)
-    # the first token time (in time order) where they part, computed from the two timelines
-    mine = sorted(
-        (t, rid) for lane in fcfs.lanes for rid, t in [(lane.id, x) for x in lane.token_times_ms]
-    )
+EXPECTED08 = EXPECTED07.parent.parent.parent / "unit08/tests/expected"
+
+
+def _snapshot_case(case: str):
+    """(your run, the snapshot of your policy, a snapshot of another policy)."""
+    if case == "unit07":
+        doc, mine = json.loads((EXPECTED07 / "mixed.json").read_text()), run_ref("mixed", "fcfs")
+        ours, theirs = "fcfs", "chunked"
+    else:  # zero-time prefill steps: several steps end at one time
+        doc = json.loads((EXPECTED08 / "figure-31-1.json").read_text())
+        mine = run08("static-vs-continuous", "continuous", device("round-10ms"))
+        ours, theirs = "continuous", "static"
+    snapshots = model.snapshots_of(doc, Path("expected.json"))
+    pick = lambda name: model.pick(snapshots, name, Path("expected.json"))  # noqa: E731
+    return model.replay(mine), pick(ours), pick(theirs)
+
+
+@pytest.mark.parametrize("case", ["unit07", "unit08"])
+def test_against_the_public_snapshot(case):
+    mine, same, other = _snapshot_case(case)
+    assert diff.first_difference(mine, same) is None
+    found = diff.first_difference(mine, other)
+    # the first token (in time order) where they part, computed from the two timelines
+    ours = sorted((t, lane.id) for lane in mine.lanes for t in lane.token_times_ms)
     ref = sorted((t, rid) for rid, ts in other.token_times_ms.items() for t in ts)
-    first = next(min(a[0], b[0]) for a, b in zip(mine, ref, strict=False) if a != b)
-    step = next(s for s in fcfs.steps if s.emits and s.end_ms >= first - 1e-9)
-    assert found.step == step.index
-    assert f"{step.end_ms:.2f} ms" in found.en
+    first = next((a, b) for a, b in zip([*ours, None], [*ref, None], strict=False) if a != b)
+    when = min(x[0] for x in first if x is not None)
+    assert f"{when:.2f} ms" in found.en
+    named = {x[1] for x in first if x is not None and x[0] == when}
+    assert any(rid in found.en for rid in named)
+    step = mine.steps[found.step]
+    assert abs(step.end_ms - when) < 1e-9 or step.end_ms == min(
+        s.end_ms for s in mine.steps if s.emits and s.end_ms >= when - 1e-9
+    )
 
 
 def test_page_embeds_every_step_and_lane(paged_burst, budgeted_burst):

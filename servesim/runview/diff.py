@@ -121,8 +121,19 @@ def _sentence(k: int, only_mine: list[_Action], only_ref: list[_Action]) -> Diff
     return Difference(k, en, zh)
 
 
-def _emitting(steps: list[Step]) -> list[tuple[int, float, list[str]]]:
-    return [(s.index, s.end_ms, s.emits) for s in steps if s.emits]
+def _emitting(steps: list[Step]) -> list[tuple[float, list[tuple[int, str]]]]:
+    """Token times of the run, grouped by time as a snapshot is: ``(ms, [(step, id), ...])``
+    (steps that take no time, such as a free prefill, end with the step before them)."""
+    out: list[tuple[float, list[tuple[int, str]]]] = []
+    for s in steps:
+        emits = s.emits
+        if not emits:
+            continue
+        if out and abs(out[-1][0] - s.end_ms) <= TOLERANCE_MS:
+            out[-1][1].extend((s.index, rid) for rid in emits)
+        else:
+            out.append((s.end_ms, [(s.index, rid) for rid in emits]))
+    return out
 
 
 def _reference_emits(snapshot: Snapshot) -> list[tuple[float, list[str]]]:
@@ -131,6 +142,25 @@ def _reference_emits(snapshot: Snapshot) -> list[tuple[float, list[str]]]:
         for t in times:
             by_time.setdefault(round(t, 6), []).append(rid)
     return sorted(by_time.items())
+
+
+def _token_sentence(mine: Picture, a, b) -> Difference:
+    """The next token times part: yours at ``a`` (or none), the reference's at ``b``."""
+    step = a[1][0][0] if a is not None else len(mine.steps)
+    if a is not None:
+        rids = [rid for _, rid in a[1]]
+        yours_en = f"yours gives a token to {_names(rids)} at {a[0]:.2f} ms"
+        yours_zh = f"你的运行在 {a[0]:.2f} ms 给 {_names(rids)} 出 token"
+    else:
+        yours_en, yours_zh = "yours gives no more tokens", "你的运行不再出 token"
+    if b is not None:
+        ref_en = f"the reference's next token goes to {_names(b[1])} at {b[0]:.2f} ms"
+        ref_zh = f"参考运行下一次在 {b[0]:.2f} ms 给 {_names(b[1])} 出 token"
+    else:
+        ref_en, ref_zh = "the reference gives no more tokens", "参考运行不再出 token"
+    return Difference(
+        step, f"step {step}: {yours_en}, {ref_en}", f"第 {step} 步：{yours_zh}，{ref_zh}"
+    )
 
 
 def _names(rids: list[str]) -> str:
@@ -143,30 +173,28 @@ def _against_snapshot(mine: Picture, snapshot: Snapshot) -> Difference | None:
     for k in range(max(len(ours), len(ref))):
         a = ours[k] if k < len(ours) else None
         b = ref[k] if k < len(ref) else None
-        if a and b and abs(a[1] - b[0]) <= TOLERANCE_MS and sorted(a[2]) == sorted(b[1]):
-            continue
-        step = a[0] if a is not None else len(mine.steps)
-        yours_en = (
-            f"yours gives a token to {_names(a[2])} at {a[1]:.2f} ms"
-            if a
-            else "yours gives no more tokens"
-        )
-        yours_zh = (
-            f"你的运行在 {a[1]:.2f} ms 给 {_names(a[2])} 出 token" if a else "你的运行不再出 token"
-        )
-        ref_en = (
-            f"the reference's next token goes to {_names(b[1])} at {b[0]:.2f} ms"
-            if b
-            else "the reference gives no more tokens"
-        )
-        ref_zh = (
-            f"参考运行下一次在 {b[0]:.2f} ms 给 {_names(b[1])} 出 token"
-            if b
-            else "参考运行不再出 token"
-        )
-        return Difference(
-            step, f"step {step}: {yours_en}, {ref_en}", f"第 {step} 步：{yours_zh}，{ref_zh}"
-        )
+        if a is None or b is None or abs(a[0] - b[0]) > TOLERANCE_MS:
+            return _token_sentence(mine, a, b)
+        got = sorted(rid for _, rid in a[1])
+        if got != sorted(b[1]):
+            extra = [(n, rid) for n, rid in a[1] if got.count(rid) > b[1].count(rid)]
+            missing = sorted({rid for rid in b[1] if b[1].count(rid) > got.count(rid)})
+            step = extra[0][0] if extra else a[1][0][0]
+            mine_en = f"yours gives a token to {_names([r for _, r in extra])}" if extra else ""
+            mine_zh = f"你的运行给 {_names([r for _, r in extra])} 出 token" if extra else ""
+            ref_en = f"the reference to {_names(missing)}" if missing else "the reference does not"
+            ref_zh = f"参考运行给 {_names(missing)}" if missing else "参考运行没有"
+            if not extra:
+                mine_en, ref_en = (
+                    "the reference gives a token to " + _names(missing),
+                    "yours does not",
+                )
+                mine_zh, ref_zh = f"参考运行给 {_names(missing)} 出 token", "你的运行没有"
+            return Difference(
+                step,
+                f"step {step}: at {a[0]:.2f} ms {mine_en}, {ref_en}",
+                f"第 {step} 步：在 {a[0]:.2f} ms，{mine_zh}，{ref_zh}",
+            )
     for lane in mine.lanes:
         want = snapshot.status.get(lane.id)
         if want is not None and want != lane.status:
