@@ -82,7 +82,7 @@ def page_data(picture: Picture, difference: Difference | None) -> dict:
     previous: list[str] = []  # the last step's decode list that was not empty
     for n, step in enumerate(steps):
         cols["pf"] += [[n, index[rid], start, tokens] for rid, start, tokens in step.prefill]
-        if step.decode:
+        if step.decode and step.decode != previous:
             now, before = set(step.decode), set(previous)
             cols["dout"] += [[n, index[rid]] for rid in previous if rid not in now]
             cols["din"] += [[n, index[rid]] for rid in step.decode if rid not in before]
