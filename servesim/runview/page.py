@@ -81,13 +81,16 @@ def page_data(picture: Picture, difference: Difference | None) -> dict:
     cols: dict[str, list] = {k: [] for k in ("pf", "din", "dout", "pe", "so", "si", "rj", "cc")}
     previous: list[str] = []  # the last step's decode list that was not empty
     for n, step in enumerate(steps):
-        cols["pf"] += [[n, index[rid], start, tokens] for rid, start, tokens in step.prefill]
+        if step.prefill:
+            cols["pf"] += [[n, index[rid], start, tokens] for rid, start, tokens in step.prefill]
         if step.decode and step.decode != previous:
             now, before = set(step.decode), set(previous)
             cols["dout"] += [[n, index[rid]] for rid in previous if rid not in now]
             cols["din"] += [[n, index[rid]] for rid in step.decode if rid not in before]
             previous = [rid for rid in previous if rid in now]
             previous += [rid for rid in step.decode if rid not in before]
+        if not (step.preempt or step.swap_out or step.swap_in or step.rejected or step.cancelled):
+            continue
         for key, ids in (
             ("pe", step.preempt),
             ("so", step.swap_out),
