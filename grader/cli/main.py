@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from ..units import ROOT_ENV, UnitError
-from . import grade, lab, release, site, trace, units
+from . import grade, lab, release, site, trace, units, view
 
 # in the order ``infralab --help`` lists them
 _SUBCOMMANDS = (
@@ -32,6 +32,7 @@ _SUBCOMMANDS = (
     release.add_release,
     grade.add_grade,
     trace.add_trace,
+    view.add_view,
 )
 
 

@@ -4,8 +4,13 @@ Part 1 is fcfs, part 2 is chunked. Run ``pytest -q`` from the lab folder; add ``
 the one-line summary each passing test prints.
 """
 
+from pathlib import Path
+
 import pytest
 from adapters import by_id, expected_token_times, first_divergence, run_policy
+from servesim.runview.hint import show_command
+
+LAB_FOLDER = Path(__file__).resolve().parent.parent
 
 
 def summary_line(label: str, run: dict) -> None:
@@ -15,7 +20,9 @@ def summary_line(label: str, run: dict) -> None:
 
 def check_timeline(trace: str, policy: str, run: dict) -> None:
     divergence = first_divergence(expected_token_times(trace, policy), run)
-    assert divergence is None, f"{policy} on {trace}: first differing token time: {divergence}"
+    if divergence is not None:
+        see = show_command(run, trace, policy, LAB_FOLDER)
+        pytest.fail(f"{policy} on {trace}: first differing token time: {divergence}\n{see}")
 
 
 # --- part 1: fcfs (complete prefill first) ---------------------------------------------------

@@ -14,6 +14,7 @@ import pytest
 from servesim import DeviceProfile, simulate
 from servesim.labconfig import load_lab
 from servesim.runfile import build_run
+from servesim.runview.hint import show_command
 from servesim.stubs import stub_outcome
 from servesim.trace import parse_trace, read_trace_file
 
@@ -111,7 +112,9 @@ def _ms(value) -> str:
 
 def check_timeline(snapshot: str, policy: str, run: dict) -> None:
     divergence = first_divergence(expected(snapshot, policy), run)
-    assert divergence is None, f"{policy} on {snapshot}: first difference: {divergence}"
+    if divergence is not None:
+        see = show_command(run, snapshot, policy, LAB.folder)
+        pytest.fail(f"{policy} on {snapshot}: first difference: {divergence}\n{see}")
 
 
 def cache_after_steps(run: dict) -> list[dict[str, int]]:

@@ -1,0 +1,264 @@
+"""A run entry replayed step by step: what the viewer draws.
+
+``load(path)`` reads a run file (full or compact) or a public test's expected snapshot
+(``tests/expected/*.json``: token times and statuses only, no batches). ``replay(run)`` turns
+one full run entry into ``Step`` and ``Lane`` records:
+
+- a step's queue length is the number of requests that had arrived by its start and were
+  waiting for (the rest of) a prefill: not yet running, not swapped out, not finished;
+- its KV pages are the pages the holders' caches take once its batch has run (before the
+  requests it finished let theirs go): ``ceil(cached tokens / pageTokens)`` per holder, the
+  engine's rule; a preempted (recompute) or cancelled request holds none, a swapped-out one
+  holds host pages, not device pages;
+- rejections and cancellations belong to the first step ending at or after their status time.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..compact import expand_run, is_compact
+
+
+class ViewError(ValueError):
+    """A file the viewer cannot draw; the message names the file and what is wrong."""
+
+
+@dataclass(slots=True)
+class Step:
+    """One submission. The lists a step rarely has are shared empty tuples until it has them."""
+
+    index: int
+    start_ms: float
+    end_ms: float
+    prefill: list[tuple[str, int, int]]  # (request id, fromToken, tokens), batch order
+    decode: list[str]  # the run entry's own list (not copied)
+    preempt: Sequence[str] = ()
+    swap_out: Sequence[str] = ()
+    swap_in: Sequence[str] = ()
+    queue: int = 0
+    kv_pages: int = 0
+    rejected: Sequence[str] = ()
+    cancelled: Sequence[str] = ()
+    firsts: Sequence[str] = ()  # requests whose prefill (or recompute) ended here: a token
+
+    @property
+    def emits(self) -> list[str]:
+        """The requests that got a token at its end."""
+        return [*self.firsts, *self.decode]
+
+
+@dataclass
+class Lane:
+    id: str
+    arrival_ms: float
+    status: str  # completed, rejected, cancelled (unit 07: completed or unfinished)
+    end_ms: float | None  # finish or status time
+    token_times_ms: list[float]
+    ttft_ms: float | None
+    max_itl_ms: float | None
+
+
+@dataclass
+class Picture:
+    """One run, replayed."""
+
+    policy: str
+    params: dict
+    device: dict
+    summary: dict
+    steps: list[Step]
+    lanes: list[Lane]
+
+    @property
+    def pool(self) -> int | None:
+        return self.device.get("kvPages")
+
+    @property
+    def label(self) -> str:
+        params = ", ".join(f"{k}={v}" for k, v in self.params.items())
+        return f"{self.policy}({params})" if params else self.policy
+
+
+@dataclass
+class Snapshot:
+    """A public test's expected run: each request's token times and status, no batches."""
+
+    policy: str
+    token_times_ms: dict[str, list[float]]
+    status: dict[str, str]
+
+
+def read_json(path: Path) -> dict:
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ViewError(f"{path}: cannot read ({exc.strerror})") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ViewError(f"{path}: not a JSON file ({exc})") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("runs"), (list, dict)):
+        raise ViewError(f"{path}: not a run file (no 'runs'); write one with simulate.py --output")
+    return doc
+
+
+def runs_of(doc: dict, path: Path) -> list[dict]:
+    """The full run entries of a run file."""
+    if not isinstance(doc["runs"], list) or not doc["runs"]:
+        raise ViewError(f"{path}: 'runs' must be a non-empty list of run entries")
+    runs = []
+    for n, run in enumerate(doc["runs"]):
+        if not isinstance(run, dict) or not ("events" in run or is_compact(run)):
+            raise ViewError(f"{path}: runs[{n}] has no events (not a simulate.py run entry)")
+        runs.append(expand_run(run) if is_compact(run) else run)
+    return runs
+
+
+def snapshots_of(doc: dict, path: Path) -> list[Snapshot]:
+    """The runs of an expected snapshot (``{"runs": {policy: {"tokenTimesMs": ...}}}``)."""
+    found = []
+    for policy, entry in doc["runs"].items():
+        times = entry.get("tokenTimesMs") if isinstance(entry, dict) else None
+        if not isinstance(times, dict):
+            raise ViewError(f"{path}: runs.{policy} has no tokenTimesMs")
+        status = entry.get("status") or {rid: "completed" for rid in times}
+        found.append(Snapshot(policy, times, status))
+    return found
+
+
+def pick(items: list, policy: str | None, path: Path):
+    """The run (or snapshot) of ``policy``; without one, the only run or the first."""
+    if policy is None:
+        return items[0]
+    for item in items:
+        if _policy(item) == policy:
+            return item
+    names = ", ".join(_policy(item) for item in items)
+    raise ViewError(f"{path}: no run of policy {policy!r} (it has: {names})")
+
+
+def _policy(item) -> str:
+    return item["policy"] if isinstance(item, dict) else item.policy
+
+
+def replay(run: dict) -> Picture:
+    """``run`` (a full entry) as steps and lanes."""
+    try:
+        return _replay(run)
+    except (KeyError, TypeError, IndexError, ValueError) as exc:
+        raise ViewError(f"run {run.get('policy', '?')!r}: malformed run entry ({exc!r})") from None
+
+
+def _replay(run: dict) -> Picture:
+    device = run["device"]
+    page_tokens = device.get("pageTokens") or 16
+    requests = {r["id"]: r for r in run["requests"]}
+    ends = [event["endMs"] for event in run["events"]]
+    steps = [
+        Step(
+            e["index"],
+            e["startMs"],
+            e["endMs"],
+            [(c["id"], c["fromToken"], c["tokens"]) for c in e["prefill"]],
+            e["decode"],
+            e.get("preempt") or (),
+            e.get("swapOut") or (),
+            e.get("swapIn") or (),
+        )
+        for e in run["events"]
+    ]
+    left = [(r["statusMs"], r["id"], r["status"]) for r in run["requests"] if _left_early(r)]
+    for when, rid, status in sorted(left):
+        if steps:
+            step = steps[min(bisect.bisect_left(ends, when - 1e-9), len(steps) - 1)]
+            if status == "rejected":
+                step.rejected = [*step.rejected, rid]
+            else:
+                step.cancelled = [*step.cancelled, rid]
+
+    arrivals = sorted((r["arrivalMs"], n) for n, r in enumerate(run["requests"]))
+    cancels = sorted((when, rid) for when, rid, status in left if status == "cancelled")
+    outputs = {rid: r["outputTokens"] for rid, r in requests.items()}
+    state: dict[str, str] = {}  # wait, run, swap, done
+    cached: dict[str, int] = {}
+    host: dict[str, int] = {}  # swapped-out caches
+    emitted: dict[str, int] = {}
+    pages = 0
+    waiting = next_arrival = next_cancel = 0
+
+    def set_cache(rid: str, tokens: int) -> None:
+        nonlocal pages
+        pages += -(-tokens // page_tokens) + (cached.get(rid, 0) // -page_tokens)
+        cached[rid] = tokens
+
+    for step in steps:
+        while next_arrival < len(arrivals) and arrivals[next_arrival][0] <= step.start_ms:
+            req = run["requests"][arrivals[next_arrival][1]]
+            next_arrival += 1
+            if req.get("status") != "rejected":
+                state[req["id"]] = "wait"
+                waiting += 1
+        while next_cancel < len(cancels) and cancels[next_cancel][0] <= step.start_ms:
+            rid = cancels[next_cancel][1]
+            next_cancel += 1
+            if state.get(rid) == "wait":
+                waiting -= 1
+            state[rid] = "done"
+            set_cache(rid, 0)
+        step.queue = waiting
+        for rid in step.preempt:
+            if state.get(rid) != "wait":
+                waiting += 1
+            state[rid] = "wait"
+            set_cache(rid, 0)
+        for rid in step.swap_out:
+            state[rid] = "swap"
+            host[rid] = cached.get(rid, 0)
+            set_cache(rid, 0)
+        for rid in step.swap_in:
+            state[rid] = "run"
+            set_cache(rid, host.pop(rid, 0))
+        finished = []
+        if step.prefill:
+            firsts = []
+            for rid, start, tokens in step.prefill:
+                set_cache(rid, start + tokens)
+                if start + tokens == requests[rid]["inputTokens"] + emitted.get(rid, 0):
+                    emitted[rid] = emitted.get(rid, 0) + 1
+                    firsts.append(rid)
+                    if state.get(rid) == "wait":
+                        waiting -= 1
+                    state[rid] = "run"
+                    if emitted[rid] == outputs[rid]:
+                        finished.append(rid)
+            step.firsts = firsts
+        for rid in step.decode:  # one position more: a new page when the last one was full
+            held = cached.get(rid, 0)
+            cached[rid] = held + 1
+            if held % page_tokens == 0:
+                pages += 1
+            count = emitted[rid] = emitted.get(rid, 0) + 1
+            if count == outputs[rid]:
+                finished.append(rid)
+        step.kv_pages = pages
+        for rid in finished:
+            state[rid] = "done"
+            set_cache(rid, 0)
+    lanes = [_lane(r) for r in run["requests"]]
+    return Picture(
+        run["policy"], dict(run.get("params") or {}), device, run["summary"], steps, lanes
+    )
+
+
+def _left_early(request: dict) -> bool:
+    return request.get("status") in ("rejected", "cancelled")
+
+
+def _lane(r: dict) -> Lane:
+    times = r["tokenTimesMs"]
+    status = r.get("status") or ("completed" if len(times) == r["outputTokens"] else "unfinished")
+    end = r.get("statusMs") if "statusMs" in r else (times[-1] if times else None)
+    return Lane(r["id"], r["arrivalMs"], status, end, times, r.get("ttftMs"), r.get("maxItlMs"))

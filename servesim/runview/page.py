@@ -1,0 +1,228 @@
+"""The HTML page: one self-contained file, labels in Chinese (TTFT/ITL/prefill/decode as in the
+course), data embedded as JSON and the step and request tables drawn a page of rows at a time
+by a small script, so that a 20,000-request run opens as fast as a small one. The overview
+chart (queue length and KV pages against the pool, over time) is drawn here, aggregated to at
+most ``COLUMNS`` columns (the maximum of each).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+
+from .diff import Difference
+from .model import Picture
+
+COLUMNS = 600
+WIDTH, HEIGHT = 720, 180
+TICKS_UP_TO = 200_000  # token ticks in the lanes while the run has at most this many tokens
+STATUS = {"completed": 0, "rejected": 1, "cancelled": 2, "unfinished": 3}
+
+
+def _asset(name: str) -> str:
+    """A file of this package (the page's template, style and script)."""
+    return (Path(__file__).parent / name).read_text(encoding="utf-8")
+
+
+def _r(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
+
+
+def run_lengths(values) -> list[int]:
+    """``values`` as the run lengths of their differences: ``[delta, repeats, ...]`` (a run of
+    steady decode steps, each as long as the last and with the same queue, takes 2 numbers)."""
+    out: list[int] = []
+    previous = 0
+    for value in values:
+        delta = value - previous
+        previous = value
+        if out and out[-2] == delta:
+            out[-1] += 1
+        else:
+            out += [delta, 1]
+    return out
+
+
+def from_run_lengths(encoded: list[int]) -> list[int]:
+    """The inverse of ``run_lengths`` (the page's script does the same)."""
+    values, value = [], 0
+    for n in range(0, len(encoded), 2):
+        for _ in range(encoded[n + 1]):
+            value += encoded[n]
+            values.append(value)
+    return values
+
+
+def step_columns(steps) -> dict:
+    """Each step's end (µs), queue length, KV pages and decode count, run-length encoded;
+    its start is the previous end (0 for the first) unless ``idle`` lists it (``[step, µs]``)."""
+    ends = [round(s.end_ms * 1000) for s in steps]
+    idle = []
+    previous = 0
+    for n, s in enumerate(steps):
+        start = round(s.start_ms * 1000)
+        if start != previous:
+            idle.append([n, start])
+        previous = ends[n]
+    return {
+        "t1": run_lengths(ends),
+        "idle": idle,
+        "q": run_lengths(s.queue for s in steps),
+        "kv": run_lengths(s.kv_pages for s in steps),
+        "nd": run_lengths(len(s.decode) for s in steps),
+    }
+
+
+def page_data(picture: Picture, difference: Difference | None) -> dict:
+    """What the script draws from; ids appear once (``ids``), everything else by index."""
+    index = {lane.id: n for n, lane in enumerate(picture.lanes)}
+    steps = picture.steps
+    cols: dict[str, list] = {k: [] for k in ("pf", "din", "dout", "pe", "so", "si", "rj", "cc")}
+    previous: list[str] = []  # the last step's decode list that was not empty
+    for n, step in enumerate(steps):
+        if step.prefill:
+            cols["pf"] += [[n, index[rid], start, tokens] for rid, start, tokens in step.prefill]
+        if step.decode and step.decode != previous:
+            now, before = set(step.decode), set(previous)
+            cols["dout"] += [[n, index[rid]] for rid in previous if rid not in now]
+            cols["din"] += [[n, index[rid]] for rid in step.decode if rid not in before]
+            previous = [rid for rid in previous if rid in now]
+            previous += [rid for rid in step.decode if rid not in before]
+        if not (step.preempt or step.swap_out or step.swap_in or step.rejected or step.cancelled):
+            continue
+        for key, ids in (
+            ("pe", step.preempt),
+            ("so", step.swap_out),
+            ("si", step.swap_in),
+            ("rj", step.rejected),
+            ("cc", step.cancelled),
+        ):
+            cols[key] += [[n, index[rid]] for rid in ids]
+    tokens = sum(len(lane.token_times_ms) for lane in picture.lanes)
+    ticks = tokens <= TICKS_UP_TO
+    return {
+        "ids": [lane.id for lane in picture.lanes],
+        "n": len(steps),
+        **step_columns(steps),
+        **cols,
+        "la": [_r(lane.arrival_ms) for lane in picture.lanes],
+        "le": [_r(lane.end_ms) for lane in picture.lanes],
+        "ls": [STATUS.get(lane.status, 3) for lane in picture.lanes],
+        "lt": [_r(lane.ttft_ms) for lane in picture.lanes],
+        "lm": [_r(lane.max_itl_ms) for lane in picture.lanes],
+        "lk": [[_r(t) for t in lane.token_times_ms] if ticks else [] for lane in picture.lanes],
+        "lf": [
+            _r(lane.token_times_ms[0]) if lane.token_times_ms else None for lane in picture.lanes
+        ],
+        "pool": picture.pool,
+        "end": _r(max([s.end_ms for s in steps] + [lane.end_ms or 0 for lane in picture.lanes])),
+        "diff": None if difference is None else {"step": difference.step, "text": difference.zh},
+    }
+
+
+def overview_svg(picture: Picture) -> str:
+    """Queue length and KV pages over time, the maximum per column; the pool as a dashed line."""
+    steps = picture.steps
+    if not steps:
+        return "<p>这次运行没有任何步。</p>"
+    end = max(s.end_ms for s in steps) or 1.0
+    queue, pages = [0] * COLUMNS, [0] * COLUMNS
+    for s in steps:
+        col = min(int(s.start_ms / end * COLUMNS), COLUMNS - 1)
+        queue[col] = max(queue[col], s.queue)
+        pages[col] = max(pages[col], s.kv_pages)
+    top = max(*queue, *pages, picture.pool or 0, 1)
+
+    def line(values: list[int]) -> str:
+        points = " ".join(
+            f"{40 + c * (WIDTH - 50) / COLUMNS:.1f},{HEIGHT - 20 - v * (HEIGHT - 30) / top:.1f}"
+            for c, v in enumerate(values)
+        )
+        return points
+
+    pool = ""
+    if picture.pool:
+        y = HEIGHT - 20 - picture.pool * (HEIGHT - 30) / top
+        pool = (
+            f'<line x1="40" x2="{WIDTH - 10}" y1="{y:.1f}" y2="{y:.1f}" class="pool"/>'
+            f'<text x="{WIDTH - 12}" y="{y - 3:.1f}" text-anchor="end">'
+            f"KV 池 {picture.pool} 页</text>"
+        )
+    label = (
+        f"队列长度最大 {max(queue)}，KV 页最多 {max(pages)}"
+        + (f"（池共 {picture.pool} 页）" if picture.pool else "")
+        + f"，运行 {end:.2f} ms"
+    )
+    return (
+        f'<svg viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-label="{html.escape(label)}">'
+        f'<line x1="40" x2="40" y1="10" y2="{HEIGHT - 20}" class="axis"/>'
+        f'<line x1="40" x2="{WIDTH - 10}" y1="{HEIGHT - 20}" y2="{HEIGHT - 20}" class="axis"/>'
+        f'<text x="36" y="14" text-anchor="end">{top}</text>'
+        f'<text x="36" y="{HEIGHT - 20}" text-anchor="end">0</text>'
+        f'<text x="40" y="{HEIGHT - 4}">0 ms</text>'
+        f'<text x="{WIDTH - 10}" y="{HEIGHT - 4}" text-anchor="end">{end:.1f} ms</text>'
+        f'<polyline class="queue" points="{line(queue)}"/>'
+        f'<polyline class="kv" points="{line(pages)}"/>{pool}</svg>'
+    )
+
+
+def _summary(picture: Picture) -> str:
+    s = picture.summary
+    rows = [
+        ("请求数", s.get("requests")),
+        ("步数", len(picture.steps)),
+        ("全部完成 (ms)", _fmt(s.get("allDoneMs"))),
+    ]
+    for key, name in (("ttftMs", "TTFT"), ("itlMs", "ITL")):
+        figures = s.get(key) or {}
+        if figures.get("count"):
+            rows.append(
+                (f"{name} p50 / p99 (ms)", f"{_fmt(figures['p50'])} / {_fmt(figures['p99'])}")
+            )
+    for key, name in (("completed", "完成"), ("rejected", "拒绝"), ("cancelled", "取消")):
+        if key in s:
+            rows.append((name, s[key]))
+    if "recomputes" in s:
+        rows.append(("抢占（重算）", s["recomputes"]))
+    cells = "".join(
+        f"<dt>{html.escape(str(k))}</dt><dd>{html.escape(str(v))}</dd>" for k, v in rows
+    )
+    return f"<dl>{cells}</dl>"
+
+
+def _fmt(value) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def render(
+    picture: Picture, trace_name: str, difference: Difference | None, against: str | None
+) -> str:
+    data = json.dumps(page_data(picture, difference), separators=(",", ":"), ensure_ascii=False)
+    data = data.replace("</", "<\\/")
+    title = f"运行图：{picture.label}（trace {trace_name}）"
+    diff = ""
+    if difference is not None:
+        diff = (
+            '<section aria-labelledby="diff-h" class="diff-box">'
+            '<h2 id="diff-h">第一个不同之处</h2>'
+            f"<p>与 {html.escape(against or '')} 相比："
+            f"<strong>{html.escape(difference.zh)}</strong></p>"
+            f'<button type="button" id="go-diff">跳到第 {difference.step} 步</button></section>'
+        )
+    elif against:
+        diff = (
+            '<section aria-labelledby="diff-h" class="diff-box"><h2 id="diff-h">比较</h2>'
+            f"<p>与 {html.escape(against)} 相比：每一步都相同。</p></section>"
+        )
+    device = ", ".join(f"{k}={v}" for k, v in picture.device.items() if v is not None)
+    return _asset("page.html").format(
+        title=html.escape(title),
+        device=html.escape(device),
+        summary=_summary(picture),
+        diff=diff,
+        overview=overview_svg(picture),
+        data=data,
+        style=_asset("view.css"),
+        script=_asset("view.js"),
+    )
