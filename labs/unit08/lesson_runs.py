@@ -323,12 +323,19 @@ def tiers(unit: Unit) -> list:
         raise BuildError(f"unit {unit.id}: {exc}") from None
 
 
+VIEWER = "runview"
+
+
 def _inputs(unit: Unit, lab_files, code=()) -> dict[str, bytes]:
     """Everything a protocol section's results depend on, by a location-free label: the
     engine, the solution, the lab's experiment.py and lab.json, the section's own lab files
     (protocol, tiers, trace) and the source of this file's functions it runs (``code``)."""
     engine = CODE_ROOT / "servesim"
-    paths = {f"servesim/{p.relative_to(engine)}": p for p in sorted(engine.rglob("*.py"))}
+    paths = {
+        f"servesim/{p.relative_to(engine)}": p
+        for p in sorted(engine.rglob("*.py"))
+        if VIEWER not in p.relative_to(engine).parts  # draws run files, never makes them
+    }
     paths |= {f"solutions/{n}": unit.solutions_dir / n for n in ("policies.py", "measure.py")}
     for name in ("experiment.py", "lab.json", *lab_files):
         paths[f"lab/{name}"] = unit.lab_dir / name
