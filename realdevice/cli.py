@@ -46,9 +46,17 @@ def build_run_parser(lab):
     real = parser.add_argument_group("real device")
     real.add_argument("--mode", choices=MODES, default="replay", help="default: replay")
     real.add_argument("--device", choices=("cpu", "cuda"), help="default: cuda if available")
-    real.add_argument("--model", choices=sorted(MODELS), default="tiny", help="default: tiny")
     real.add_argument(
-        "--dtype", choices=sorted(DTYPES), help="default: float32 on cpu, bfloat16 on cuda"
+        "--model",
+        default="tiny",
+        metavar="PRESET_OR_FOLDER",
+        help=f"a preset with random weights ({', '.join(MODELS)}; default: tiny) or a local "
+        "Hugging Face checkpoint folder (config.json + *.safetensors; Llama, Qwen2, Mistral)",
+    )
+    real.add_argument(
+        "--dtype",
+        choices=sorted(DTYPES),
+        help="default: float32 on cpu; on cuda the checkpoint's dtype, bfloat16 for a preset",
     )
     real.add_argument("--page-tokens", type=int, help="KV page size (device pageTokens)")
     if "--kv-pages" not in parser._option_string_actions:

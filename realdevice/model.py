@@ -1,8 +1,10 @@
 """A decoder-only transformer whose attention reads and writes a paged KV cache.
 
-RMSNorm before attention and MLP, rotary positions on queries and keys, grouped-query attention
-(``kv_heads`` K/V heads shared by ``heads`` query heads), SwiGLU MLP, untied output head.
-Weights are drawn from a fixed seed on the CPU, so every device gets the same model.
+RMSNorm before attention and MLP, rotary positions on queries and keys (frequencies scaled as
+the config says), grouped-query attention (``kv_heads`` K/V heads shared by ``heads`` query
+heads), SwiGLU MLP, output head tied to the embedding or not, optional projection biases: the
+Llama / Qwen2 / Mistral layout, so a checkpoint of that family loads as is (``checkpoint``).
+A preset's weights are drawn from a fixed seed on the CPU, so every device gets the same model.
 
 ``forward`` runs one batch of *segments*: each segment is a run of consecutive positions of one
 request (a prefill chunk, or the single token of a decode step). The K/V of the new positions
@@ -13,6 +15,7 @@ no-cache forward over one whole sequence, the reference the tests compare agains
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -63,10 +66,30 @@ class RMSNorm(nn.Module):
         return normed.to(x.dtype) * self.weight
 
 
-def apply_rotary(x: torch.Tensor, positions: torch.Tensor, theta: float) -> torch.Tensor:
+def rope_frequencies(config: ModelConfig, device=None) -> torch.Tensor:
+    """Float32 ``[head_dim / 2]`` rotary frequencies, scaled as ``config.rope`` says."""
+    dim, rope = config.head_dim, config.rope
+    exponents = torch.arange(0, dim, 2, dtype=torch.int64, device=device).float() / dim
+    inv_freq = 1.0 / (config.rope_theta**exponents)
+    if rope.kind == "linear":
+        return inv_freq / rope.factor
+    if rope.kind == "llama3":
+        low_wavelen = rope.original_max_positions / rope.low_freq_factor
+        high_wavelen = rope.original_max_positions / rope.high_freq_factor
+        wavelen = 2 * math.pi / inv_freq
+        scaled = torch.where(wavelen > low_wavelen, inv_freq / rope.factor, inv_freq)
+        smooth = (rope.original_max_positions / wavelen - rope.low_freq_factor) / (
+            rope.high_freq_factor - rope.low_freq_factor
+        )
+        smoothed = (1 - smooth) * scaled / rope.factor + smooth * scaled
+        medium = (wavelen >= high_wavelen) & (wavelen <= low_wavelen)
+        return torch.where(medium, smoothed, scaled)
+    return inv_freq
+
+
+def apply_rotary(x: torch.Tensor, positions: torch.Tensor, inv_freq: torch.Tensor) -> torch.Tensor:
     """Rotate ``x`` ``[T, heads, head_dim]`` by its absolute positions (half-split layout)."""
     half = x.shape[-1] // 2
-    inv_freq = theta ** (-torch.arange(half, device=x.device, dtype=torch.float32) / half)
     angles = positions.float()[:, None] * inv_freq[None, :]
     cos, sin = angles.cos()[:, None, :], angles.sin()[:, None, :]
     x1, x2 = x[..., :half].float(), x[..., half:].float()
@@ -78,17 +101,19 @@ class Attention(nn.Module):
         super().__init__()
         self.config = config
         hd = config.head_dim
-        self.wq = nn.Linear(config.d_model, config.heads * hd, bias=False)
-        self.wk = nn.Linear(config.d_model, config.kv_heads * hd, bias=False)
-        self.wv = nn.Linear(config.d_model, config.kv_heads * hd, bias=False)
-        self.wo = nn.Linear(config.heads * hd, config.d_model, bias=False)
+        bias = config.qkv_bias
+        self.wq = nn.Linear(config.d_model, config.heads * hd, bias=bias)
+        self.wk = nn.Linear(config.d_model, config.kv_heads * hd, bias=bias)
+        self.wv = nn.Linear(config.d_model, config.kv_heads * hd, bias=bias)
+        self.wo = nn.Linear(config.heads * hd, config.d_model, bias=config.out_bias)
 
     def _qkv(self, x, positions):
         c = self.config
         q = self.wq(x).view(-1, c.heads, c.head_dim)
         k = self.wk(x).view(-1, c.kv_heads, c.head_dim)
         v = self.wv(x).view(-1, c.kv_heads, c.head_dim)
-        return apply_rotary(q, positions, c.rope_theta), apply_rotary(k, positions, c.rope_theta), v
+        inv_freq = rope_frequencies(c, x.device)
+        return apply_rotary(q, positions, inv_freq), apply_rotary(k, positions, inv_freq), v
 
     def _grouped(self, q: torch.Tensor) -> torch.Tensor:
         """``[S, Q, heads, hd]`` -> ``[S, kv_heads, group * Q, hd]``: the query heads that share a
@@ -146,9 +171,10 @@ class Attention(nn.Module):
 class SwiGLU(nn.Module):
     def __init__(self, config: ModelConfig):
         super().__init__()
-        self.gate = nn.Linear(config.d_model, config.d_ff, bias=False)
-        self.up = nn.Linear(config.d_model, config.d_ff, bias=False)
-        self.down = nn.Linear(config.d_ff, config.d_model, bias=False)
+        bias = config.mlp_bias
+        self.gate = nn.Linear(config.d_model, config.d_ff, bias=bias)
+        self.up = nn.Linear(config.d_model, config.d_ff, bias=bias)
+        self.down = nn.Linear(config.d_ff, config.d_model, bias=bias)
 
     def forward(self, x):
         return self.down(F.silu(self.gate(x)) * self.up(x))
@@ -171,6 +197,8 @@ class Transformer(nn.Module):
         self.blocks = nn.ModuleList(Block(config) for _ in range(config.layers))
         self.norm = RMSNorm(config.d_model, config.norm_eps)
         self.head = nn.Linear(config.d_model, config.vocab, bias=False)
+        if config.tie_embeddings:
+            self.head.weight = self.embed.weight
 
     @classmethod
     def build(cls, config: ModelConfig, device="cpu", dtype=torch.float32) -> Transformer:
@@ -187,6 +215,26 @@ class Transformer(nn.Module):
                     fan_in = param.shape[1] if param.dim() == 2 and "embed" not in name else 1
                     param.copy_(torch.randn(param.shape, generator=generator) / fan_in**0.5)
         return model.to(device=device, dtype=dtype).eval()
+
+    @classmethod
+    def from_weights(cls, config: ModelConfig, weights, device="cpu", dtype=torch.float32):
+        """The model with ``weights`` (name -> tensor, in this module's names, e.g. from
+        ``checkpoint.load``), cast to ``dtype`` on ``device``; every parameter must be given."""
+        with torch.device("meta"):
+            model = cls(config)
+        model = model.to_empty(device=device).to(dtype)
+        if config.tie_embeddings:
+            model.head.weight = model.embed.weight
+        with torch.no_grad():
+            for name, param in model.named_parameters():
+                given = weights[name]
+                if given.shape != param.shape:
+                    raise ValueError(
+                        f"weight {name} has shape {tuple(given.shape)}, the config implies "
+                        f"{tuple(param.shape)}"
+                    )
+                param.copy_(given)
+        return model.eval()
 
     @torch.no_grad()
     def forward(self, tokens, positions, plan: AttentionPlan, cache) -> torch.Tensor:
