@@ -19,7 +19,7 @@ from .config import MODELS, ModelConfig
 from .executor import Executor
 from .host_pool import HostPool
 from .kv_cache import PagedKVCache
-from .model import Transformer
+from .model import AttentionKind, Transformer
 from .timing import Stopwatch
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -55,6 +55,7 @@ class RealDevice:
         kv_pages: int | None = None,
         host_pages: int = 0,
         warmup: bool = True,
+        attention: str = AttentionKind.EXACT,
     ):
         self.device = torch.device(device)
         if self.device.type == "cuda" and not torch.cuda.is_available():
@@ -77,7 +78,7 @@ class RealDevice:
         self.model = self._model(dt)
         self.cache = PagedKVCache(self.config, kv_pages, page_tokens, self.device, dt)
         host = HostPool(self.config, host_pages, self.cache) if host_pages else None
-        self.executor = Executor(self.model, self.cache, self.device, host)
+        self.executor = Executor(self.model, self.cache, self.device, host, attention)
         self.stopwatch = Stopwatch(self.device)
         self.submissions: list[Submission] = []
         self.deadline: float | None = None  # time.monotonic() after which execute refuses

@@ -68,12 +68,6 @@ class Checkpoint:
         return found
 
 
-def is_checkpoint_path(value: str) -> bool:
-    """Whether ``--model value`` names a folder rather than a preset (it contains a separator
-    or exists on disk)."""
-    return "/" in value or "\\" in value or Path(value).exists()
-
-
 def load(path) -> Checkpoint:
     """Read and check ``path``'s ``config.json`` (the weights are read by ``weights``)."""
     folder = Path(path)

@@ -23,7 +23,7 @@ import torch
 
 from .host_pool import HostPool
 from .kv_cache import PagedKVCache
-from .model import AttentionPlan, SegmentGroup, Transformer
+from .model import AttentionKind, AttentionPlan, SegmentGroup, Transformer
 
 MAX_GROUPS = 4  # attention calls per layer at most (see length_groups)
 
@@ -89,15 +89,30 @@ def length_groups(key_lengths: list[int], max_groups: int = MAX_GROUPS) -> list[
         ratio *= 2.0
 
 
+def shape_groups(shapes: list[tuple[int, int]]) -> list[list[int]]:
+    """Indices of the segments grouped by equal shape (query count, page count): nothing in a
+    group is padded beyond its own last page."""
+    groups: dict[tuple[int, int], list[int]] = {}
+    for i, shape in enumerate(shapes):
+        groups.setdefault(shape, []).append(i)
+    return list(groups.values())
+
+
 class ExecutionError(RuntimeError):
     """A batch the executor cannot run (unknown request, state out of step with the engine)."""
 
 
 class Executor:
     def __init__(
-        self, model: Transformer, cache: PagedKVCache, device, host: HostPool | None = None
+        self,
+        model: Transformer,
+        cache: PagedKVCache,
+        device,
+        host: HostPool | None = None,
+        attention: str = AttentionKind.EXACT,
     ):
         self.model = model
+        self.attention = attention  # AttentionKind: how segments share attention calls
         self.cache = cache
         self.host = host  # where swapped-out requests' pages wait (None: the device cannot swap)
         self.device = torch.device(device)
@@ -193,9 +208,17 @@ class Executor:
             positions += range(seg.start, seg.start + len(seg.tokens))
             flat_slots += slots[seg.id]
             last_rows.append(len(rows) - 1)
+        key_lengths = [seg.start + len(seg.tokens) for seg in segments]
+        if self.attention == AttentionKind.PADDED:
+            calls = length_groups(key_lengths)
+        else:
+            page = self.cache.page_tokens
+            calls = shape_groups(
+                [(len(s.tokens), -(-k // page)) for s, k in zip(segments, key_lengths, strict=True)]
+            )
         groups = tuple(
             self._group([segments[i] for i in members], [offsets[i] for i in members])
-            for members in length_groups([seg.start + len(seg.tokens) for seg in segments])
+            for members in calls
         )
         dev = self.device
         plan = AttentionPlan(

@@ -27,7 +27,7 @@ from .config import ModelConfig
 
 @dataclass(frozen=True)
 class SegmentGroup:
-    """Segments of similar length that attend in one padded call.
+    """Segments that attend in one call (padded to the group's longest, where lengths differ).
 
     ``S`` segments, ``Q`` = longest segment, ``K`` = key columns gathered per segment (its
     pages, padded to the widest block table of the group).
@@ -40,13 +40,23 @@ class SegmentGroup:
     mask: torch.Tensor  # [S, 1, Q, K] bool: True where the query may attend the key
 
 
+class AttentionKind:
+    """How the executor groups a batch's segments into attention calls (``AttentionPlan``)."""
+
+    # segments of the same query count and page count share a call: each attends over its own
+    # pages only, so its cost follows its own q_i and s_i (eq. 31.4) up to its last page's tail
+    EXACT = "exact"
+    # groups of similar key length (within a ratio, at most 4 groups) padded to their widest:
+    # the earlier path, kept as the reference the exact path is tested and benchmarked against
+    PADDED = "padded"
+
+
 @dataclass(frozen=True)
 class AttentionPlan:
     """Where a batch's tokens go in the cache and what each query may attend to.
 
-    Token rows are laid out segment after segment. Segments are split into groups of similar
-    key length so that a short request decoded next to a long one does not pay for the long
-    one's padding (a real paged-attention kernel pays for neither).
+    Token rows are laid out segment after segment; ``groups`` are the attention calls (see
+    ``AttentionKind`` for how segments are grouped).
     """
 
     slots: torch.Tensor  # [T] flat cache slot (page * page_tokens + offset) of each token

@@ -97,10 +97,17 @@ def _hf_logits(model, ids):
         return model(torch.tensor([ids])).logits[0].float()
 
 
-def _runner(folder, page_tokens=4):
+def _runner(folder, attention, page_tokens=4):
     from realdevice.backend import RealDevice
 
-    return RealDevice(str(folder), device="cpu", page_tokens=page_tokens, kv_pages=64, warmup=False)
+    return RealDevice(
+        str(folder),
+        device="cpu",
+        page_tokens=page_tokens,
+        kv_pages=64,
+        warmup=False,
+        attention=attention,
+    )
 
 
 def _close(ours, theirs):
@@ -114,11 +121,12 @@ def _ids(executor, rid):
     return state.prompt + state.generated
 
 
-def test_checkpoint_logits_equal_transformers(checkpoint, torch_cpu):
+@pytest.mark.parametrize("attention", ["exact", "padded"])
+def test_checkpoint_logits_equal_transformers(checkpoint, torch_cpu, attention):
     from servesim import Batch, PrefillChunk
 
     hf = _reference(checkpoint)
-    real = _runner(checkpoint)
+    real = _runner(checkpoint, attention)
     assert real.config.tie_embeddings == hf.config.tie_word_embeddings
     ex = real.executor
     ex.add_request("whole", 13, 40)
