@@ -31,6 +31,7 @@ from .backend import DTYPES
 from .config import MODELS
 from .executor import ExecutionError
 from .kv_cache import KVCacheFullError
+from .model import AttentionKind
 from .runner import MODES, RUNNERS, LiveModeError
 
 
@@ -57,6 +58,13 @@ def build_run_parser(lab):
         "--dtype",
         choices=sorted(DTYPES),
         help="default: float32 on cpu; on cuda the checkpoint's dtype, bfloat16 for a preset",
+    )
+    real.add_argument(
+        "--attention",
+        choices=(AttentionKind.EXACT, AttentionKind.PADDED),
+        default=AttentionKind.EXACT,
+        help="exact (default): each sequence attends over its own keys only (packed; one fused "
+        "varlen call on CUDA); padded: groups of similar length padded to their widest",
     )
     real.add_argument("--page-tokens", type=int, help="KV page size (device pageTokens)")
     if "--kv-pages" not in parser._option_string_actions:

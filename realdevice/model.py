@@ -40,11 +40,43 @@ class SegmentGroup:
     mask: torch.Tensor  # [S, 1, Q, K] bool: True where the query may attend the key
 
 
+@dataclass(frozen=True)
+class PackedKeys:
+    """Segments attended in one packed pass, each over its own keys only.
+
+    Every segment's keys are gathered into one packed run (``key_slots``, tagged with their
+    segment by ``key_segment``): the work is the sum of the segments' own lengths, with no
+    padding and no call per segment. On the CPU it holds the decode segments (one query each,
+    ``rows``); on CUDA with ``torch.nn.attention.varlen`` it holds every segment of the batch
+    (queries are the token rows in order, ``cu_q`` / ``cu_k`` the cumulative lengths).
+    """
+
+    rows: torch.Tensor  # [D] token row of each segment's (last) query
+    key_slots: torch.Tensor  # [N] flat cache slot of every key of every segment
+    key_segment: torch.Tensor  # [N] which segment each key belongs to
+    cu_q: torch.Tensor | None = None  # [D + 1] int32 cumulative query counts (varlen only)
+    cu_k: torch.Tensor | None = None  # [D + 1] int32 cumulative key counts (varlen only)
+    max_q: int = 1
+    max_k: int = 1
+
+
+def varlen_available(device: torch.device, dtype: torch.dtype) -> bool:
+    """Whether torch's fused variable-length attention (flash) serves this device and dtype."""
+    if device.type != "cuda" or dtype not in (torch.float16, torch.bfloat16):
+        return False
+    try:
+        from torch.nn.attention.varlen import varlen_attn  # noqa: F401
+    except ImportError:
+        return False
+    return torch.cuda.get_device_capability(device) >= (8, 0)
+
+
 class AttentionKind:
     """How the executor groups a batch's segments into attention calls (``AttentionPlan``)."""
 
-    # segments of the same query count and page count share a call: each attends over its own
-    # pages only, so its cost follows its own q_i and s_i (eq. 31.4) up to its last page's tail
+    # each segment attends over its own keys only, so its cost follows its own q_i and s_i
+    # (eq. 31.4): decode segments in one packed pass (PackedKeys), prefill chunks in calls of
+    # equal shape (query count, page count), padded at most to their own last page
     EXACT = "exact"
     # groups of similar key length (within a ratio, at most 4 groups) padded to their widest:
     # the earlier path, kept as the reference the exact path is tested and benchmarked against
@@ -62,6 +94,8 @@ class AttentionPlan:
     slots: torch.Tensor  # [T] flat cache slot (page * page_tokens + offset) of each token
     groups: tuple[SegmentGroup, ...]
     last_rows: torch.Tensor  # [segments] token row of each segment's last token
+    decode: PackedKeys | None = None  # exact path: the decode segments (not in ``groups``)
+    varlen: PackedKeys | None = None  # exact path on CUDA: every segment, one fused call
 
 
 class RMSNorm(nn.Module):
@@ -147,13 +181,56 @@ class Attention(nn.Module):
         q, k, v = self._qkv(x, positions)
         k_cache.view(-1, c.kv_heads, c.head_dim).index_copy_(0, plan.slots, k)
         v_cache.view(-1, c.kv_heads, c.head_dim).index_copy_(0, plan.slots, v)
-        if len(plan.groups) == 1:
+        if plan.varlen is not None:
+            out = self._attend_varlen(q, plan.varlen, k_cache, v_cache)
+        elif len(plan.groups) == 1 and plan.decode is None:
             out = self._attend(q, plan.groups[0], k_cache, v_cache)
         else:
             out = torch.empty_like(q)
             for group in plan.groups:
                 out.index_copy_(0, group.rows, self._attend(q, group, k_cache, v_cache))
+            if plan.decode is not None:
+                d = plan.decode
+                out.index_copy_(0, d.rows, self._attend_packed(q, d, k_cache, v_cache))
         return self.wo(out.reshape(-1, c.heads * c.head_dim))
+
+    def _attend_varlen(self, q, p: PackedKeys, k_cache, v_cache) -> torch.Tensor:
+        """``[T, heads, hd]``: the whole batch in one fused call over the packed keys (causal
+        mask aligned to each segment's last key, as flash attention aligns it)."""
+        from torch.nn.attention.varlen import varlen_attn
+
+        c = self.config
+        keys = k_cache.view(-1, c.kv_heads, c.head_dim)[p.key_slots]
+        values = v_cache.view(-1, c.kv_heads, c.head_dim)[p.key_slots]
+        return varlen_attn(
+            q.contiguous(),
+            keys,
+            values,
+            p.cu_q,
+            p.cu_k,
+            p.max_q,
+            p.max_k,
+            window_size=(-1, 0),
+            enable_gqa=True,
+        )
+
+    def _attend_packed(self, q, d: PackedKeys, k_cache, v_cache) -> torch.Tensor:
+        """``[D, heads, hd]``: each decode query over its own keys only, softmax per segment
+        by scatter (float32 accumulation)."""
+        c = self.config
+        group = c.heads // c.kv_heads
+        keys = k_cache.view(-1, c.kv_heads, c.head_dim)[d.key_slots].float()  # [N, kv, hd]
+        values = v_cache.view(-1, c.kv_heads, c.head_dim)[d.key_slots].float()
+        queries = q[d.rows].view(-1, c.kv_heads, group, c.head_dim).float()  # [D, kv, g, hd]
+        scores = torch.einsum("nkgd,nkd->nkg", queries[d.key_segment], keys) / c.head_dim**0.5
+        index = d.key_segment[:, None, None].expand_as(scores)
+        peak = torch.full(queries.shape[:3], -torch.inf, device=q.device)
+        peak = peak.scatter_reduce(0, index, scores, "amax")
+        weights = torch.exp(scores - peak[d.key_segment])  # [N, kv, g]
+        total = torch.zeros_like(peak).index_add_(0, d.key_segment, weights)
+        mixed = torch.einsum("nkg,nkd->nkgd", weights, values)
+        out = torch.zeros_like(queries).index_add_(0, d.key_segment, mixed) / total[..., None]
+        return out.reshape(-1, c.heads, c.head_dim).to(q.dtype)
 
     def _attend(self, q, g: SegmentGroup, k_cache, v_cache) -> torch.Tensor:
         """``[queries, heads, hd]`` attention output of one group, in ``g.rows`` order."""

@@ -180,3 +180,34 @@ def test_per_sequence_attention_equals_the_padded_groups(torch_cpu):
         for rid in exact:
             assert (exact[rid] - padded[rid]).abs().max().item() <= LOGIT_ATOL
     assert all(runs["exact"].generated(r) == runs["padded"].generated(r) for r in prompts)
+
+
+def test_fused_varlen_attention_on_cuda_equals_the_padded_groups():
+    """CUDA twin of the test above: the one fused ``varlen_attn`` call per layer (float16)."""
+    import torch
+
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU (torch.cuda.is_available() is False)")
+    from realdevice.backend import RealDevice
+    from realdevice.model import varlen_available
+    from servesim import Batch, PrefillChunk
+
+    if not varlen_available(torch.device("cuda"), torch.float16):
+        pytest.skip("torch.nn.attention.varlen (flash, sm80+) is not available")
+    runs = {
+        kind: RealDevice("tiny", device="cuda", dtype="float16", page_tokens=4, attention=kind)
+        for kind in ("exact", "padded")
+    }
+    assert runs["exact"].executor.varlen and not runs["padded"].executor.varlen
+    out = {}
+    for kind, real in runs.items():
+        ex = real.executor
+        for rid, n in {"long": 70, "a": 3, "b": 9}.items():
+            ex.add_request(rid, n, 6)
+        ex.run(Batch(prefill=(PrefillChunk("long", 70), PrefillChunk("a", 3))))
+        ex.run(Batch(decode=("long", "a"), prefill=(PrefillChunk("b", 5),)))
+        ex.run(Batch(decode=("long", "a"), prefill=(PrefillChunk("b", 4),)))
+        ex.run(Batch(decode=("long", "a", "b")))
+        out[kind] = dict(ex.last_logits)
+    for rid in out["exact"]:
+        assert (out["exact"][rid] - out["padded"][rid]).abs().max().item() <= 2e-2
