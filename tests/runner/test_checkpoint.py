@@ -15,70 +15,16 @@ from __future__ import annotations
 import json
 
 import pytest
+from hf_tiny import CONFIGS, save_model
 
 LOGIT_ATOL = 1e-4
-
-CONFIGS = {
-    "llama-llama3-rope": (
-        "LlamaConfig",
-        {
-            "rope_scaling": {
-                "rope_type": "llama3",
-                "factor": 8.0,
-                "low_freq_factor": 1.0,
-                "high_freq_factor": 4.0,
-                "original_max_position_embeddings": 16,
-            },
-            "rope_theta": 500.0,
-        },
-    ),
-    "llama-linear-rope-tied": (
-        "LlamaConfig",
-        {"rope_scaling": {"rope_type": "linear", "factor": 2.0}, "tie_word_embeddings": True},
-    ),
-    "qwen2-bias-tied": ("Qwen2Config", {"tie_word_embeddings": True}),
-    "qwen2-bias-untied": ("Qwen2Config", {"tie_word_embeddings": False}),
-}
-
-
-def _save_model(folder, kind: str) -> None:
-    """A tiny random model of ``kind`` saved with ``save_pretrained``; weights of unit scale
-    (``transformers``' own init is 0.02 wide with zero biases, which would hide mistakes)."""
-    import torch
-
-    transformers = pytest.importorskip("transformers", reason="transformers not installed")
-    config_class, extra = CONFIGS[kind]
-    config = getattr(transformers, config_class)(
-        vocab_size=97,
-        hidden_size=48,
-        intermediate_size=80,
-        num_hidden_layers=2,
-        num_attention_heads=6,
-        num_key_value_heads=2,
-        max_position_embeddings=256,
-        **extra,
-    )
-    model_class = {"LlamaConfig": "LlamaForCausalLM", "Qwen2Config": "Qwen2ForCausalLM"}
-    model = getattr(transformers, model_class[config_class])(config)
-    generator = torch.Generator().manual_seed(7)
-    with torch.no_grad():
-        for name, param in model.named_parameters():
-            noise = torch.randn(param.shape, generator=generator)
-            if "norm" in name:
-                param.copy_(1 + 0.1 * noise)
-            elif param.dim() == 1:  # biases
-                param.copy_(0.5 * noise)
-            else:
-                fan_in = 1 if "embed" in name else param.shape[1]
-                param.copy_(noise / fan_in**0.5)
-    model.save_pretrained(folder)
 
 
 @pytest.fixture(scope="module", params=sorted(CONFIGS))
 def checkpoint(request, tmp_path_factory):
     pytest.importorskip("torch", reason="PyTorch not installed (extra 'runner')")
     folder = tmp_path_factory.mktemp(request.param)
-    _save_model(folder, request.param)
+    save_model(folder, request.param)
     return folder
 
 
@@ -168,7 +114,7 @@ def test_run_gpu_takes_a_checkpoint_folder(unit, solution, torch_cpu, tmp_path):
     from realdevice.cli import main
 
     folder = tmp_path / "qwen"
-    _save_model(folder, "qwen2-bias-tied")
+    save_model(folder, "qwen2-bias-tied")
     out = tmp_path / "run.json"
     argv = ["--trace", "mixed", "--model", str(folder), "--output", str(out)]
     assert main(argv, policies_module=solution, lab_dir=unit.lab_dir) == 0
@@ -191,7 +137,7 @@ def _broken(tmp_path, unit, solution, capsys, folder, expected):
 
 def test_bad_checkpoint_folders_get_one_sentence(unit, solution, torch_cpu, tmp_path, capsys):
     good = tmp_path / "good"
-    _save_model(good, "llama-llama3-rope")
+    save_model(good, "llama-llama3-rope")
     config = json.loads((good / "config.json").read_text(encoding="utf-8"))
 
     def variant(name, edit=None, drop=()):
