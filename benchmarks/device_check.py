@@ -4,7 +4,7 @@
 1. Calibrates a device profile (``run_gpu.py --calibrate``'s grid; affine and context-aware
    fits) and prints its held-out error, overall and per term.
 2. Decode throughput of the model at a few batch sizes and contexts against the roofline of
-   the device's memory bandwidth (``realdevice.roofline``).
+   the device's memory bandwidth (``realdevice.roofline``), and prefill throughput.
 3. In each unit, runs the reference policies on lesson traces with the unit's device fields
    (unit 08: KV pages, page size, budget) and the calibrated costs: a replay whose run file the
    grader verifies with measured timing, and a live run set against the calibrated simulation
@@ -54,6 +54,7 @@ FULL_RUNS = (
     ("unit08", ["--trace", "kv-pages", "--device-profile", "kv-64-pages", "--policy", "paged"]),
 )
 DECODE_POINTS = {"quick": ((1, 64), (8, 64)), "full": ((1, 1024), (32, 1024), (128, 1024))}
+PREFILL_POINTS = {"quick": (64,), "full": (512, 2048)}
 
 
 def parse_args(argv=None):
@@ -61,7 +62,11 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(prog="device_check.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="CPU/CI mode (default without CUDA)")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cuda" if cuda else "cpu")
-    parser.add_argument("--model", help="default: tiny with --quick, small otherwise")
+    parser.add_argument(
+        "--model",
+        help="a preset or a Hugging Face checkpoint folder (run_gpu.py --model); default: tiny "
+        "with --quick, small otherwise",
+    )
     parser.add_argument("--budget-s", type=float, default=240.0, help="stop trace runs after this")
     parser.add_argument("--output", type=Path, default=Path("runs") / "device-check.json")
     args = parser.parse_args(argv)
@@ -157,6 +162,14 @@ def main(argv=None) -> int:
             f"tok/s ({100 * point.fraction:.2f}%)"
         )
 
+    prefill = [roofline.prefill_point(real, n) for n in PREFILL_POINTS[mode]]
+    print("prefill throughput (one prompt, one chunk):")
+    for point in prefill:
+        print(
+            f"  {point.tokens:5d} tokens: step {point.step_ms:8.3f} ms, "
+            f"{point.tokens_per_s:12,.0f} tok/s"
+        )
+
     deadline = started + args.budget_s
     units = [
         check_unit(unit_id, flags, args, result.profile, deadline)
@@ -191,6 +204,7 @@ def main(argv=None) -> int:
         | {"perTerm": result.held["perTerm"]},
         "bandwidth": {"gbps": band.gbps, "source": band.source},
         "decode": [point.to_json() for point in decode],
+        "prefill": [point.to_json() for point in prefill],
         "units": units,
         "totalS": time.monotonic() - started,
     }

@@ -14,11 +14,12 @@ from dataclasses import dataclass
 import torch
 from servesim.rules import StepTerms, step_terms, transfer_terms
 
+from . import checkpoint
 from .config import MODELS, ModelConfig
 from .executor import Executor
 from .host_pool import HostPool
 from .kv_cache import PagedKVCache
-from .model import Transformer
+from .model import AttentionKind, Transformer
 from .timing import Stopwatch
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -54,26 +55,45 @@ class RealDevice:
         kv_pages: int | None = None,
         host_pages: int = 0,
         warmup: bool = True,
+        attention: str = AttentionKind.EXACT,
     ):
-        self.config = MODELS[model] if isinstance(model, str) else model
         self.device = torch.device(device)
         if self.device.type == "cuda" and not torch.cuda.is_available():
             raise RuntimeError("--device cuda: CUDA is not available on this machine")
-        self.dtype_name = dtype or ("bfloat16" if self.device.type == "cuda" else "float32")
+        self.checkpoint = None
+        if isinstance(model, str) and model not in MODELS:
+            self.checkpoint = checkpoint.load(model)
+        if self.checkpoint is not None:
+            self.config = self.checkpoint.config
+            on_cuda = self.checkpoint.dtype if self.device.type == "cuda" else "float32"
+            self.dtype_name = dtype or on_cuda
+        else:
+            self.config = MODELS[model] if isinstance(model, str) else model
+            self.dtype_name = dtype or ("bfloat16" if self.device.type == "cuda" else "float32")
         dt = DTYPES[self.dtype_name]
         if kv_pages is None:
             budget = DEFAULT_KV_BUDGET_BYTES.get(self.device.type, DEFAULT_KV_BUDGET_BYTES["cpu"])
             per_page = self.config.kv_bytes_per_token(torch.finfo(dt).bits // 8) * page_tokens
             kv_pages = max(1, budget // per_page)
-        self.model = Transformer.build(self.config, self.device, dt)
+        self.model = self._model(dt)
         self.cache = PagedKVCache(self.config, kv_pages, page_tokens, self.device, dt)
         host = HostPool(self.config, host_pages, self.cache) if host_pages else None
-        self.executor = Executor(self.model, self.cache, self.device, host)
+        self.executor = Executor(self.model, self.cache, self.device, host, attention)
         self.stopwatch = Stopwatch(self.device)
         self.submissions: list[Submission] = []
         self.deadline: float | None = None  # time.monotonic() after which execute refuses
         if warmup:
             self.warm_up()
+
+    def _model(self, dtype) -> Transformer:
+        if self.checkpoint is None:
+            return Transformer.build(self.config, self.device, dtype)
+        try:
+            return Transformer.from_weights(
+                self.config, self.checkpoint.weights(), self.device, dtype
+            )
+        except ValueError as exc:
+            raise checkpoint.CheckpointError(f"checkpoint {self.checkpoint.path}: {exc}") from None
 
     def add_requests(self, requests) -> None:
         for request in requests:
@@ -133,7 +153,12 @@ class RealDevice:
             "threads": torch.get_num_threads(),
             "dtype": self.dtype_name,
             "timing": self.stopwatch.method,
-            "model": self.config.to_json(),
+            "model": {
+                **self.config.to_json(),
+                "checkpoint": None
+                if self.checkpoint is None
+                else {"architecture": self.checkpoint.architecture, "dtype": self.checkpoint.dtype},
+            },
             "kvCache": {
                 "pageTokens": self.cache.page_tokens,
                 "pages": self.cache.pool.capacity,

@@ -31,6 +31,7 @@ from .backend import DTYPES
 from .config import MODELS
 from .executor import ExecutionError
 from .kv_cache import KVCacheFullError
+from .model import AttentionKind
 from .runner import MODES, RUNNERS, LiveModeError
 
 
@@ -46,9 +47,24 @@ def build_run_parser(lab):
     real = parser.add_argument_group("real device")
     real.add_argument("--mode", choices=MODES, default="replay", help="default: replay")
     real.add_argument("--device", choices=("cpu", "cuda"), help="default: cuda if available")
-    real.add_argument("--model", choices=sorted(MODELS), default="tiny", help="default: tiny")
     real.add_argument(
-        "--dtype", choices=sorted(DTYPES), help="default: float32 on cpu, bfloat16 on cuda"
+        "--model",
+        default="tiny",
+        metavar="PRESET_OR_FOLDER",
+        help=f"a preset with random weights ({', '.join(MODELS)}; default: tiny) or a local "
+        "Hugging Face checkpoint folder (config.json + *.safetensors; Llama, Qwen2, Mistral)",
+    )
+    real.add_argument(
+        "--dtype",
+        choices=sorted(DTYPES),
+        help="default: float32 on cpu; on cuda the checkpoint's dtype, bfloat16 for a preset",
+    )
+    real.add_argument(
+        "--attention",
+        choices=(AttentionKind.EXACT, AttentionKind.PADDED),
+        default=AttentionKind.EXACT,
+        help="exact (default): each sequence attends over its own keys only (packed; one fused "
+        "varlen call on CUDA); padded: groups of similar length padded to their widest",
     )
     real.add_argument("--page-tokens", type=int, help="KV page size (device pageTokens)")
     if "--kv-pages" not in parser._option_string_actions:

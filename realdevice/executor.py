@@ -15,6 +15,7 @@ request decodes on as if it had never left.
 
 from __future__ import annotations
 
+import itertools
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -23,7 +24,14 @@ import torch
 
 from .host_pool import HostPool
 from .kv_cache import PagedKVCache
-from .model import AttentionPlan, SegmentGroup, Transformer
+from .model import (
+    AttentionKind,
+    AttentionPlan,
+    PackedKeys,
+    SegmentGroup,
+    Transformer,
+    varlen_available,
+)
 
 MAX_GROUPS = 4  # attention calls per layer at most (see length_groups)
 
@@ -89,15 +97,33 @@ def length_groups(key_lengths: list[int], max_groups: int = MAX_GROUPS) -> list[
         ratio *= 2.0
 
 
+def shape_groups(shapes: list[tuple[int, int]]) -> list[list[int]]:
+    """Indices of the segments grouped by equal shape (query count, page count): nothing in a
+    group is padded beyond its own last page."""
+    groups: dict[tuple[int, int], list[int]] = {}
+    for i, shape in enumerate(shapes):
+        groups.setdefault(shape, []).append(i)
+    return list(groups.values())
+
+
 class ExecutionError(RuntimeError):
     """A batch the executor cannot run (unknown request, state out of step with the engine)."""
 
 
 class Executor:
     def __init__(
-        self, model: Transformer, cache: PagedKVCache, device, host: HostPool | None = None
+        self,
+        model: Transformer,
+        cache: PagedKVCache,
+        device,
+        host: HostPool | None = None,
+        attention: str = AttentionKind.EXACT,
     ):
         self.model = model
+        self.attention = attention  # AttentionKind: how segments share attention calls
+        self.varlen = attention == AttentionKind.EXACT and varlen_available(
+            torch.device(device), model.embed.weight.dtype
+        )
         self.cache = cache
         self.host = host  # where swapped-out requests' pages wait (None: the device cannot swap)
         self.device = torch.device(device)
@@ -193,17 +219,60 @@ class Executor:
             positions += range(seg.start, seg.start + len(seg.tokens))
             flat_slots += slots[seg.id]
             last_rows.append(len(rows) - 1)
+        key_lengths = [seg.start + len(seg.tokens) for seg in segments]
+        decode = varlen = None
+        if self.attention == AttentionKind.PADDED:
+            calls = length_groups(key_lengths)
+        elif self.varlen:
+            varlen, calls = self._packed(segments, offsets), []
+        else:
+            page = self.cache.page_tokens
+            shapes = [
+                (len(s.tokens), -(-k // page)) for s, k in zip(segments, key_lengths, strict=True)
+            ]
+            singles = [i for i, seg in enumerate(segments) if len(seg.tokens) == 1]
+            if singles:
+                decode = self._packed([segments[i] for i in singles], [offsets[i] for i in singles])
+            chunks = [i for i in range(len(segments)) if len(segments[i].tokens) > 1]
+            calls = [[chunks[j] for j in g] for g in shape_groups([shapes[i] for i in chunks])]
         groups = tuple(
             self._group([segments[i] for i in members], [offsets[i] for i in members])
-            for members in length_groups([seg.start + len(seg.tokens) for seg in segments])
+            for members in calls
         )
         dev = self.device
         plan = AttentionPlan(
             slots=torch.tensor(flat_slots, device=dev),
             groups=groups,
             last_rows=torch.tensor(last_rows, device=dev),
+            decode=decode,
+            varlen=varlen,
         )
         return torch.tensor(rows, device=dev), torch.tensor(positions, device=dev), plan
+
+    def _packed(self, segments: list[Segment], offsets: list[int]) -> PackedKeys:
+        """The segments' keys, packed (see ``model.PackedKeys``)."""
+        dev, page = self.device, self.cache.page_tokens
+        table = self.cache.block_tables([seg.id for seg in segments], dev)  # [D, P]
+        key_counts = [seg.start + len(seg.tokens) for seg in segments]
+        query_counts = [len(seg.tokens) for seg in segments]
+        lengths = torch.tensor(key_counts, device=dev)
+        owner = torch.repeat_interleave(torch.arange(len(segments), device=dev), lengths)
+        first = torch.cumsum(lengths, 0) - lengths  # packed index of each segment's first key
+        position = torch.arange(owner.shape[0], device=dev) - first[owner]
+        slots = table[owner, position // page] * page + position % page
+        rows = [o + n - 1 for o, n in zip(offsets, query_counts, strict=True)]
+        cumulative = lambda counts: torch.tensor(  # noqa: E731
+            [0, *itertools.accumulate(counts)], dtype=torch.int32, device=dev
+        )
+        return PackedKeys(
+            rows=torch.tensor(rows, device=dev),
+            key_slots=slots,
+            key_segment=owner,
+            cu_q=cumulative(query_counts),
+            cu_k=cumulative(key_counts),
+            max_q=max(query_counts),
+            max_k=max(key_counts),
+        )
 
     def _group(self, segments: list[Segment], offsets: list[int]) -> SegmentGroup:
         dev = self.device

@@ -1,8 +1,10 @@
 """A decoder-only transformer whose attention reads and writes a paged KV cache.
 
-RMSNorm before attention and MLP, rotary positions on queries and keys, grouped-query attention
-(``kv_heads`` K/V heads shared by ``heads`` query heads), SwiGLU MLP, untied output head.
-Weights are drawn from a fixed seed on the CPU, so every device gets the same model.
+RMSNorm before attention and MLP, rotary positions on queries and keys (frequencies scaled as
+the config says), grouped-query attention (``kv_heads`` K/V heads shared by ``heads`` query
+heads), SwiGLU MLP, output head tied to the embedding or not, optional projection biases: the
+Llama / Qwen2 / Mistral layout, so a checkpoint of that family loads as is (``checkpoint``).
+A preset's weights are drawn from a fixed seed on the CPU, so every device gets the same model.
 
 ``forward`` runs one batch of *segments*: each segment is a run of consecutive positions of one
 request (a prefill chunk, or the single token of a decode step). The K/V of the new positions
@@ -13,6 +15,7 @@ no-cache forward over one whole sequence, the reference the tests compare agains
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -24,7 +27,7 @@ from .config import ModelConfig
 
 @dataclass(frozen=True)
 class SegmentGroup:
-    """Segments of similar length that attend in one padded call.
+    """Segments that attend in one call (padded to the group's longest, where lengths differ).
 
     ``S`` segments, ``Q`` = longest segment, ``K`` = key columns gathered per segment (its
     pages, padded to the widest block table of the group).
@@ -38,17 +41,61 @@ class SegmentGroup:
 
 
 @dataclass(frozen=True)
+class PackedKeys:
+    """Segments attended in one packed pass, each over its own keys only.
+
+    Every segment's keys are gathered into one packed run (``key_slots``, tagged with their
+    segment by ``key_segment``): the work is the sum of the segments' own lengths, with no
+    padding and no call per segment. On the CPU it holds the decode segments (one query each,
+    ``rows``); on CUDA with ``torch.nn.attention.varlen`` it holds every segment of the batch
+    (queries are the token rows in order, ``cu_q`` / ``cu_k`` the cumulative lengths).
+    """
+
+    rows: torch.Tensor  # [D] token row of each segment's (last) query
+    key_slots: torch.Tensor  # [N] flat cache slot of every key of every segment
+    key_segment: torch.Tensor  # [N] which segment each key belongs to
+    cu_q: torch.Tensor | None = None  # [D + 1] int32 cumulative query counts (varlen only)
+    cu_k: torch.Tensor | None = None  # [D + 1] int32 cumulative key counts (varlen only)
+    max_q: int = 1
+    max_k: int = 1
+
+
+def varlen_available(device: torch.device, dtype: torch.dtype) -> bool:
+    """Whether torch's fused variable-length attention (flash) serves this device and dtype."""
+    if device.type != "cuda" or dtype not in (torch.float16, torch.bfloat16):
+        return False
+    try:
+        from torch.nn.attention.varlen import varlen_attn  # noqa: F401
+    except ImportError:
+        return False
+    return torch.cuda.get_device_capability(device) >= (8, 0)
+
+
+class AttentionKind:
+    """How the executor groups a batch's segments into attention calls (``AttentionPlan``)."""
+
+    # each segment attends over its own keys only, so its cost follows its own q_i and s_i
+    # (eq. 31.4): decode segments in one packed pass (PackedKeys), prefill chunks in calls of
+    # equal shape (query count, page count), padded at most to their own last page
+    EXACT = "exact"
+    # groups of similar key length (within a ratio, at most 4 groups) padded to their widest:
+    # the earlier path, kept as the reference the exact path is tested and benchmarked against
+    PADDED = "padded"
+
+
+@dataclass(frozen=True)
 class AttentionPlan:
     """Where a batch's tokens go in the cache and what each query may attend to.
 
-    Token rows are laid out segment after segment. Segments are split into groups of similar
-    key length so that a short request decoded next to a long one does not pay for the long
-    one's padding (a real paged-attention kernel pays for neither).
+    Token rows are laid out segment after segment; ``groups`` are the attention calls (see
+    ``AttentionKind`` for how segments are grouped).
     """
 
     slots: torch.Tensor  # [T] flat cache slot (page * page_tokens + offset) of each token
     groups: tuple[SegmentGroup, ...]
     last_rows: torch.Tensor  # [segments] token row of each segment's last token
+    decode: PackedKeys | None = None  # exact path: the decode segments (not in ``groups``)
+    varlen: PackedKeys | None = None  # exact path on CUDA: every segment, one fused call
 
 
 class RMSNorm(nn.Module):
@@ -63,10 +110,30 @@ class RMSNorm(nn.Module):
         return normed.to(x.dtype) * self.weight
 
 
-def apply_rotary(x: torch.Tensor, positions: torch.Tensor, theta: float) -> torch.Tensor:
+def rope_frequencies(config: ModelConfig, device=None) -> torch.Tensor:
+    """Float32 ``[head_dim / 2]`` rotary frequencies, scaled as ``config.rope`` says."""
+    dim, rope = config.head_dim, config.rope
+    exponents = torch.arange(0, dim, 2, dtype=torch.int64, device=device).float() / dim
+    inv_freq = 1.0 / (config.rope_theta**exponents)
+    if rope.kind == "linear":
+        return inv_freq / rope.factor
+    if rope.kind == "llama3":
+        low_wavelen = rope.original_max_positions / rope.low_freq_factor
+        high_wavelen = rope.original_max_positions / rope.high_freq_factor
+        wavelen = 2 * math.pi / inv_freq
+        scaled = torch.where(wavelen > low_wavelen, inv_freq / rope.factor, inv_freq)
+        smooth = (rope.original_max_positions / wavelen - rope.low_freq_factor) / (
+            rope.high_freq_factor - rope.low_freq_factor
+        )
+        smoothed = (1 - smooth) * scaled / rope.factor + smooth * scaled
+        medium = (wavelen >= high_wavelen) & (wavelen <= low_wavelen)
+        return torch.where(medium, smoothed, scaled)
+    return inv_freq
+
+
+def apply_rotary(x: torch.Tensor, positions: torch.Tensor, inv_freq: torch.Tensor) -> torch.Tensor:
     """Rotate ``x`` ``[T, heads, head_dim]`` by its absolute positions (half-split layout)."""
     half = x.shape[-1] // 2
-    inv_freq = theta ** (-torch.arange(half, device=x.device, dtype=torch.float32) / half)
     angles = positions.float()[:, None] * inv_freq[None, :]
     cos, sin = angles.cos()[:, None, :], angles.sin()[:, None, :]
     x1, x2 = x[..., :half].float(), x[..., half:].float()
@@ -78,17 +145,19 @@ class Attention(nn.Module):
         super().__init__()
         self.config = config
         hd = config.head_dim
-        self.wq = nn.Linear(config.d_model, config.heads * hd, bias=False)
-        self.wk = nn.Linear(config.d_model, config.kv_heads * hd, bias=False)
-        self.wv = nn.Linear(config.d_model, config.kv_heads * hd, bias=False)
-        self.wo = nn.Linear(config.heads * hd, config.d_model, bias=False)
+        bias = config.qkv_bias
+        self.wq = nn.Linear(config.d_model, config.heads * hd, bias=bias)
+        self.wk = nn.Linear(config.d_model, config.kv_heads * hd, bias=bias)
+        self.wv = nn.Linear(config.d_model, config.kv_heads * hd, bias=bias)
+        self.wo = nn.Linear(config.heads * hd, config.d_model, bias=config.out_bias)
 
     def _qkv(self, x, positions):
         c = self.config
         q = self.wq(x).view(-1, c.heads, c.head_dim)
         k = self.wk(x).view(-1, c.kv_heads, c.head_dim)
         v = self.wv(x).view(-1, c.kv_heads, c.head_dim)
-        return apply_rotary(q, positions, c.rope_theta), apply_rotary(k, positions, c.rope_theta), v
+        inv_freq = rope_frequencies(c, x.device)
+        return apply_rotary(q, positions, inv_freq), apply_rotary(k, positions, inv_freq), v
 
     def _grouped(self, q: torch.Tensor) -> torch.Tensor:
         """``[S, Q, heads, hd]`` -> ``[S, kv_heads, group * Q, hd]``: the query heads that share a
@@ -112,13 +181,56 @@ class Attention(nn.Module):
         q, k, v = self._qkv(x, positions)
         k_cache.view(-1, c.kv_heads, c.head_dim).index_copy_(0, plan.slots, k)
         v_cache.view(-1, c.kv_heads, c.head_dim).index_copy_(0, plan.slots, v)
-        if len(plan.groups) == 1:
+        if plan.varlen is not None:
+            out = self._attend_varlen(q, plan.varlen, k_cache, v_cache)
+        elif len(plan.groups) == 1 and plan.decode is None:
             out = self._attend(q, plan.groups[0], k_cache, v_cache)
         else:
             out = torch.empty_like(q)
             for group in plan.groups:
                 out.index_copy_(0, group.rows, self._attend(q, group, k_cache, v_cache))
+            if plan.decode is not None:
+                d = plan.decode
+                out.index_copy_(0, d.rows, self._attend_packed(q, d, k_cache, v_cache))
         return self.wo(out.reshape(-1, c.heads * c.head_dim))
+
+    def _attend_varlen(self, q, p: PackedKeys, k_cache, v_cache) -> torch.Tensor:
+        """``[T, heads, hd]``: the whole batch in one fused call over the packed keys (causal
+        mask aligned to each segment's last key, as flash attention aligns it)."""
+        from torch.nn.attention.varlen import varlen_attn
+
+        c = self.config
+        keys = k_cache.view(-1, c.kv_heads, c.head_dim)[p.key_slots]
+        values = v_cache.view(-1, c.kv_heads, c.head_dim)[p.key_slots]
+        return varlen_attn(
+            q.contiguous(),
+            keys,
+            values,
+            p.cu_q,
+            p.cu_k,
+            p.max_q,
+            p.max_k,
+            window_size=(-1, 0),
+            enable_gqa=True,
+        )
+
+    def _attend_packed(self, q, d: PackedKeys, k_cache, v_cache) -> torch.Tensor:
+        """``[D, heads, hd]``: each decode query over its own keys only, softmax per segment
+        by scatter (float32 accumulation)."""
+        c = self.config
+        group = c.heads // c.kv_heads
+        keys = k_cache.view(-1, c.kv_heads, c.head_dim)[d.key_slots].float()  # [N, kv, hd]
+        values = v_cache.view(-1, c.kv_heads, c.head_dim)[d.key_slots].float()
+        queries = q[d.rows].view(-1, c.kv_heads, group, c.head_dim).float()  # [D, kv, g, hd]
+        scores = torch.einsum("nkgd,nkd->nkg", queries[d.key_segment], keys) / c.head_dim**0.5
+        index = d.key_segment[:, None, None].expand_as(scores)
+        peak = torch.full(queries.shape[:3], -torch.inf, device=q.device)
+        peak = peak.scatter_reduce(0, index, scores, "amax")
+        weights = torch.exp(scores - peak[d.key_segment])  # [N, kv, g]
+        total = torch.zeros_like(peak).index_add_(0, d.key_segment, weights)
+        mixed = torch.einsum("nkg,nkd->nkgd", weights, values)
+        out = torch.zeros_like(queries).index_add_(0, d.key_segment, mixed) / total[..., None]
+        return out.reshape(-1, c.heads, c.head_dim).to(q.dtype)
 
     def _attend(self, q, g: SegmentGroup, k_cache, v_cache) -> torch.Tensor:
         """``[queries, heads, hd]`` attention output of one group, in ``g.rows`` order."""
@@ -146,9 +258,10 @@ class Attention(nn.Module):
 class SwiGLU(nn.Module):
     def __init__(self, config: ModelConfig):
         super().__init__()
-        self.gate = nn.Linear(config.d_model, config.d_ff, bias=False)
-        self.up = nn.Linear(config.d_model, config.d_ff, bias=False)
-        self.down = nn.Linear(config.d_ff, config.d_model, bias=False)
+        bias = config.mlp_bias
+        self.gate = nn.Linear(config.d_model, config.d_ff, bias=bias)
+        self.up = nn.Linear(config.d_model, config.d_ff, bias=bias)
+        self.down = nn.Linear(config.d_ff, config.d_model, bias=bias)
 
     def forward(self, x):
         return self.down(F.silu(self.gate(x)) * self.up(x))
@@ -171,6 +284,8 @@ class Transformer(nn.Module):
         self.blocks = nn.ModuleList(Block(config) for _ in range(config.layers))
         self.norm = RMSNorm(config.d_model, config.norm_eps)
         self.head = nn.Linear(config.d_model, config.vocab, bias=False)
+        if config.tie_embeddings:
+            self.head.weight = self.embed.weight
 
     @classmethod
     def build(cls, config: ModelConfig, device="cpu", dtype=torch.float32) -> Transformer:
@@ -187,6 +302,26 @@ class Transformer(nn.Module):
                     fan_in = param.shape[1] if param.dim() == 2 and "embed" not in name else 1
                     param.copy_(torch.randn(param.shape, generator=generator) / fan_in**0.5)
         return model.to(device=device, dtype=dtype).eval()
+
+    @classmethod
+    def from_weights(cls, config: ModelConfig, weights, device="cpu", dtype=torch.float32):
+        """The model with ``weights`` (name -> tensor, in this module's names, e.g. from
+        ``checkpoint.load``), cast to ``dtype`` on ``device``; every parameter must be given."""
+        with torch.device("meta"):
+            model = cls(config)
+        model = model.to_empty(device=device).to(dtype)
+        if config.tie_embeddings:
+            model.head.weight = model.embed.weight
+        with torch.no_grad():
+            for name, param in model.named_parameters():
+                given = weights[name]
+                if given.shape != param.shape:
+                    raise ValueError(
+                        f"weight {name} has shape {tuple(given.shape)}, the config implies "
+                        f"{tuple(param.shape)}"
+                    )
+                param.copy_(given)
+        return model.eval()
 
     @torch.no_grad()
     def forward(self, tokens, positions, plan: AttentionPlan, cache) -> torch.Tensor:

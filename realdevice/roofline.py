@@ -84,11 +84,12 @@ def _copy_gbps(device, mib: int, repeats: int = 5) -> float:
 
 
 def step_bytes(real, sequences: int, context: int) -> int:
-    """Bytes a decode step must read at least: the weights (but the embedding table) and the
-    cached K and V of every sequence."""
+    """Bytes a decode step must read at least: the weights (but the embedding table, unless the
+    output head shares it) and the cached K and V of every sequence."""
     config = real.config
     element = torch.finfo(real.cache.k.dtype).bits // 8
-    weights = (config.parameters - config.vocab * config.d_model) * element
+    lookup_only = 0 if config.tie_embeddings else config.vocab * config.d_model
+    weights = (config.parameters - lookup_only) * element
     return weights + sequences * context * config.kv_bytes_per_token(element)
 
 
@@ -101,3 +102,20 @@ def decode_point(real, sequences: int, context: int, band: Bandwidth, steps: int
     return DecodePoint(
         sequences, context, step_ms, 1000.0 * sequences / step_ms, sequences / roofline_s, needed
     )
+
+
+@dataclass(frozen=True)
+class PrefillPoint:
+    tokens: int  # one prompt of this many tokens, prefilled in one chunk
+    step_ms: float  # median measured step
+    tokens_per_s: float
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def prefill_point(real, tokens: int, repeats: int = 3) -> PrefillPoint:
+    """Measured prefill throughput: one fresh prompt of ``tokens`` in one chunk."""
+    samples, _ = measure(real, Grid((Shape(chunks=((tokens, 0),)),), repeats=repeats))
+    step_ms = statistics.median(s.measured_ms for s in samples)
+    return PrefillPoint(tokens, step_ms, 1000.0 * tokens / step_ms)

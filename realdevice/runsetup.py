@@ -147,4 +147,5 @@ def real_device(args, setup: RunSetup, *, calibrating: bool) -> RealDevice:
         page_tokens=profile.page_tokens,
         kv_pages=kv_pages,
         host_pages=profile.host_pages,
+        attention=args.attention,
     )

@@ -48,6 +48,7 @@ def _assert_report(printed: str, doc: dict, mode: str):
     for point in doc["decode"]:  # on CPU far below the bound; a GPU's caches may beat HBM
         assert point["tokens_per_s"] > 0 and point["fractionOfRoofline"] > 0
         assert mode == "full" or point["fractionOfRoofline"] < 1
+    assert doc["prefill"] and all(p["tokens_per_s"] > 0 for p in doc["prefill"])
     assert {entry["unit"] for entry in doc["units"]} == {"unit07", "unit08"}
     for entry in doc["units"]:
         for run in entry["runs"]:
@@ -55,7 +56,8 @@ def _assert_report(printed: str, doc: dict, mode: str):
             assert run["ttft"]["realMeanMs"] > 0 and run["ttft"]["simMeanMs"] > 0
             if entry["unit"] == "unit08":  # the real pool is the profile's M
                 assert run["kvPages"] in (64, 256) and run["maxKvPagesHeld"] <= run["kvPages"]
-    for text in ("held-out steps", "per term", "roofline", "TTFT real", "ITL  real", "verified"):
+    printed_texts = ("held-out steps", "per term", "roofline", "prefill throughput", "TTFT real")
+    for text in (*printed_texts, "ITL  real", "verified"):
         assert text in printed, text
 
 
@@ -63,6 +65,19 @@ def test_quick_mode_runs_on_cpu(tmp_path, torch_cpu):
     printed, doc = _check(tmp_path, "--quick", "--device", "cpu", timeout=280)
     _assert_report(printed, doc, "quick")
     assert doc["realDevice"]["model"]["name"] == "tiny"
+
+
+def test_quick_mode_takes_a_checkpoint_folder(tmp_path, torch_cpu):
+    """``--model FOLDER``: a small Qwen2 saved by transformers, checked end to end on CPU."""
+    from hf_tiny import save_model
+
+    folder = tmp_path / "qwen2-tiny"
+    save_model(folder, "qwen2-bias-tied")
+    printed, doc = _check(
+        tmp_path, "--quick", "--device", "cpu", "--model", str(folder), timeout=280
+    )
+    _assert_report(printed, doc, "quick")
+    assert doc["realDevice"]["model"]["checkpoint"]["architecture"] == "Qwen2ForCausalLM"
 
 
 def test_every_full_mode_run_resolves(torch_cpu):

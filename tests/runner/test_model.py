@@ -12,7 +12,7 @@ LOGIT_ATOL = 1e-4
 PROMPT, STEPS = 11, 6
 
 
-def _device(torch_cpu, page_tokens=2, pages=64):
+def _device(torch_cpu, page_tokens=2, pages=64, attention="exact"):
     from realdevice.config import MODELS
     from realdevice.executor import Executor
     from realdevice.kv_cache import PagedKVCache
@@ -20,7 +20,8 @@ def _device(torch_cpu, page_tokens=2, pages=64):
 
     config = MODELS["tiny"]
     model = _device.cache.setdefault(config, Transformer.build(config))
-    return Executor(model, PagedKVCache(config, pages, page_tokens), "cpu")
+    cache = PagedKVCache(config, pages, page_tokens)
+    return Executor(model, cache, "cpu", attention=attention)
 
 
 _device.cache = {}
@@ -150,3 +151,63 @@ def test_length_groups_bound_padding_and_calls(torch_cpu):
     assert len(groups) <= 4
     assert length_groups([5, 6, 7, 9]) == [[0, 1, 2, 3]]  # within 2x: one call
     assert length_groups([1, 100]) == [[0], [1]]
+
+
+def test_per_sequence_attention_equals_the_padded_groups(torch_cpu):
+    """The exact path (each segment over its own keys) gives the padded path's logits on a mix
+    of long and short contexts, chunks and decodes, whose groups pad short ones."""
+    from servesim import Batch, PrefillChunk
+
+    prompts = {"long": 40, "s1": 2, "s2": 5, "s3": 1, "mid": 13}
+    runs = {kind: _device(torch_cpu, page_tokens=3, attention=kind) for kind in ("exact", "padded")}
+    logits = {kind: [] for kind in runs}
+    for kind, ex in runs.items():
+        for rid, n in prompts.items():
+            ex.add_request(rid, n, 8)
+        ex.run(Batch(prefill=(PrefillChunk("long", 40), PrefillChunk("s1", 2))))
+        logits[kind].append(dict(ex.last_logits))
+        chunks = (PrefillChunk("s2", 5), PrefillChunk("s3", 1), PrefillChunk("mid", 7))
+        ex.run(Batch(decode=("long", "s1"), prefill=chunks))
+        logits[kind].append(dict(ex.last_logits))
+        ex.run(Batch(decode=("long", "s1", "s2", "s3"), prefill=(PrefillChunk("mid", 6),)))
+        logits[kind].append(dict(ex.last_logits))
+        for _ in range(4):
+            ex.run(Batch(decode=tuple(prompts)))
+            logits[kind].append(dict(ex.last_logits))
+    assert len(logits["exact"]) == 7
+    for exact, padded in zip(logits["exact"], logits["padded"], strict=True):
+        assert exact.keys() == padded.keys()
+        for rid in exact:
+            assert (exact[rid] - padded[rid]).abs().max().item() <= LOGIT_ATOL
+    assert all(runs["exact"].generated(r) == runs["padded"].generated(r) for r in prompts)
+
+
+def test_fused_varlen_attention_on_cuda_equals_the_padded_groups():
+    """CUDA twin of the test above: the one fused ``varlen_attn`` call per layer (float16)."""
+    import torch
+
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU (torch.cuda.is_available() is False)")
+    from realdevice.backend import RealDevice
+    from realdevice.model import varlen_available
+    from servesim import Batch, PrefillChunk
+
+    if not varlen_available(torch.device("cuda"), torch.float16):
+        pytest.skip("torch.nn.attention.varlen (flash, sm80+) is not available")
+    runs = {
+        kind: RealDevice("tiny", device="cuda", dtype="float16", page_tokens=4, attention=kind)
+        for kind in ("exact", "padded")
+    }
+    assert runs["exact"].executor.varlen and not runs["padded"].executor.varlen
+    out = {}
+    for kind, real in runs.items():
+        ex = real.executor
+        for rid, n in {"long": 70, "a": 3, "b": 9}.items():
+            ex.add_request(rid, n, 6)
+        ex.run(Batch(prefill=(PrefillChunk("long", 70), PrefillChunk("a", 3))))
+        ex.run(Batch(decode=("long", "a"), prefill=(PrefillChunk("b", 5),)))
+        ex.run(Batch(decode=("long", "a"), prefill=(PrefillChunk("b", 4),)))
+        ex.run(Batch(decode=("long", "a", "b")))
+        out[kind] = dict(ex.last_logits)
+    for rid in out["exact"]:
+        assert (out["exact"][rid] - out["padded"][rid]).abs().max().item() <= 2e-2
