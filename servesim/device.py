@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, fields
 
 from . import rules
 from .batch import Batch
+from .fields import unknown_field_message
 
 
 @dataclass(frozen=True)
@@ -56,9 +57,8 @@ class DeviceProfile:
     @classmethod
     def from_json(cls, doc: Mapping, source: str = "device profile") -> DeviceProfile:
         names = {_camel(f.name): f.name for f in fields(cls)}
-        unknown = sorted(set(doc) - set(names))
-        if unknown:
-            raise ValueError(f"{source}: unknown field(s) {', '.join(unknown)}")
+        if unknown := unknown_field_message(doc, names):
+            raise ValueError(f"{source}: {unknown}")
         profile = cls(**{names[k]: v for k, v in doc.items()})
         profile.check(source)
         return profile
