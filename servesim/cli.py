@@ -124,7 +124,7 @@ def device_from_args(lab: LabConfig, args) -> DeviceProfile:
         if not isinstance(doc, dict):
             raise UsageError(f"device profile {path}: must be a JSON object")
         try:
-            device = DeviceProfile.from_json(doc.get("device", doc), source=str(path))
+            device = DeviceProfile.from_file(doc, source=str(path))
         except (TypeError, ValueError) as exc:
             raise UsageError(str(exc)) from None
     if args.overhead_ms is not None:
