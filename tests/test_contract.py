@@ -114,6 +114,7 @@ def test_published_trace_schema_refuses_unknown_fields(unit_id):
 
 # -- what a policy returns --------------------------------------------------------------------
 
+IMPORTS = "from servesim import Batch, PrefillChunk"
 _HEAD = "head = view.waiting[0]"
 BROKEN = {
     "float tokens": (
@@ -182,7 +183,7 @@ def test_broken_policy_answer_is_one_sentence(contract_lab, case):
     original = policies.read_text(encoding="utf-8")
     try:
         policies.write_text(
-            f"{original}\n\nfrom servesim import Batch, PrefillChunk\n\n\ndef fcfs(view):\n    {body}\n",
+            f"{original}\n\n{IMPORTS}\n\n\ndef fcfs(view):\n    {body}\n",
             encoding="utf-8",
         )
         done = simulate_cli(contract_lab, "--trace", "mixed", "--policy", "fcfs")
