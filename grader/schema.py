@@ -25,6 +25,8 @@ import sys
 from functools import cache
 from pathlib import Path
 
+from servesim.fields import unknown_field_message
+
 SCHEMA_DIR = Path(__file__).with_name("schemas")
 
 
@@ -111,8 +113,8 @@ def _where(where: str, path) -> str:
 def _message(error, where: str) -> str:
     schema, path = error.schema, list(error.absolute_path)
     if error.validator == "additionalProperties":
-        extra = sorted(set(error.instance) - set(schema.get("properties", {})))
-        return f"{_where(where, path)}: unknown field(s) {', '.join(map(str, extra))}"
+        message = unknown_field_message(error.instance, schema.get("properties", {}))
+        return f"{_where(where, path)}: {message or error.message}"
     if error.validator == "required":
         missing = [key for key in error.validator_value if key not in error.instance]
         template = schema.get("x-missing", "field '{field}' is missing")

@@ -49,6 +49,7 @@ class Arrivals:
 
     def __init__(self, trace: Trace | None = None, closed: ClosedLoop | None = None):
         self.sequences: list[Sequence] = []  # every request created so far, in order
+        self.ids: set[str] = set()  # their ids: what a batch may name at all
         self._heap: list[tuple[float, int, Sequence]] = []
         self._closed = closed
         self._user: dict[str, int] = {}
@@ -93,6 +94,7 @@ class Arrivals:
 
     def _push(self, seq: Sequence) -> None:
         self.sequences.append(seq)
+        self.ids.add(seq.id)
         heapq.heappush(self._heap, (seq.arrival_ms, seq.order, seq))
 
 

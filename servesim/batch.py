@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 
 
@@ -36,11 +37,13 @@ class Batch:
     swap_in: tuple[str, ...] = ()
 
     def __post_init__(self):
-        # Accept lists from policy code; keep the batch immutable.
+        # Accept lists (any iterable) from policy code; keep the batch immutable. A string or
+        # something that is no iterable stays as given: ``servesim.contract`` names it.
         for name in _MEMBERS:
             value = getattr(self, name)
-            if type(value) is not tuple:
-                object.__setattr__(self, name, tuple(value))
+            if type(value) is not tuple and not isinstance(value, (str, bytes)):
+                with contextlib.suppress(TypeError):
+                    object.__setattr__(self, name, tuple(value))
 
     @classmethod
     def decode_of(cls, seqs) -> Batch:

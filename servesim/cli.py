@@ -10,6 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from . import contract
 from .compact import compact_run, expand_run, is_compact
 from .device import DeviceProfile
 from .engine import PolicyError, simulate
@@ -123,7 +124,7 @@ def device_from_args(lab: LabConfig, args) -> DeviceProfile:
         if not isinstance(doc, dict):
             raise UsageError(f"device profile {path}: must be a JSON object")
         try:
-            device = DeviceProfile.from_json(doc.get("device", doc), source=str(path))
+            device = DeviceProfile.from_file(doc, source=str(path))
         except (TypeError, ValueError) as exc:
             raise UsageError(str(exc)) from None
     if args.overhead_ms is not None:
@@ -131,15 +132,28 @@ def device_from_args(lab: LabConfig, args) -> DeviceProfile:
     return device
 
 
-def _named(function, lab: LabConfig | None = None):
+def _named(function, lab: LabConfig | None = None, check=None):
     """``function`` with a stub's ``NotImplementedError`` turned into a ``PolicyError`` that
-    names the unfinished function (``servesim.stubs``)."""
+    names the unfinished function (``servesim.stubs``); ``check(answer)`` (``servesim.contract``)
+    turns an answer that breaks its contract into a ``PolicyError`` naming the function."""
 
     def call(*args, **kwargs):
+        guarded = contract.GUARD.who is None  # the engine guards a policy's view itself
+        if guarded:
+            contract.GUARD.start(f"{function.__name__}()")
+        broken = None
         try:
-            return function(*args, **kwargs)
+            answer = function(*args, **kwargs)
         except NotImplementedError as exc:
             raise PolicyError(unfinished(exc, lab)) from None
+        finally:
+            if guarded:
+                broken = contract.GUARD.stop()
+        if broken is not None:
+            raise PolicyError(broken)
+        if check is not None and (problem := check(answer)) is not None:
+            raise PolicyError(contract.sentence(f"{function.__name__}()", problem))
+        return answer
 
     return call
 
@@ -166,7 +180,9 @@ def selected_policies(lab: LabConfig, policies_module, selected: str, args, over
 
 def admit_hook(spec, policies_module, lab: LabConfig | None = None):
     """The policy's admission function (unit.yaml ``admit:``), or None."""
-    return _named(getattr(policies_module, spec.admit), lab) if spec.admit else None
+    if not spec.admit:
+        return None
+    return _named(getattr(policies_module, spec.admit), lab, contract.admit_problem)
 
 
 def run_policies(
@@ -183,7 +199,7 @@ def run_policies(
     for spec, params, policy in chosen:
         run = run_one(spec, params, trace, device, fmt, False) if run_one and not fault else None
         if run is None:
-            timeline = simulate(trace, policy, device)
+            timeline = simulate(trace, policy, device, name=spec.function)
             run = in_format(build_run(spec.name, params, device, timeline, fault), timeline, fmt)
         runs.append(run)
     return runs
@@ -228,6 +244,7 @@ def run_extended(lab: LabConfig, policies_module, setup: Setup, args, run_one=No
                 queue_cap=limits["queueCap"],
                 admit=admit_hook(spec, policies_module, lab),
                 closed=setup.closed,
+                name=spec.function,
             )
         except PolicyError as exc:  # with --policy all, say which policy broke a rule
             raise PolicyError(f"policy {spec.name}: {exc}") from None

@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, fields
 
 from . import rules
 from .batch import Batch
+from .fields import unknown_field_message
 
 
 @dataclass(frozen=True)
@@ -56,12 +57,24 @@ class DeviceProfile:
     @classmethod
     def from_json(cls, doc: Mapping, source: str = "device profile") -> DeviceProfile:
         names = {_camel(f.name): f.name for f in fields(cls)}
-        unknown = sorted(set(doc) - set(names))
-        if unknown:
-            raise ValueError(f"{source}: unknown field(s) {', '.join(unknown)}")
+        if unknown := unknown_field_message(doc, names):
+            raise ValueError(f"{source}: {unknown}")
         profile = cls(**{names[k]: v for k, v in doc.items()})
         profile.check(source)
         return profile
+
+    @classmethod
+    def from_file(cls, doc: Mapping, source: str = "device profile") -> DeviceProfile:
+        """A profile file: the profile itself, or ``{"device": PROFILE}`` with a
+        ``description`` and (calibrated profiles, ``run_gpu.py --calibrate``) a
+        ``calibration``; any other field is refused like a profile's own."""
+        if "device" not in doc:
+            return cls.from_json(doc, source)
+        if unknown := unknown_field_message(doc, PROFILE_FILE_FIELDS):
+            raise ValueError(f"{source}: {unknown}")
+        if not isinstance(doc["device"], Mapping):
+            raise ValueError(f"{source}: field 'device' must be a JSON object")
+        return cls.from_json(doc["device"], source)
 
     def check(self, source: str = "device profile") -> None:
         for name in (
@@ -91,6 +104,7 @@ class DeviceProfile:
         return self.host_pages > 0
 
 
+PROFILE_FILE_FIELDS = ("description", "device", "calibration")
 _COSTS_OMITTED_WHEN_ZERO = (
     "prefill_ms_per_context_token",
     "decode_ms_per_context_token",

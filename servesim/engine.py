@@ -10,20 +10,17 @@ The device rules (cost of a step, KV pages, caps, the token rule) are in ``rules
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import FrozenInstanceError, dataclass
 
-from . import rules
+from . import contract, rules
 from .arrivals import Arrivals, ClosedLoop, realised_trace
 from .batch import Batch
+from .contract import GUARD, PolicyError
 from .device import DeviceProfile
 from .sequence import Phase, Sequence
 from .state import EngineState
 from .trace import Trace
 from .view import SchedulerView
-
-
-class PolicyError(RuntimeError):
-    """The policy returned something the device cannot run; the message says what."""
 
 
 @dataclass(slots=True)  # not frozen: one per step, and frozen fields are slow to set
@@ -66,6 +63,7 @@ def simulate(
     queue_cap: int | None = None,
     admit: Admit | None = None,
     closed: ClosedLoop | None = None,
+    name: str | None = None,
 ) -> Timeline:
     """Run ``policy`` until every request has completed, been rejected or been cancelled.
 
@@ -74,7 +72,10 @@ def simulate(
     then advances by that instead of by the device model. ``Event.work_ms`` keeps the model's
     figure. ``budget`` (B) is checked on every step; ``queue_cap``, ``admit`` and the device's
     page pool may reject a request at arrival; ``closed`` replaces the trace's arrivals.
+    ``name``: the policy's function, which a broken contract's message names
+    (``servesim.contract``).
     """
+    who = f"{name}()" if name else "the policy"
     arrivals = Arrivals(trace, closed)
     state = EngineState(device, arrivals, budget)
     needs_context = execute is not None or rules.reads_context(device)
@@ -91,8 +92,12 @@ def simulate(
                 clock, previous = max(clock, arrivals.next_ms()), None
             continue
 
-        batch = policy(view)
-        starts = check_batch(batch, view)
+        steps = len(events)
+        if steps < GUARDED_STEPS or steps % GUARD_EVERY == 0:
+            batch = _ask(policy, view, who)
+        else:
+            batch = policy(view)
+        starts = check_batch(batch, view, who=who, known=arrivals.ids)
         context = _context(batch, state.live) if needs_context or batch.moved else {}
         work = device.work_ms(batch, context)
         if execute is None:
@@ -107,16 +112,43 @@ def simulate(
     return Timeline(seqs, tuple(events), realised_trace(trace, closed, seqs))
 
 
+# Guarding a call costs microseconds (the sequences' attribute assignment is swapped in and
+# out), so the engine guards the first steps of a run and then one step in every thousand: a
+# policy that changes its view does it on most calls, and is stopped at its first change.
+GUARDED_STEPS = 1000
+GUARD_EVERY = 1000
+
+
+def _ask(policy: Policy, view: SchedulerView, who: str) -> Batch:
+    """``policy(view)`` while the view's sequences refuse changes (``contract.GUARD``): a
+    policy that changes its view is stopped, even if it catches the error."""
+    GUARD.start(who)
+    try:
+        batch = policy(view)
+    except FrozenInstanceError as exc:  # the view, a batch or a chunk: all frozen
+        raise PolicyError(contract.changed_view(who, str(exc))) from None
+    finally:
+        broken = GUARD.stop()
+    if broken is not None:
+        raise PolicyError(broken)
+    return batch
+
+
 def _context(batch: Batch, live) -> dict[str, int]:
     """The cached positions of each request in ``batch`` and each it swaps (what calibrated
     costs and transfers read)."""
     return {rid: live[rid].context_tokens for rid in (*batch.ids, *batch.moved)}
 
 
-def check_batch(batch, view: SchedulerView) -> tuple[int, ...]:
-    """Raise ``PolicyError`` unless ``batch`` can run now; return each chunk's first token index."""
-    if not isinstance(batch, Batch):
-        raise PolicyError(f"the policy must return a Batch, got {type(batch).__name__}")
+def check_batch(batch, view: SchedulerView, who: str = "the policy", known=None) -> tuple[int, ...]:
+    """Raise ``PolicyError`` unless ``batch`` can run now; return each chunk's first token index.
+
+    ``who`` names the policy in the message of a broken contract (wrong types, ids of no
+    request); ``known`` holds the id of every request of the run so far (None: not checked).
+    """
+    problem = contract.batch_problem(batch)
+    if problem is not None:
+        raise PolicyError(contract.sentence(who, problem))
     if not batch.decode and not batch.prefill:  # a step that only moves pages is empty too
         raise PolicyError(f"empty batch {_at(view)} although work is waiting")
     ids = [*batch.ids, *batch.preempt, *batch.swap_out]
@@ -127,6 +159,16 @@ def check_batch(batch, view: SchedulerView) -> tuple[int, ...]:
     live = view.live
     if live is None:
         live = {s.id: s for s in (*view.waiting, *view.running, *view.swapped)}
+    try:
+        return _check_members(batch, view, live)
+    except PolicyError:
+        if known is not None:  # a refused id that names no request at all says so instead
+            _check_known(batch, live, known, who)
+        raise
+
+
+def _check_members(batch: Batch, view: SchedulerView, live) -> tuple[int, ...]:
+    """``check_batch`` for a batch of the right types: what each member asks is allowed."""
     for rid in batch.preempt:
         if rid not in live or not live[rid].holds_kv:
             raise PolicyError(f"preempt of '{rid}' {_at(view)}: it holds no KV cache")
@@ -166,6 +208,17 @@ def check_batch(batch, view: SchedulerView) -> tuple[int, ...]:
     if problem is not None:
         raise PolicyError(f"batch {_at(view)}: {problem}")
     return tuple(starts)
+
+
+def _check_known(batch: Batch, live, known, who: str) -> None:
+    """Every id the batch names is a request of the run (arrived or not)."""
+    for member in ("decode", "preempt", "swap_out", "swap_in"):
+        for rid in getattr(batch, member):
+            if rid not in live and rid not in known:
+                raise PolicyError(contract.sentence(who, contract.unknown_id(member, rid)))
+    for chunk in batch.prefill:
+        if chunk.id not in live and chunk.id not in known:
+            raise PolicyError(contract.sentence(who, contract.unknown_id("prefill", chunk.id)))
 
 
 def _at(view: SchedulerView) -> str:

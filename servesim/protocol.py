@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .arrivals import THINK_KINDS, ClosedLoop
+from .fields import unknown_field_message
 from .load import Burst, open_loop
 from .trace import Trace
 
@@ -220,10 +221,9 @@ class _Fields:
         raise ProtocolError(f"{self.where}: field '{name}' {what}, got {self.doc.get(key)!r}")
 
     def only(self, allowed) -> None:
-        unknown = sorted(set(self.doc) - set(allowed))
-        if unknown:
-            where = f" in '{self.path}'" if self.path else ""
-            raise ProtocolError(f"{self.where}: unknown field(s){where}: {', '.join(unknown)}")
+        if unknown := unknown_field_message(self.doc, allowed):
+            where = f"'{self.path}': " if self.path else ""
+            raise ProtocolError(f"{self.where}: {where}{unknown}")
 
     def need(self, key: str):
         if key not in self.doc:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .device import DeviceProfile
+from .fields import unknown_field_message
 
 FIELDS = (
     "name",
@@ -65,9 +66,8 @@ def check_budget(budget: int | None, device: DeviceProfile, where: str) -> None:
 def parse_tier(doc, where: str, policies: tuple[str, ...] | None = None) -> Tier:
     if not isinstance(doc, dict):
         raise TierError(f"{where}: must be a JSON object")
-    unknown = sorted(set(doc) - set(FIELDS))
-    if unknown:
-        raise TierError(f"{where}: unknown field(s) {', '.join(unknown)}")
+    if unknown := unknown_field_message(doc, FIELDS):
+        raise TierError(f"{where}: {unknown}")
     for key in ("name", "policy", "pricePerHour", "qualityPassRate", "device"):
         if key not in doc:
             raise TierError(f"{where}: field '{key}' is missing")

@@ -4,8 +4,9 @@ A trace is JSON: ``{"name", "description", "requests": [{"id", "arrivalMs", "inp
 "outputTokens"}, ...]}``. Unit 08 adds three optional request fields: ``maxOutputTokens`` (the
 declared maximum a reservation counts, an integer >= outputTokens, default outputTokens),
 ``deadlineMs`` (a number > 0, relative to arrival, on the first token) and ``tenant`` (a
-non-empty string). Other extra fields are kept but not used. Every problem is reported as one
-``TraceError`` that names the trace, the request and the field.
+non-empty string). Any other field is refused, with the known field it probably misspells
+(``fields.py``): a typo must not quietly change what a trace means. Every problem is reported
+as one ``TraceError`` that names the trace, the request and the field.
 """
 
 from __future__ import annotations
@@ -15,6 +16,13 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
+
+from .fields import unknown_field_message
+
+TRACE_FIELDS = ("name", "description", "requests")
+REQUIRED_FIELDS = ("id", "arrivalMs", "inputTokens", "outputTokens")
+REQUEST_FIELDS = (*REQUIRED_FIELDS, "maxOutputTokens", "deadlineMs", "tenant")
+_REQUEST_FIELDS = frozenset(REQUEST_FIELDS)
 
 
 class TraceError(ValueError):
@@ -42,7 +50,7 @@ class Trace:
     name: str
     description: str
     requests: tuple[Request, ...]
-    raw: dict = field(repr=False, compare=False)  # the validated document, extra fields kept
+    raw: dict = field(repr=False, compare=False)  # the validated document
 
 
 def _is_int(value) -> bool:
@@ -57,6 +65,8 @@ def parse_trace(doc, source: str = "trace") -> Trace:
     """Validate a decoded trace document and return it as a ``Trace``."""
     if not isinstance(doc, dict):
         raise TraceError(f"{source}: the top level must be an object with a 'requests' list")
+    if unknown := unknown_field_message(doc, TRACE_FIELDS):
+        raise TraceError(f"{source}: {unknown}")
     requests = doc.get("requests")
     if not isinstance(requests, list) or not requests:
         raise TraceError(f"{source}: field 'requests' must be a non-empty list")
@@ -77,7 +87,7 @@ def parse_trace(doc, source: str = "trace") -> Trace:
             raise TraceError(f"{source}: request #{index}: field 'id' must be a non-empty string")
         if rid in seen:
             raise TraceError(
-                f"{_where(source, rid, index)}: field 'id' duplicates an earlier request"
+                f"{_where(source, rid)} (#{index}): field 'id' duplicates an earlier request"
             )
         seen.add(rid)
         arrival = item.get("arrivalMs")
@@ -91,19 +101,22 @@ def parse_trace(doc, source: str = "trace") -> Trace:
             and _is_int(output)
             and output >= 1
         ):
-            _invalid_request(item, _where(source, rid, index))
-        # unit 08's optional fields (and extra ones) make a request longer than its four
-        extra = _unit08(item, _where(source, rid, index)) if len(item) > 4 else {}
+            _invalid_request(item, _where(source, rid))
+        # unit 08's optional fields (or unknown ones) make a request longer than its four
+        extra = _unit08(item, _where(source, rid)) if len(item) > 4 else {}
         parsed.append(Request(rid, float(arrival), prompt, output, **extra))
     return Trace(name=name, description=description, requests=tuple(parsed), raw=doc)
 
 
-def _where(source: str, rid: str, index: int) -> str:
-    return f"{source}: request '{rid}' (#{index})"
+def _where(source: str, rid: str) -> str:
+    return f"{source}: request '{rid}'"
 
 
 def _invalid_request(item: dict, where: str) -> None:
-    """Raise the error for the first problem of a request's required fields."""
+    """Raise the error for the first problem of a request's required fields (an unknown
+    field first: ``inputTokns`` is a typo before it is a missing ``inputTokens``)."""
+    if unknown := unknown_field_message(item, REQUEST_FIELDS):
+        raise TraceError(f"{where}: {unknown}")
     for key in ("arrivalMs", "inputTokens", "outputTokens"):
         if key not in item:
             raise TraceError(f"{where}: field '{key}' is missing")
@@ -119,7 +132,11 @@ def _invalid_request(item: dict, where: str) -> None:
 
 
 def _unit08(item: dict, where: str) -> dict:
-    """The optional unit 08 fields of one request, validated."""
+    """The optional unit 08 fields of one request, validated; any other field is refused."""
+    if not _REQUEST_FIELDS.issuperset(item) and (
+        unknown := unknown_field_message(item, REQUEST_FIELDS)
+    ):
+        raise TraceError(f"{where}: {unknown}")
     extra = {}
     if "maxOutputTokens" in item:
         value, least = item["maxOutputTokens"], item["outputTokens"]

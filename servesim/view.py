@@ -38,7 +38,9 @@ class Tally:
 
 @dataclass(frozen=True)
 class SchedulerView:
-    """What a policy sees at a decision point. Treat every sequence in it as read-only.
+    """What a policy sees at a decision point. Every sequence in it is read-only: a policy that
+    changes one is stopped (``contract.Guard``; the engine watches the first thousand steps of
+    a run and one in every thousand after).
 
     ``waiting``: arrived, prefill not finished, in queue order: preempted sequences at the front
     (the latest preemption first: the engine puts each victim of a batch at the front in turn,

@@ -29,6 +29,26 @@ CASES = {
     "duplicate id": (trace_with(id="A"), ["'A'", "#2", "duplicates"]),
     "invalid json": ('{"requests": [', ["not valid JSON"]),
     "no requests": ({"name": "empty", "requests": []}, ["requests"]),
+    "misspelt deadline": (
+        trace_with(deadlinMs=5),
+        ["request 'B': unknown field 'deadlinMs' (did you mean 'deadlineMs'?)"],
+    ),
+    "misspelt declared maximum": (
+        trace_with(maxOutputTokns=4),
+        ["request 'B': unknown field 'maxOutputTokns' (did you mean 'maxOutputTokens'?)"],
+    ),
+    "misspelt required field": (
+        trace_with(inputTokens=..., inputTokns=2),
+        ["request 'B': unknown field 'inputTokns' (did you mean 'inputTokens'?)"],
+    ),
+    "misspelt top-level field": (
+        {"name": "bad", "descripton": "x", "requests": [GOOD]},
+        ["unknown field 'descripton' (did you mean 'description'?)"],
+    ),
+    "unknown field, nothing close": (
+        trace_with(colour="red"),
+        ["request 'B': unknown field 'colour' (known: arrivalMs, deadlineMs, id,"],
+    ),
 }
 
 

@@ -12,10 +12,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 import tempfile
 import zipfile
 from pathlib import Path
 
+from ..diagnosis.catalogue import FILE as CATALOGUE
 from ..labfolder import lab_files, tree
 from ..units import CODE_ROOT, Unit
 
@@ -72,8 +74,10 @@ def autograder_files(unit: Unit) -> dict[str, Path]:
 
     The bundle unpacks to ``/autograder/source`` with the code root's layout (``grader/``,
     ``servesim/`` and the unit's other engine packages) and the course root's
-    (``labs/<unit>/unit.yaml``, the unit's own lab files, ``traces/<unit>/{hidden,golden}``),
-    so the grader assembles the lab folder and finds the unit there exactly as at home.
+    (``labs/<unit>/unit.yaml``, the catalogue of mistakes ``diagnoses.yaml``, the unit's own lab
+    files, ``traces/<unit>/{hidden,golden}``), so the grader assembles the lab folder and finds
+    the unit there exactly as at home, and says the same. The mutants the catalogue names stay
+    out: each is a solution with one mistake in it.
     """
     files: dict[str, Path] = {}
     for package in dict.fromkeys((*BUNDLE_CODE, *unit.engine_packages)):
@@ -82,6 +86,9 @@ def autograder_files(unit: Unit) -> dict[str, Path]:
     for folder in (unit.lab_dir, unit.traces_dir / "hidden", unit.traces_dir / "golden"):
         files.update(_tree(folder, root))
     files[f"labs/{unit.id}/unit.yaml"] = unit.unit_dir / "unit.yaml"
+    catalogue = unit.unit_dir / CATALOGUE
+    if catalogue.is_file():
+        files[f"labs/{unit.id}/{CATALOGUE}"] = catalogue
     for name in ("setup.sh", "run_autograder"):
         files[name] = AUTOGRADER_SCRIPTS / name
     return files
@@ -104,13 +111,35 @@ def build_autograder_zip(unit: Unit, dest: Path) -> Path:
     files = autograder_files(unit)
     extra = {
         "requirements.txt": requirements(),
-        "autograder.json": json.dumps({"unit": unit.id}, indent=2) + "\n",
+        "autograder.json": json.dumps(bundle_stamp(unit), indent=2) + "\n",
     }
     return _write_zip(
         dest,
         [(name, path.read_bytes(), _mode(path, name)) for name, path in sorted(files.items())]
         + [(name, text.encode(), 0o644) for name, text in extra.items()],
     )
+
+
+def bundle_stamp(unit: Unit) -> dict:
+    """``autograder.json``: the unit the bundle grades and the commit it was built from (None
+    outside a git checkout), so a grade on Gradescope can be traced to the code that gave it."""
+    return {"unit": unit.id, "commit": source_commit(unit.course_root)}
+
+
+def source_commit(root: Path) -> str | None:
+    """The commit checked out at ``root`` (``git rev-parse HEAD``), or None without one."""
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=30,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    commit = done.stdout.strip()
+    return commit if done.returncode == 0 and re.fullmatch(r"[0-9a-f]{40,64}", commit) else None
 
 
 def _mode(path: Path, name: str) -> int:

@@ -3,7 +3,8 @@
 The lab's engine checks every step a policy returns and stops the run with one line
 (``simulate.py: error: policy P: batch at 3.50 ms: 513 new positions, token budget 512``). That
 line comes from the untrusted child, so it is only ever *matched*: against the fixed patterns
-below, each the shape of one message of ``servesim/engine.py`` and ``servesim/rules.py``. The
+below, each the shape of one message of ``servesim/engine.py``, ``servesim/contract.py`` (what
+a policy returns, against its contract) and ``servesim/rules.py``. The
 result is the name of a check (``rejected-budget``...); the catalogue gives the text a student
 sees. Nothing of the line itself (ids, times, sizes) is kept, and a submission that prints a
 line of its own can at most pick one of these fixed kinds.
@@ -27,7 +28,24 @@ PATTERNS = {
     "rejected-preempt": re.compile(r"preempt of '.*' at .* ms: it holds no KV cache$"),
     "rejected-twice": re.compile(r"a request appears twice in the batch at .* ms$"),
     "rejected-empty": re.compile(r"empty batch at .* ms although work is waiting$"),
-    "rejected-not-a-batch": re.compile(r"the policy must return a Batch, got \w+$"),
+    "rejected-not-a-batch": re.compile(r" returned .*; expected a Batch$"),
+    "rejected-token-type": re.compile(
+        r" returned a Batch whose prefill chunk for .* has tokens of type .*; "
+        r"expected an int number of prompt tokens$"
+    ),
+    "rejected-member-type": re.compile(
+        r" returned a Batch (whose|with a prefill chunk whose) .*; expected a list of "
+        r"(request ids \(str\)|PrefillChunk\(id, tokens\))$"
+    ),
+    "rejected-unknown-id": re.compile(
+        r" returned a Batch whose \w+ names .*, which no request of the trace has; "
+        r"expected ids of the requests in the view$"
+    ),
+    "rejected-admit-type": re.compile(r" returned .*; expected True or False$"),
+    "rejected-changed-view": re.compile(
+        r" changed its view \(.*\); expected a policy that only reads the view and returns a "
+        r"Batch \(the engine changes the sequences when it runs the batch\)$"
+    ),
 }
 
 
@@ -43,6 +61,14 @@ TEXTS = {  # what a student reads when the catalogue has nothing more specific
     "rejected-twice": "named one request twice in a step",
     "rejected-empty": "returned an empty step while work was waiting",
     "rejected-not-a-batch": "returned something that is not a Batch",
+    "rejected-token-type": "gave a prefill chunk a token count that is not an int "
+    "(a float from a division, for instance)",
+    "rejected-member-type": "returned a Batch whose members are not lists of request ids "
+    "(str) and PrefillChunk objects (sequences instead of their ids, for instance)",
+    "rejected-unknown-id": "named a request id in a Batch that no request of the trace has",
+    "rejected-admit-type": "returned something other than True or False from the admission hook",
+    "rejected-changed-view": "changed a sequence of its view (policies only read the view; "
+    "the engine changes the sequences when it runs the batch)",
 }
 
 

@@ -170,7 +170,7 @@ def test_load_submission_reads_only_editable_files(tmp_path, solution_bytes):
         ({"params": {"chunk": 0}}, "parameter chunk must be an integer >= 1"),
         ({"id": "Bad Id"}, "id must be lower-case"),
         ({"transform": {"shiftMs": -2}}, "shiftMs must be a number >= 0"),
-        ({"colour": "red"}, "unknown field(s) colour"),
+        ({"colour": "red"}, "unknown field 'colour'"),
     ],
 )
 def test_bad_case_specs(unit, change, needle):

@@ -12,6 +12,11 @@ from grader.traces.mutants import list_mutants
 # mutant -> the kind of failure it gets on every case that catches it
 EXPECTED = {
     "chunk_off_by_one": Status.WRONG_SCHEDULE,
+    "chunk_tokens_float": Status.CRASH,  # the engine stops it: its answer breaks the contract
+    "decodes_sequences": Status.CRASH,
+    "prefills_by_str_of_sequence": Status.CRASH,
+    "returns_batch_and_size": Status.CRASH,
+    "tracks_progress_in_view": Status.CRASH,
     "decode_one_at_a_time": Status.WRONG_SCHEDULE,
     "decode_skips_newest": Status.WRONG_SCHEDULE,
     "fcfs_interleaves_decode": Status.WRONG_SCHEDULE,

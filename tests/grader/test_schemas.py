@@ -26,10 +26,11 @@ def write_unit(tmp_path, unit, change) -> str:
     [
         (lambda d: d.pop("device"), "missing field(s) device"),
         (lambda d: [d.pop("device"), d.pop("policies")], "missing field(s) device, policies"),
-        (lambda d: d.update(colour="red"), "unknown field(s) colour"),
+        (lambda d: d.update(colour="red"), "unknown field 'colour' (known: "),
+        (lambda d: d.update(devise={}), "unknown field 'devise' (did you mean 'device'?)"),
         (lambda d: d.update(editable=[]), "field 'editable' must be a list of names"),
         (lambda d: d.update(policies=[{"name": "x"}]), "policies #1: field 'function' is missing"),
-        (lambda d: d.update(notebook={"keys": "k.py"}), "notebook: unknown field(s) keys"),
+        (lambda d: d.update(notebook={"keys": "k.py"}), "notebook: unknown field 'keys'"),
     ],
 )
 def test_bad_unit_yaml_is_one_line(tmp_path, unit, change, needle):

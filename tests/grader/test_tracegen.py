@@ -80,7 +80,11 @@ def test_length_distributions():
         ({"name": "x"}, "exactly one of 'requests', 'generate', 'import'"),
         ({"name": "x", "requests": [], "generate": {}}, "exactly one of"),
         ({"requests": []}, "'name' must be a non-empty string"),
-        ({"name": "x", "requests": [], "colour": 1}, "unknown field(s) colour"),
+        ({"name": "x", "requests": [], "colour": 1}, "unknown field 'colour'"),
+        (
+            {"name": "x", "requests": [], "descripton": ""},
+            "unknown field 'descripton' (did you mean 'description'?)",
+        ),
         (_with(count=0), "'count' must be an integer >= 1"),
         (_with(arrivals={"process": "weibull"}), "unknown process 'weibull'"),
         (

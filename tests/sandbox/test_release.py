@@ -15,6 +15,8 @@ import pytest
 from conftest import ADVERSARIAL
 
 from grader.cases import load_grading
+from grader.diagnosis import load_catalogue
+from grader.traces.mutants import list_mutants
 from grader.units import REPO_ROOT
 
 
@@ -217,3 +219,64 @@ def test_bad_input_is_one_error_line_and_writes_nothing(tmp_path, args, message)
     assert done.returncode == 2
     assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert list(tmp_path.iterdir()) == []
+
+
+def test_bundle_carries_the_catalogue_and_the_commit_it_was_built_from(autograder_root, unit):
+    source = autograder_root / "source"
+    shipped = source / "labs" / unit.id / "diagnoses.yaml"
+    assert shipped.read_bytes() == (unit.unit_dir / "diagnoses.yaml").read_bytes()
+    assert not (source / "labs" / unit.id / "mutants").exists(), "mutants are near-solutions"
+    head = subprocess.run(
+        ["git", "-C", str(REPO_ROOT), "rev-parse", "HEAD"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    stamp = json.loads((source / "autograder.json").read_text())
+    assert stamp == {"unit": unit.id, "commit": head}
+
+
+def _graded_at_home(submission: dict[str, bytes], tmp_path: Path) -> dict:
+    """``infralab grade`` from the checkout, in Gradescope's format."""
+    folder = tmp_path / "submission"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir()
+    for name, data in submission.items():
+        (folder / name).write_bytes(data)
+    out = tmp_path / "home.json"
+    done = infralab("grade", "--unit", "unit07", str(folder), "--gradescope", str(out))
+    assert done.returncode == 0, done.stderr
+    return json.loads(out.read_text())
+
+
+def _per_case(results: dict) -> list[tuple]:
+    return [(t["name"], t["status"], t["score"], t.get("output", "")) for t in results["tests"]]
+
+
+def test_gradescope_bundle_says_what_infralab_grade_says(autograder_root, unit, tmp_path):
+    """Buggy submissions (mutants the catalogue names: a wrong schedule, a refused step, an
+    answer against the policy contract, a changed view; and one it does not name) get the same
+    status, message and score per case both ways."""
+    mutants = {m.name: m for m in list_mutants(unit)}
+    named = {name for entry in load_catalogue(unit).entries for name in entry.mutants}
+    chosen = [
+        "ties_by_id",
+        "hardcoded_chunk",
+        "one_token_decode",
+        "chunk_tokens_float",
+        "tracks_progress_in_view",
+        "decode_skips_newest",
+    ]
+    assert set(chosen[:-1]) <= named and chosen[-1] not in named
+    diagnosed = 0
+    for name in chosen:
+        files = mutants[name].submission(unit).files
+        home = _graded_at_home(files, tmp_path)
+        bundle = run_autograder(autograder_root, files)
+        assert _per_case(bundle) == _per_case(home), name
+        assert bundle["score"] == home["score"], name
+        failed = [t for t in home["tests"] if t["status"] == "failed"]
+        assert failed, f"{name} fails no case: not a buggy submission"
+        entries = [e.text for e in load_catalogue(unit).entries if name in e.mutants]
+        diagnosed += any(text in t["output"] for t in failed for text in entries)
+    assert diagnosed == len(chosen) - 1, "the catalogue's texts must reach the bundle's feedback"

@@ -27,6 +27,13 @@ EXPECTED = {
     "static_admits_into_group": ("batching", {Status.WRONG_SCHEDULE}),
     "static_ignores_cap": ("batching", {Status.CRASH}),
     "static_decodes_whole_group": ("batching", {Status.CRASH}),
+    # answers against the contract (servesim/contract.py): the engine stops the run
+    "static_returns_group": ("batching", {Status.CRASH}),
+    "continuous_decodes_sequences": ("batching", {Status.CRASH}),
+    "budgeted_float_chunks": ("budgets", {Status.CRASH}),
+    "budgeted_marks_started": ("budgets", {Status.CRASH}),
+    "fair_chunks_by_tenant": ("fair", {Status.CRASH}),
+    "admit_forgets_true": ("challenge", {Status.CRASH}),
     "continuous_shortest_first": ("batching", {Status.WRONG_SCHEDULE}),
     "continuous_one_per_step": ("batching", {Status.WRONG_SCHEDULE}),
     "continuous_decodes_first": ("batching", {Status.WRONG_SCHEDULE}),
@@ -174,6 +181,7 @@ def test_corpus_covers_every_part_and_each_mutant_says_what_is_wrong():
         "fair",
         "timed",
         "measure",
+        "challenge",
     }
 
 

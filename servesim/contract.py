@@ -1,0 +1,132 @@
+"""What a policy hands back, checked against its contract before the engine reads it.
+
+A policy returns a ``Batch`` whose ``decode``, ``preempt``, ``swap_out`` and ``swap_in`` hold
+request ids (``str``) and whose ``prefill`` holds ``PrefillChunk(id: str, tokens: int)``; an
+admission hook returns a ``bool``. Anything else stops the run with one sentence that names the
+function, what came back (its type and a short repr) and what was expected, e.g.::
+
+    fcfs() returned a Batch whose prefill chunk for 'b001' has tokens of type float (507.0);
+    expected an int number of prompt tokens
+
+These are ``PolicyError`` messages like the engine's other checks, so no traceback reaches the
+student. The grader's ``diagnosis.rejections`` matches their shapes (never their text).
+"""
+
+from __future__ import annotations
+
+import reprlib
+from dataclasses import dataclass
+
+from .batch import Batch, PrefillChunk
+from .sequence import Sequence
+
+
+class PolicyError(RuntimeError):
+    """The policy returned something the device cannot run; the message says what."""
+
+
+@dataclass(slots=True)
+class Guard:
+    """While a policy runs (``start`` .. ``stop``), ``who`` names it and the sequences of its
+    view refuse changes; ``broken`` keeps the first refusal, so that a policy that catches the
+    error is stopped all the same when it returns.
+
+    The refusal is installed as ``Sequence.__setattr__`` only for the call: the engine's own
+    writes, between calls, keep the plain (fast) attribute assignment.
+    """
+
+    who: str | None = None
+    broken: str | None = None
+
+    def start(self, who: str) -> None:
+        self.who = who
+        Sequence.__setattr__ = _refuse
+
+    def stop(self) -> str | None:
+        """End the call; the message of the first refused change, if any (then cleared)."""
+        del Sequence.__setattr__
+        self.who = None
+        broken, self.broken = self.broken, None
+        return broken
+
+
+GUARD = Guard()
+
+
+def _refuse(seq: Sequence, field: str, value) -> None:
+    """``Sequence.__setattr__`` while a policy runs."""
+    message = changed_view(GUARD.who, f"{field} of request {seq.id!r}")
+    if GUARD.broken is None:
+        GUARD.broken = message
+    raise PolicyError(message)
+
+
+def changed_view(who: str, what: str) -> str:
+    """The one sentence for a policy that writes to what it was given to read."""
+    return (
+        f"{who} changed its view ({what}); expected a policy that only reads the view "
+        "and returns a Batch (the engine changes the sequences when it runs the batch)"
+    )
+
+
+_SHORT = reprlib.Repr()
+_SHORT.maxstring, _SHORT.maxother, _SHORT.maxlist, _SHORT.maxtuple = 40, 40, 3, 3
+_ID_MEMBERS = ("decode", "preempt", "swap_out", "swap_in")
+
+EXPECT_BATCH = "expected a Batch"
+EXPECT_IDS = "expected a list of request ids (str)"
+EXPECT_CHUNKS = "expected a list of PrefillChunk(id, tokens)"
+EXPECT_TOKENS = "expected an int number of prompt tokens"
+EXPECT_BOOL = "expected True or False"
+
+
+def short(value) -> str:
+    """``float (507.0)``: the type and a repr cut to a few dozen characters."""
+    return f"{type(value).__name__} ({_SHORT.repr(value)})"
+
+
+def batch_problem(batch) -> tuple[str, str] | None:
+    """``(what came back, what was expected)`` when ``batch`` breaks the Batch contract's
+    types, None when its types are right (the engine then checks what it asks for)."""
+    if not isinstance(batch, Batch):
+        return short(batch), EXPECT_BATCH
+    for name in _ID_MEMBERS:
+        value = getattr(batch, name)
+        if type(value) is not tuple:  # a str, or something Batch could not make a tuple of
+            return f"a Batch whose {name} is {short(value)}", EXPECT_IDS
+        for item in value:
+            if type(item) is not str:
+                return f"a Batch whose {name} holds {short(item)}", EXPECT_IDS
+    if type(batch.prefill) is not tuple:
+        return f"a Batch whose prefill is {short(batch.prefill)}", EXPECT_CHUNKS
+    for chunk in batch.prefill:
+        if not isinstance(chunk, PrefillChunk):
+            return f"a Batch whose prefill holds {short(chunk)}", EXPECT_CHUNKS
+        if type(chunk.id) is not str:
+            return f"a Batch with a prefill chunk whose id is {short(chunk.id)}", EXPECT_IDS
+        if type(chunk.tokens) is not int:
+            return (
+                f"a Batch whose prefill chunk for {chunk.id!r} has tokens of type "
+                f"{short(chunk.tokens)}",
+                EXPECT_TOKENS,
+            )
+    return None
+
+
+def admit_problem(answer) -> tuple[str, str] | None:
+    """``(what came back, what was expected)`` unless an admission hook returned a bool."""
+    return None if type(answer) is bool else (short(answer), EXPECT_BOOL)
+
+
+def sentence(who: str, problem: tuple[str, str]) -> str:
+    """The one sentence a broken contract gets: ``fcfs() returned X; expected Y``."""
+    got, expected = problem
+    return f"{who} returned {got}; {expected}"
+
+
+def unknown_id(member: str, rid: str) -> tuple[str, str]:
+    """A batch that names an id no request of the run has."""
+    return (
+        f"a Batch whose {member} names {short(rid)}, which no request of the trace has",
+        "expected ids of the requests in the view",
+    )

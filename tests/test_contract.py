@@ -1,0 +1,223 @@
+"""Contracts of what the lab reads and what a policy returns (servesim/fields.py,
+servesim/contract.py): a misspelt field in a trace, device profile, tier or protocol names the
+field and the known one it probably means, in the lab and in the staff tools; a policy answer
+of the wrong kind, or a policy that changes its view, stops the run with one sentence naming
+the function, what came back and what was expected, and no traceback."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+from labtools import copy_lab, simulate_cli
+from servesim import DeviceProfile, TraceError, parse_trace
+from servesim.protocol import ProtocolError, parse_protocol
+from servesim.tiers import TierError, parse_tier
+
+from grader.units import REPO_ROOT, load_unit
+
+UNIT08 = load_unit("unit08")
+REQUEST = {"id": "r3", "arrivalMs": 0, "inputTokens": 4, "outputTokens": 2}
+
+
+@pytest.mark.parametrize(
+    ("typo", "meant"), [("deadlinMs", "deadlineMs"), ("maxOutputTokns", "maxOutputTokens")]
+)
+def test_misspelt_request_field_names_the_closest(typo, meant):
+    doc = {"name": "t", "requests": [{**REQUEST, typo: 5}]}
+    with pytest.raises(TraceError) as info:
+        parse_trace(doc, source="t.json")
+    assert str(info.value) == (
+        f"t.json: request 'r3': unknown field '{typo}' (did you mean '{meant}'?)"
+    )
+
+
+def test_known_optional_fields_still_pass():
+    doc = {"requests": [{**REQUEST, "deadlineMs": 5, "maxOutputTokens": 3, "tenant": "a"}]}
+    (request,) = parse_trace(doc).requests
+    assert (request.deadline_ms, request.max_output_tokens, request.tenant) == (5.0, 3, "a")
+
+
+@pytest.mark.parametrize(
+    ("doc", "message"),
+    [
+        ({"kvPage": 64}, "unknown field 'kvPage' (did you mean 'kvPages'?)"),
+        ({"device": {"overheadMS": 0}}, "unknown field 'overheadMS' (did you mean 'overheadMs'?)"),
+        (
+            {"device": {}, "descriptoin": "x"},
+            "unknown field 'descriptoin' (did you mean 'description'?)",
+        ),
+    ],
+)
+def test_misspelt_device_profile_field(doc, message):
+    with pytest.raises(ValueError) as info:
+        DeviceProfile.from_file(doc, source="p.json")
+    assert str(info.value) == f"p.json: {message}"
+
+
+def test_misspelt_tier_field():
+    path = sorted((UNIT08.lab_dir / "tiers").glob("*.json"))[0]
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    doc["pricePerHours"] = doc.pop("pricePerHour")
+    with pytest.raises(
+        TierError, match=r"unknown field 'pricePerHours' \(did you mean 'pricePerHour'\?\)"
+    ):
+        parse_tier(doc, "tier.json")
+
+
+def test_misspelt_protocol_field_names_its_place():
+    doc = json.loads((UNIT08.lab_dir / "protocols" / "lesson.json").read_text(encoding="utf-8"))
+    doc["slo"]["ttftMS"] = doc["slo"].pop("ttftMs", 1000)
+    with pytest.raises(ProtocolError) as info:
+        parse_protocol(doc, "lesson.json")
+    assert "'slo': unknown field 'ttftMS' (did you mean 'ttftMs'?)" in str(info.value)
+
+
+def test_lab_device_profile_typo_is_one_line(tmp_path):
+    lab = copy_lab(tmp_path / "lab", solution=True)
+    profile = tmp_path / "p.json"
+    profile.write_text(json.dumps({"device": {"prefillMsPerTokn": 1}}))
+    done = simulate_cli(lab, "--trace", "mixed", "--device-profile", str(profile))
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "unknown field 'prefillMsPerTokn' (did you mean 'prefillMsPerToken'?)" in done.stderr
+
+
+def test_staff_simulate_says_the_same_as_the_lab(tmp_path):
+    trace = tmp_path / "typo.json"
+    trace.write_text(json.dumps({"requests": [{**REQUEST, "deadlinMs": 5}]}))
+    done = subprocess.run(
+        [sys.executable, "-m", "grader.cli", "simulate", "--unit", "unit08", "--reference",
+         "--trace", str(trace), "--policy", "paged"],
+        capture_output=True, text=True, check=False, timeout=120, cwd=REPO_ROOT,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert "request 'r3': unknown field 'deadlinMs' (did you mean 'deadlineMs'?)" in done.stderr
+
+
+@pytest.mark.parametrize("unit_id", ["unit07", "unit08"])
+def test_published_trace_schema_refuses_unknown_fields(unit_id):
+    schema = json.loads(
+        (load_unit(unit_id).lab_dir / "schemas" / "trace.schema.json").read_text(encoding="utf-8")
+    )
+    jsonschema.validate({"requests": [{**REQUEST, "deadlineMs": 5}]}, schema)
+    for doc in ({"requests": [{**REQUEST, "deadlinMs": 5}]}, {"requests": [REQUEST], "x": 1}):
+        with pytest.raises(jsonschema.ValidationError) as info:
+            jsonschema.validate(doc, schema)
+        assert info.value.validator == "additionalProperties"
+    for path in (load_unit(unit_id).lab_dir / "traces").glob("*.json"):
+        jsonschema.validate(json.loads(path.read_text(encoding="utf-8")), schema)
+
+
+# -- what a policy returns --------------------------------------------------------------------
+
+IMPORTS = "from servesim import Batch, PrefillChunk"
+_HEAD = "head = view.waiting[0]"
+BROKEN = {
+    "float tokens": (
+        f"{_HEAD}\n    return Batch(prefill=[PrefillChunk(head.id, head.remaining_prefill / 1)])",
+        "fcfs() returned a Batch whose prefill chunk for 'A' has tokens of type float (",
+        "expected an int number of prompt tokens",
+    ),
+    "tuple": (
+        f"{_HEAD}\n    return Batch.prefill_of(head, head.remaining_prefill), 1",
+        "fcfs() returned tuple ((Batch(",
+        "expected a Batch",
+    ),
+    "sequences for ids": (
+        "return Batch(decode=list(view.waiting))",
+        "fcfs() returned a Batch whose decode holds Sequence (Sequence(id='A'",
+        "expected a list of request ids (str)",
+    ),
+    "a view for a list": (
+        "return Batch(decode=view.waiting)",
+        "fcfs() returned a Batch whose decode holds Sequence (",
+        "expected a list of request ids (str)",
+    ),
+    "one id as a string": (
+        f"{_HEAD}\n    return Batch(decode=head.id)",
+        "fcfs() returned a Batch whose decode is str ('A')",
+        "expected a list of request ids (str)",
+    ),
+    "a dict for a chunk": (
+        f"{_HEAD}\n    return Batch(prefill=[{{'id': head.id, 'tokens': 1}}])",
+        "fcfs() returned a Batch whose prefill holds dict (",
+        "expected a list of PrefillChunk(id, tokens)",
+    ),
+    "unknown id": (
+        f"{_HEAD}\n    return Batch(prefill=[PrefillChunk(str(head), 1)])",
+        "fcfs() returned a Batch whose prefill names str (",
+        "which no request of the trace has; expected ids of the requests in the view",
+    ),
+    "changes its view": (
+        f"{_HEAD}\n    head.prefilled += 1\n    return Batch.prefill_of(head, 1)",
+        "fcfs() changed its view (prefilled of request 'A')",
+        "expected a policy that only reads the view",
+    ),
+    "changes its view and hides the error": (
+        f"{_HEAD}\n    try:\n        head.prefilled = 0\n    except Exception:\n        pass\n"
+        "    return Batch.prefill_of(head, 1)",
+        "fcfs() changed its view (prefilled of request 'A')",
+        "expected a policy that only reads the view",
+    ),
+    "assigns to the frozen view": (
+        "view.now_ms = 0\n    return None",
+        "fcfs() changed its view (cannot assign to field 'now_ms')",
+        "expected a policy that only reads the view",
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def contract_lab(tmp_path_factory) -> Path:
+    return copy_lab(tmp_path_factory.mktemp("contract") / "lab", solution=True)
+
+
+@pytest.mark.parametrize("case", sorted(BROKEN))
+def test_broken_policy_answer_is_one_sentence(contract_lab, case):
+    body, got, expected = BROKEN[case]
+    policies = contract_lab / "policies.py"
+    original = policies.read_text(encoding="utf-8")
+    try:
+        policies.write_text(
+            f"{original}\n\n{IMPORTS}\n\n\ndef fcfs(view):\n    {body}\n",
+            encoding="utf-8",
+        )
+        done = simulate_cli(contract_lab, "--trace", "mixed", "--policy", "fcfs")
+    finally:
+        policies.write_text(original, encoding="utf-8")
+    assert done.returncode == 1
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
+    assert got in lines[0] and expected in lines[0], lines[0]
+
+
+def test_admission_hook_must_answer_a_bool():
+    from servesim import contract
+    from servesim.cli import _named
+    from servesim.engine import PolicyError
+
+    def admit(seq, view):
+        return 1
+
+    with pytest.raises(PolicyError) as info:
+        _named(admit, None, contract.admit_problem)(None, None)
+    assert str(info.value) == "admit() returned int (1); expected True or False"
+    assert _named(lambda seq, view: False, None, contract.admit_problem)(None, None) is False
+
+
+def test_the_guard_is_off_between_calls():
+    """The engine's own changes to a sequence go through once the policy has returned."""
+    from servesim import contract
+    from servesim.sequence import Sequence
+
+    seq = Sequence("a", 0.0, 1, 1, 0)
+    contract.GUARD.start("p()")
+    with pytest.raises(contract.PolicyError):
+        seq.prefilled = 1
+    assert contract.GUARD.stop() is not None
+    seq.prefilled = 1
+    assert seq.prefilled == 1
