@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from . import rules
 from .arrivals import Arrivals, ClosedLoop, realised_trace
-from .batch import Batch
+from .batch import Batch, Wait
 from .device import DeviceProfile
 from .sequence import Phase, Sequence
 from .state import EngineState
@@ -51,7 +51,7 @@ class Timeline:
         )
 
 
-Policy = Callable[[SchedulerView], Batch]
+Policy = Callable[[SchedulerView], Batch | Wait]
 Execute = Callable[[Batch, Mapping[str, int]], float]
 Admit = Callable[[Sequence, SchedulerView], bool]
 
@@ -68,6 +68,9 @@ def simulate(
     closed: ClosedLoop | None = None,
 ) -> Timeline:
     """Run ``policy`` until every request has completed, been rejected or been cancelled.
+
+    The policy returns the next step (a ``Batch``) or a ``Wait``: no step now, the clock moves
+    to the wait's time or the next arrival, whichever is first, and the policy is asked again.
 
     ``execute`` (optional) runs each checked batch somewhere real, given the batch and the
     cached positions of its requests, and returns its measured duration in ms (> 0); the clock
@@ -92,6 +95,9 @@ def simulate(
             continue
 
         batch = policy(view)
+        if type(batch) is Wait:  # idle on purpose until its time or the next arrival
+            clock, previous = _wake(batch, view, arrivals), None
+            continue
         starts = check_batch(batch, view)
         context = _context(batch, state.live) if needs_context or batch.moved else {}
         work = device.work_ms(batch, context)
@@ -105,6 +111,14 @@ def simulate(
 
     seqs = tuple(arrivals.sequences)
     return Timeline(seqs, tuple(events), realised_trace(trace, closed, seqs))
+
+
+def _wake(wait: Wait, view: SchedulerView, arrivals: Arrivals) -> float:
+    """When a ``Wait`` returned at ``view.now_ms`` ends: at its time or the next arrival."""
+    until = wait.until_ms
+    if not isinstance(until, (int, float)) or isinstance(until, bool) or not until > view.now_ms:
+        raise PolicyError(f"Wait({until!r}) {_at(view)}: it must wait until a later time")
+    return min(until, arrivals.next_ms()) if arrivals else float(until)
 
 
 def _context(batch: Batch, live) -> dict[str, int]:
