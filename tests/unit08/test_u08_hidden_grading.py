@@ -27,6 +27,7 @@ EXPECTED = {
     "static_admits_into_group": ("batching", {Status.WRONG_SCHEDULE}),
     "static_ignores_cap": ("batching", {Status.CRASH}),
     "static_decodes_whole_group": ("batching", {Status.CRASH}),
+    "static_never_waits": ("batching", {Status.WRONG_SCHEDULE}),
     "continuous_shortest_first": ("batching", {Status.WRONG_SCHEDULE}),
     "continuous_one_per_step": ("batching", {Status.WRONG_SCHEDULE}),
     "continuous_decodes_first": ("batching", {Status.WRONG_SCHEDULE}),
