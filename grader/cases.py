@@ -69,8 +69,8 @@ class Case:
     def argv(self) -> list[str]:
         """simulate.py flags (besides --trace and --output) that run this case."""
         argv = ["--policy", self.policy]
-        for name, value in self.params.items():
-            argv += [f"--{name}", str(value)]
+        for name, value in self.params.items():  # simulate.py spells wait_ms --wait-ms
+            argv += [f"--{name.replace('_', '-')}", str(value)]
         if self.overhead_ms is not None:
             argv += ["--overhead-ms", repr(float(self.overhead_ms))]
         for name, value in self.device.items():

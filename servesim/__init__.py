@@ -1,12 +1,13 @@
 """servesim: a deterministic simulator of a virtual LLM-serving device (units 07 and 08).
 
-Policies import what they need from here: ``Batch``, ``PrefillChunk``, ``SchedulerView`` and
-``Sequence`` (with its ``Phase`` and ``Status``). The device rules are in ``servesim.rules``.
+Policies import what they need from here: ``Batch``, ``PrefillChunk``, ``Wait``,
+``SchedulerView`` and ``Sequence`` (with its ``Phase`` and ``Status``). The device rules are in
+``servesim.rules``.
 """
 
 from . import rules
 from .arrivals import ClosedLoop
-from .batch import Batch, PrefillChunk
+from .batch import Batch, PrefillChunk, Wait
 from .device import DeviceProfile
 from .engine import PolicyError, Timeline, simulate
 from .sequence import Phase, Sequence, Status
@@ -30,6 +31,7 @@ __all__ = [
     "Timeline",
     "Trace",
     "TraceError",
+    "Wait",
     "parse_trace",
     "read_trace_file",
     "rules",

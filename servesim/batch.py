@@ -74,4 +74,15 @@ class Batch:
         return (*self.swap_out, *self.swap_in)
 
 
+@dataclass(frozen=True)
+class Wait:
+    """No step now: the device stays idle until ``until_ms`` or the next arrival, whichever
+    comes first, and then asks the policy again (a dynamic batcher's wait window, 31.2).
+
+    ``until_ms`` must be later than the decision point's ``view.now_ms``.
+    """
+
+    until_ms: float
+
+
 _MEMBERS = ("decode", "prefill", "preempt", "swap_out", "swap_in")

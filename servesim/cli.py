@@ -69,7 +69,8 @@ def build_parser(lab: LabConfig, prog: str = "simulate.py") -> argparse.Argument
                 continue
             seen.add(param)
             parser.add_argument(
-                f"--{param}",
+                f"--{param.replace('_', '-')}",
+                dest=param,
                 type=_int_at_least(meta.get("min", 1)),
                 default=meta["default"],
                 help=f"{meta.get('help', param)} (policy {spec.name}; default {meta['default']})",

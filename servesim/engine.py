@@ -14,7 +14,7 @@ from dataclasses import FrozenInstanceError, dataclass
 
 from . import contract, rules
 from .arrivals import Arrivals, ClosedLoop, realised_trace
-from .batch import Batch
+from .batch import Batch, Wait
 from .contract import GUARD, PolicyError
 from .device import DeviceProfile
 from .sequence import Phase, Sequence
@@ -48,7 +48,7 @@ class Timeline:
         )
 
 
-Policy = Callable[[SchedulerView], Batch]
+Policy = Callable[[SchedulerView], Batch | Wait]
 Execute = Callable[[Batch, Mapping[str, int]], float]
 Admit = Callable[[Sequence, SchedulerView], bool]
 
@@ -66,6 +66,9 @@ def simulate(
     name: str | None = None,
 ) -> Timeline:
     """Run ``policy`` until every request has completed, been rejected or been cancelled.
+
+    The policy returns the next step (a ``Batch``) or a ``Wait``: no step now, the clock moves
+    to the wait's time or the next arrival, whichever is first, and the policy is asked again.
 
     ``execute`` (optional) runs each checked batch somewhere real, given the batch and the
     cached positions of its requests, and returns its measured duration in ms (> 0); the clock
@@ -97,6 +100,9 @@ def simulate(
             batch = _ask(policy, view, who)
         else:
             batch = policy(view)
+        if type(batch) is Wait:  # idle on purpose until its time or the next arrival
+            clock, previous = _wake(batch, view, arrivals), None
+            continue
         starts = check_batch(batch, view, who=who, known=arrivals.ids)
         context = _context(batch, state.live) if needs_context or batch.moved else {}
         work = device.work_ms(batch, context)
@@ -119,7 +125,7 @@ GUARDED_STEPS = 1000
 GUARD_EVERY = 1000
 
 
-def _ask(policy: Policy, view: SchedulerView, who: str) -> Batch:
+def _ask(policy: Policy, view: SchedulerView, who: str) -> Batch | Wait:
     """``policy(view)`` while the view's sequences refuse changes (``contract.GUARD``): a
     policy that changes its view is stopped, even if it catches the error."""
     GUARD.start(who)
@@ -132,6 +138,14 @@ def _ask(policy: Policy, view: SchedulerView, who: str) -> Batch:
     if broken is not None:
         raise PolicyError(broken)
     return batch
+
+
+def _wake(wait: Wait, view: SchedulerView, arrivals: Arrivals) -> float:
+    """When a ``Wait`` returned at ``view.now_ms`` ends: at its time or the next arrival."""
+    until = wait.until_ms
+    if not isinstance(until, (int, float)) or isinstance(until, bool) or not until > view.now_ms:
+        raise PolicyError(f"Wait({until!r}) {_at(view)}: it must wait until a later time")
+    return min(until, arrivals.next_ms()) if arrivals else float(until)
 
 
 def _context(batch: Batch, live) -> dict[str, int]:

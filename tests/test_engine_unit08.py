@@ -11,6 +11,7 @@ from servesim import (
     PolicyError,
     PrefillChunk,
     Status,
+    Wait,
     parse_trace,
     rules,
     simulate,
@@ -303,3 +304,25 @@ def test_view_queues_behave_like_the_tuples_unit07_policies_saw():
 
     simulate(trace, policy, DeviceProfile())
     assert seen[0] == (["A", "B"], ["B"], True, 2, "B")
+
+
+def test_wait_idles_until_its_time_or_the_next_arrival():
+    trace = trace_of(("a", 0, 10, 1), ("b", 30, 10, 1))
+    asked = []
+
+    def policy(view):
+        asked.append(view.now_ms)
+        return Wait(50.0) if view.now_ms < 50 and not view.running else fifo(view)
+
+    timeline = simulate(trace, policy, DeviceProfile(overhead_ms=0.0))
+    first = timeline.events[0]
+    assert first.start_ms == 50.0, "the wait ends at its time, not before"
+    assert {c.id for c in first.batch.prefill} == {"a", "b"}
+    assert asked[:3] == [0, 30, 50], "asked again at b's arrival, before the wait's end"
+
+
+@pytest.mark.parametrize("bad", [0.0, -1.0, float("nan"), "soon"])
+def test_wait_must_be_later_than_now(bad):
+    trace = trace_of(("a", 0, 10, 1))
+    with pytest.raises(PolicyError, match=r"Wait\(.*\) at 0.00 ms: it must wait until a later"):
+        simulate(trace, lambda view: Wait(bad), DeviceProfile())

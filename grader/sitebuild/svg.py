@@ -25,6 +25,9 @@ TOP = 26
 LABEL_SPACING = 72  # px between first-token labels ("L 首 token") before they alternate rows
 ARRIVAL_SPACING = 24  # the same for arrival labels (a request id)
 NARROW_SPACING = 60  # the same for the labels of bars too narrow to hold them
+# Widths per character (viewBox units) at the fonts of site.css, a little generous: bar labels
+# (12 px, 600) inside a bar and right of one (11 px), lane names (14 px, 700; CJK is wider).
+INSIDE_CHAR, OUTSIDE_CHAR, LANE_CHAR, LANE_CJK = 8, 7.5, 10.5, 15
 MIN_BAR = 3  # the least width a bar is drawn with, so a one-token prefill stays visible
 FIRST_TOKEN = "首 token"
 ARRIVAL = "到达"
@@ -127,17 +130,25 @@ def _gap_note(gap: Gap, y: float, x) -> str:
     )
 
 
+def _short_label(event: dict) -> str:
+    """The bar's label without token counts ("L", "D+L"): for a bar too narrow for the full one."""
+    ids = [c["id"] for c in event["prefill"]]
+    return "+".join(["D", *ids] if event["decode"] else ids)
+
+
 def _bars(run: PolicyRun, y: float, x) -> list[str]:
-    """One bar per submission, labelled inside; a bar too narrow for its label (a one-token
-    prefill) is drawn at least MIN_BAR wide and labelled just right of it, over the lane, in
-    one of two rows so that neighbouring labels do not collide."""
+    """One bar per submission, labelled inside; a bar too narrow for its label gets the label
+    without token counts, and when that does not fit either, the full label just right of it
+    in one of two rows over the lane, if the lane is idle there for the label's width (a label
+    never lies over another bar). Otherwise only the bar's tooltip names it. A bar is drawn at
+    least MIN_BAR wide, so that a one-token prefill stays visible."""
     out, outside = [], []
     events = run.events
-    narrow = [i for i, e in enumerate(events) if not _fits(e, x)]
+    labels = [_inside_label(e, x) for e in events]
+    narrow = [i for i, label in enumerate(labels) if label is None]
     rows = dict(zip(narrow, _rows([x(events[i]["endMs"]) for i in narrow], NARROW_SPACING)))
     for i, event in enumerate(events):
         x0, x1 = x(event["startMs"]), x(event["endMs"])
-        label = _bar_label(event)
         tip = (
             f"{_fmt(event['startMs'])}–{_fmt(event['endMs'])} ms: "
             + ("decode " + ",".join(event["decode"]) if event["decode"] else "")
@@ -149,23 +160,42 @@ def _bars(run: PolicyRun, y: float, x) -> list[str]:
             f'<rect x="{x0:.2f}" y="{y}" width="{max(x1 - x0 - 1, MIN_BAR):.2f}" '
             f'height="{LANE_H}" rx="{1 if x1 - x0 < 8 else 3}"/>'
         )
-        if i not in rows:
+        if labels[i] is not None:
             out.append(
                 f'<text x="{(x0 + x1) / 2:.2f}" y="{y + LANE_H / 2 + 5}" '
-                f'text-anchor="middle">{escape(label)}</text>'
+                f'text-anchor="middle">{escape(labels[i])}</text>'
             )
         else:  # drawn after every bar, so that the next bar does not hide it
-            row_y = y + 12 if rows[i] == 0 else y + LANE_H - 4
-            outside.append(
-                f'<text class="ev-label" x="{max(x1, x0 + MIN_BAR) + 2:.2f}" y="{row_y}">'
-                f"{escape(label)}</text>"
-            )
+            label, left = _bar_label(event), max(x1, x0 + MIN_BAR) + 2
+            free = x(events[i + 1]["startMs"]) if i + 1 < len(events) else WIDTH - RIGHT_PAD
+            if free - left >= OUTSIDE_CHAR * len(label):
+                row_y = y + 12 if rows[i] == 0 else y + LANE_H - 4
+                outside.append(
+                    f'<text class="ev-label" x="{left:.2f}" y="{row_y}">{escape(label)}</text>'
+                )
         out.append("</g>")
     return out + outside
 
 
-def _fits(event: dict, x) -> bool:
-    return x(event["endMs"]) - x(event["startMs"]) >= 8 * len(_bar_label(event)) + 4
+def _inside_label(event: dict, x) -> str | None:
+    """The label drawn inside the event's bar: the full one, else the short one, else None."""
+    width = x(event["endMs"]) - x(event["startMs"])
+    for label in (_bar_label(event), _short_label(event)):
+        if width >= INSIDE_CHAR * len(label) + 4:
+            return label
+    return None
+
+
+def _lane_title(title: str, y: float) -> str:
+    """The lane's name, right-aligned left of the lane; squeezed to the label column when an
+    estimate of its width says it would run past the figure's left edge."""
+    room = LABEL_W - 8 - 4
+    wide = sum(LANE_CJK if ord(ch) > 0x2E80 else LANE_CHAR for ch in title)
+    fit = f' textLength="{room}" lengthAdjust="spacingAndGlyphs"' if wide > room else ""
+    return (
+        f'<text class="lane-label" x="{LABEL_W - 8}" y="{y + LANE_H / 2 + 5}" '
+        f'text-anchor="end"{fit}>{escape(title)}</text>'
+    )
 
 
 def timeline_svg(lanes: list[Lane], title: str, desc: str, element_id: str) -> str:
@@ -199,10 +229,7 @@ def timeline_svg(lanes: list[Lane], title: str, desc: str, element_id: str) -> s
     out.append(f'<text class="axis" x="{LABEL_W - 8}" y="{axis_y}" text-anchor="end">ms</text>')
     for i, lane in enumerate(lanes):
         y = TOP + i * block + ARRIVAL_H
-        out.append(
-            f'<text class="lane-label" x="{LABEL_W - 8}" y="{y + LANE_H / 2 + 5}" '
-            f'text-anchor="end">{escape(lane.title)}</text>'
-        )
+        out.append(_lane_title(lane.title, y))
         out += _arrivals(lane.run, y, x)
         out += _bars(lane.run, y, x)
         out += _first_tokens(lane.run, y, x)

@@ -49,7 +49,17 @@ class Replay:
 
 
 def replay_events(
-    events, trace, profile, *, timing, found, replay, servesim, requests=None, limits=None
+    events,
+    trace,
+    profile,
+    *,
+    timing,
+    found,
+    replay,
+    servesim,
+    requests=None,
+    limits=None,
+    wait_ms: float = 0.0,
 ) -> None:
     """Walk ``events`` in order, check each against the log rules and the device rules, and
     rebuild every request's token times into ``replay``.
@@ -57,9 +67,11 @@ def replay_events(
     ``requests`` (the run's request entries) supply the reported statuses of an extended
     (unit 08) run; without them every request must complete. ``limits`` are the engine's
     limits the run must keep (``budget`` B, ``queueCap``): the grader passes the case's, never
-    the run file's.
+    the run file's. ``wait_ms``: how long the device may idle past the arrival of the oldest
+    request that has not started (a batcher's wait window; 0: never while a request is live).
     """
     walker = _Walker(trace, profile, servesim.rules, found, timing, requests, limits)
+    walker.wait_ms = wait_ms
     prev_end = 0.0  # the engine's clock starts at 0
     for k, event in enumerate(events):
         where = walker.log_checks(k, event, prev_end if k else -math.inf)
@@ -90,6 +102,7 @@ class _Walker:
 
     def __init__(self, trace, profile, rules, found: Collector, timing, requests, limits):
         self.profile, self.rules, self.found, self.timing = profile, rules, found, timing
+        self.wait_ms = 0.0
         self.reqs = {r.id: ReqState(r) for r in trace.requests}
         self.reported = reported_statuses(requests, trace)
         self.budget = (limits or {}).get("budget")
@@ -167,6 +180,11 @@ class _Walker:
         if self.timing != "virtual":
             return
         due = self.arrivals.earliest_start(prev_end)
+        if due is not None and self.wait_ms:  # a wait window: idle until its oldest waited it
+            oldest = min(
+                (self.reqs[rid].spec.arrival_ms for rid in self.arrivals.unstarted), default=due
+            )
+            due = max(due, min(oldest, due) + self.wait_ms)
         if due is not None and start > due + EPS_MS:
             self.found.add(
                 BAD,

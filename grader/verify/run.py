@@ -23,6 +23,8 @@ order and stops at the first stage that finds the schedule invalid.
 
 from __future__ import annotations
 
+import math
+
 from ..units import Unit, load_unit
 from .problems import EPS_MS, Collector, Problem, ProblemKind, same_value
 from .replay import (
@@ -57,6 +59,13 @@ def _engine(unit: Unit | str | None):
     return reference.engine(unit)  # the one engine package, whichever unit (or none) is given
 
 
+def _wait_ms(run: dict) -> float:
+    """The wait window the run's policy params grant (0 when none, or not a number >= 0)."""
+    value = (run.get("params") or {}).get("wait_ms", 0)
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0
+    return float(value) if ok and math.isfinite(value) else 0.0
+
+
 RUN_LIMITS = "run"  # ``limits=RUN_LIMITS``: the limits the run entry states (staff checks)
 
 
@@ -83,8 +92,10 @@ def replay_run(
 
     ``timing``: "virtual" checks every duration, "measured" takes them from the log. ``limits``:
     the engine limits to replay (``{"budget", "queueCap"}``; None: no limit; ``RUN_LIMITS``:
-    what the run entry states, for runs from elsewhere; the grader passes the case's). A
-    compact run entry is expanded first (``servesim.compact``), so both formats replay alike.
+    what the run entry states, for runs from elsewhere; the grader passes the case's). A run
+    whose policy has a wait window (``params.wait_ms``, static batching) may leave the device
+    idle that long; the grader holds the run's params to the case's. A compact run entry is
+    expanded first (``servesim.compact``), so both formats replay alike.
     """
     from servesim.compact import expand_run
 
@@ -111,6 +122,7 @@ def replay_run(
         servesim=servesim,
         requests=requests,
         limits=run.get("limits") if limits == RUN_LIMITS else limits,
+        wait_ms=_wait_ms(run),
     )
     if found.has(ProblemKind.INVALID_SCHEDULE):
         return found.problems(), replay

@@ -287,6 +287,71 @@ def _p99(requests: list[dict]) -> float:
 # -- protocol runs (cached) -------------------------------------------------------------------
 
 
+# Length buckets and the wait window (31.2): static batching on the Azure slice's sizes, arriving
+# slowly enough (Poisson) that a window has requests to wait for; one run per (bucket, window).
+BUCKETS = {
+    "trace": "azure-conv-slice",
+    "rate": 0.2,  # requests per second
+    "requests": 200,
+    "seed": 1,
+    "max_active": 16,
+    "buckets": (0, 256),  # 0: one bucket
+    "waits": (0, 1000, 2000, 4000, 8000),  # ms
+}
+
+
+def padding_share(run: dict) -> float:
+    """The share of padded prompt positions over every prefill step, were each step padded to its
+    longest prompt (1 - sum P / (n P_max) summed over steps: equation 31.3's linear ratio)."""
+    size = {r["id"]: r["inputTokens"] for r in run["requests"]}
+    used = padded = 0
+    for event in run["events"]:
+        prompts = [size[c["id"]] for c in event["prefill"]]
+        if prompts:
+            used, padded = used + sum(prompts), padded + len(prompts) * max(prompts)
+    return 1 - used / padded if padded else 0.0
+
+
+def buckets_job(unit: Unit, settings: dict) -> list[dict]:
+    """One row per (bucket, wait window): padding share, TTFT, groups launched."""
+    from servesim.load import open_loop
+
+    sizes = reference.load_trace(unit, settings["trace"])
+    trace = open_loop(sizes, settings["rate"], settings["requests"], settings["seed"])
+    dev = device(unit, max_active=settings["max_active"])
+    rows = []
+    for bucket, wait in itertools.product(settings["buckets"], settings["waits"]):
+        params = {"bucket": bucket, "wait_ms": wait}
+        run = reference.run_reference(unit, trace, "static", params, dev)
+        ttfts = [r["ttftMs"] for r in run["requests"] if r["ttftMs"] is not None]
+        groups = [len(e["prefill"]) for e in run["events"] if e["prefill"]]
+        rows.append(
+            {
+                "bucket": bucket,
+                "waitMs": wait,
+                "padding": padding_share(run),
+                "ttftMeanMs": statistics.fmean(ttfts),
+                "ttftP90Ms": percentile(ttfts, 90),
+                "served": len(ttfts),
+                "groups": len(groups),
+                "meanGroup": statistics.fmean(groups),
+            }
+        )
+    return rows
+
+
+def buckets(unit: Unit) -> dict:
+    """The bucket and window sweep with its settings (cached section 'buckets')."""
+    return {
+        "settings": {
+            **BUCKETS,
+            "buckets": list(BUCKETS["buckets"]),
+            "waits": list(BUCKETS["waits"]),
+        },
+        "rows": cached(unit, "buckets"),
+    }
+
+
 def experiment(unit: Unit):
     """The lab folder's experiment.py (what sweep.py runs)."""
     return load_file(unit.lab_dir / "experiment.py")
@@ -396,6 +461,12 @@ def sections(unit: Unit) -> dict:
             make_short,
         ),
         "loops": (_inputs(unit, loop_files, (loops_job, open_protocol, LOOPS)), make_loops),
+        "buckets": (
+            _inputs(
+                unit, [f"traces/{BUCKETS['trace']}.json"], (buckets_job, padding_share, BUCKETS)
+            ),
+            lambda: buckets_job(unit, BUCKETS),
+        ),
     }
 
 

@@ -365,6 +365,33 @@ def timed_figure(timed: dict) -> str:
     )
 
 
+def buckets_figure(buckets: dict) -> str:
+    """Padding share against mean TTFT for static batching, one point per wait window."""
+    names = {0: "不分桶", **{b: f"每 {b} token 一桶" for b in buckets["settings"]["buckets"] if b}}
+    series = []
+    for bucket, name in names.items():
+        rows = sorted(
+            (r for r in buckets["rows"] if r["bucket"] == bucket), key=lambda r: r["ttftMeanMs"]
+        )
+        series.append(Series(name, [(r["ttftMeanMs"] / 1000, r["padding"] * 100) for r in rows]))
+    st = buckets["settings"]
+    desc = (
+        f"Azure 对话切片的请求长度，以每秒 {_n(st['rate'])} 个的泊松到达重放 {st['requests']} 个，"
+        f"K = {st['max_active']}，static 批处理。每个点是一个等待窗口（"
+        + "、".join(str(w) for w in st["waits"])
+        + " ms）的一次运行：横轴是平均 TTFT（秒），"
+        "纵轴是 prefill 步里补齐到最长提示所需的填充位置占比。"
+    )
+    return line_chart(
+        series,
+        element_id="buckets-padding",
+        title="长度分桶与等待窗口：填充与等待",
+        desc=desc,
+        x_label="平均 TTFT (s)",
+        y_label="填充占比 (%)",
+    )
+
+
 def _cheapest_options(points: list[dict], protocol, best: str | None) -> list[tuple]:
     options = []
     for o in points:
@@ -399,7 +426,10 @@ def lesson_context(unit: Unit) -> dict:
     best = sweep["choice"].best
     short["misled"] = _misled(short, sweep)
     timed = lesson_runs.timed_vs_budgeted(runs)
+    buckets = lesson_runs.buckets(unit)
     return {
+        "buckets": buckets,
+        "buckets_svg": Markup(buckets_figure(buckets)),
         "dev": lesson_runs.device(unit).to_json(),
         "batching": pair,
         "batching_svg": Markup(batching_figure(pair)),

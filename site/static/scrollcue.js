@@ -1,23 +1,27 @@
 /* Wide content that scrolls sideways (display formulas, code blocks, figures, tables) gets the
    class "is-scrollable" while it overflows its box. While it overflows it is also a keyboard stop
    (tabindex 0) with a name, so that it can be scrolled with the arrow keys; a display formula
-   also gets a short line under it saying it can be scrolled, so nothing is clipped without a cue.
+   also gets a short line under it, and a table one above it, saying it can be scrolled, so
+   nothing is clipped without a cue.
    Boxes are checked again whenever one changes size (window resize, a <details> opening, text
    spacing) and when a <details> is toggled. */
 (function () {
   "use strict";
   var boxes = document.querySelectorAll(".equation, .figure-scroll, table.data, .handout table, pre");
+  // The line that says a box scrolls: under a formula, above a table (whose rows may run
+  // far below the fold, so the cue must come before them).
   function cue(box, on) {
-    var next = box.nextElementSibling;
-    var has = next && next.classList.contains("scroll-cue");
+    var table = box.tagName === "TABLE";
+    var near = table ? box.previousElementSibling : box.nextElementSibling;
+    var has = near && near.classList.contains("scroll-cue");
     if (on && !has) {
       var line = document.createElement("p");
-      line.className = "scroll-cue";
+      line.className = "scroll-cue" + (table ? " before" : "");
       line.setAttribute("aria-hidden", "true");
-      line.textContent = "⇆ 公式较宽，可左右滑动查看";
-      box.insertAdjacentElement("afterend", line);
+      line.textContent = table ? "⇆ 表格较宽，可左右滑动查看（选中后也可用方向键）" : "⇆ 公式较宽，可左右滑动查看";
+      box.insertAdjacentElement(table ? "beforebegin" : "afterend", line);
     } else if (!on && has) {
-      next.remove();
+      near.remove();
     }
   }
   var used = {};
@@ -58,7 +62,7 @@
       box.classList.toggle("is-scrollable", wide);
       box.classList.toggle("at-end", wide && box.scrollLeft + box.clientWidth >= box.scrollWidth - 1);
       focusable(box, wide);
-      if (box.classList.contains("equation")) { cue(box, wide); }
+      if (box.classList.contains("equation") || box.tagName === "TABLE") { cue(box, wide); }
     });
   }
   boxes.forEach(function (box) { box.addEventListener("scroll", mark, { passive: true }); });

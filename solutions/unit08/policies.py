@@ -19,10 +19,11 @@ sequences to preempt at its start. What a policy sees (``SchedulerView``):
 
 ``Batch(decode=ids, prefill=[PrefillChunk(id, n), ...], preempt=ids)`` is one step; the budget B
 counts one position per decoded sequence plus every prefill token. The engine rejects a step
-that breaks a device rule (B, K, M) with a message that says which.
+that breaks a device rule (B, K, M) with a message that says which. A policy may instead return
+``Wait(until_ms)``: no step now, and the engine asks again at that time or the next arrival.
 """
 
-from servesim import Batch, PrefillChunk, SchedulerView
+from servesim import Batch, PrefillChunk, SchedulerView, Wait
 
 
 def whole_prompts(seqs) -> Batch:
@@ -30,18 +31,35 @@ def whole_prompts(seqs) -> Batch:
     return Batch(prefill=[PrefillChunk(s.id, s.remaining_prefill) for s in seqs])
 
 
-def static(view: SchedulerView) -> Batch:
+def static(view: SchedulerView, bucket: int = 0, wait_ms: int = 0) -> Batch | Wait:
     """Static batching (31.2): groups of up to K, no one joins a group that is running.
 
-    While any request runs, decode every running request. Otherwise admit the first K waiting
-    requests (all of them when K is None) as the next group: one step that prefills each one's
-    whole prompt.
+    While any request runs, decode every running request. Otherwise form the next group from
+    ``view.waiting`` by length bucket: with ``bucket`` > 0 a request of ``seq.prefill_target``
+    tokens P belongs to bucket ``(P - 1) // bucket`` (widths of ``bucket`` tokens); with
+    ``bucket`` = 0 every request shares one bucket. A bucket holds its requests in queue order
+    and is ready when it is full (at least K requests; never when K is None) or when its first
+    request arrived at least ``wait_ms`` ago (``view.now_ms >= seq.arrival_ms + wait_ms``).
+    Launch the ready bucket whose first request stands earliest in the queue: one step that
+    prefills the whole prompts of its first K requests (all of them when K is None). When no
+    bucket is ready, return ``Wait(t)`` with t the earliest ``arrival_ms + wait_ms`` over the
+    buckets' first requests: the device idles until then or the next arrival.
+
+    The defaults (one bucket, no wait) launch the first K waiting requests at once.
     """
     ### BEGIN SOLUTION
     if view.running:
         return Batch.decode_of(view.running)
     cap = view.device.max_active
-    return whole_prompts(view.waiting if cap is None else view.waiting[:cap])
+    buckets: dict[int, list] = {}  # in the queue order of each bucket's first request
+    for seq in view.waiting:
+        key = (seq.prefill_target - 1) // bucket if bucket else 0
+        buckets.setdefault(key, []).append(seq)
+    for group in buckets.values():
+        full = cap is not None and len(group) >= cap
+        if full or view.now_ms >= group[0].arrival_ms + wait_ms:
+            return whole_prompts(group if cap is None else group[:cap])
+    return Wait(min(group[0].arrival_ms + wait_ms for group in buckets.values()))
     ### END SOLUTION
 
 

@@ -205,3 +205,28 @@ def test_capacity_checks_agree_with_the_engine(unit, name):
             ).replace("kv_pages", "kvPages")
         outcomes.add(engine_ok)
     assert outcomes == {True, False}  # the caps really bite somewhere
+
+
+def test_idle_device_is_allowed_only_within_the_runs_wait_window():
+    # unit 08's static batching with a wait window leaves the device idle on purpose; the
+    # replay accepts those gaps for the window the run's params state (the grader holds the
+    # params to the case's) and no longer
+    from grader.units import load_unit
+
+    u08 = load_unit("unit08")
+    trace = reference.load_trace(u08, "burst")
+    device = replace_k(reference.device_profile(u08), 4)
+    run = reference.run_reference(u08, trace, "static", {"bucket": 256, "wait_ms": 300}, device)
+    first = min(r["arrivalMs"] for r in run["requests"])
+    assert run["events"][0]["startMs"] > first, "the window kept the device idle at the start"
+    assert verify_run(run, trace, run["device"], unit=u08) == []
+    shorter = copy.deepcopy(run)
+    shorter["params"]["wait_ms"] = 1
+    problems = verify_run(shorter, trace, run["device"], unit=u08)
+    assert (ProblemKind.INVALID_SCHEDULE, "idle") in kinds(problems)
+
+
+def replace_k(device, k: int):
+    from dataclasses import replace
+
+    return replace(device, max_active=k)

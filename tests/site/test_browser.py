@@ -346,3 +346,57 @@ def test_chapter_solutions_open_and_show_their_numbers(browser, server, width):
     )
     assert cut == [], f"inline formulas wider than their line: {cut}"
     context.close()
+
+
+# Every label of the explorer's timeline, as boxes on screen: lane names, bar labels (inside a
+# bar, or right of a narrow one), arrival, first-token and gap labels; and every bar.
+_LABEL_BOXES = """() => {
+    const svg = document.querySelector('#explorer-figure svg.timeline');
+    const box = el => { const r = el.getBoundingClientRect();
+        return [r.left, r.top, r.right, r.bottom]; };
+    return {
+        plot: box(svg),
+        texts: [...svg.querySelectorAll('text')].map(t => [t.textContent, box(t)]),
+        inside: [...svg.querySelectorAll('g.ev')].filter(g => g.querySelector('text'))
+            .map(g => [g.querySelector('text').textContent, box(g.querySelector('text')),
+                       box(g.querySelector('rect'))]),
+        outside: [...svg.querySelectorAll('text.ev-label')].map(t => [t.textContent, box(t)]),
+        bars: [...svg.querySelectorAll('g.ev rect')].map(box),
+    };
+}"""
+
+
+def _overlaps(a, b, slack: float = 0.5) -> bool:
+    return (
+        a[0] < b[2] - slack and b[0] < a[2] - slack and a[1] < b[3] - slack and b[1] < a[3] - slack
+    )
+
+
+def test_explorer_labels_stay_inside_their_plot_at_every_setting(browser, server):
+    # unit 07's explorer at chunk = 1 once drew the labels of one-token prefills over the next
+    # bars, and a lane name of chunk >= 10 ran past the figure's left edge
+    for width in (1280, 390):
+        context = browser.new_context(viewport={"width": width, "height": 900})
+        page = context.new_page()
+        page.goto(f"{server}/unit07/index.html")
+        slider = page.locator('[data-explorer] input[data-param="chunk"]')
+        low, high = int(slider.get_attribute("min")), int(slider.get_attribute("max"))
+        radios = page.locator('[data-explorer] input[data-param="overhead"]')
+        for r in range(radios.count()):
+            radios.nth(r).check()
+            for chunk in range(low, high + 1):
+                slider.fill(str(chunk))
+                seen = page.evaluate(_LABEL_BOXES)
+                where = f"chunk={chunk}, overhead #{r}, {width}px"
+                left, top, right, bottom = seen["plot"]
+                for text, (x0, y0, x1, y1) in seen["texts"]:
+                    inside = x0 >= left - 0.5 and x1 <= right + 0.5 and y0 >= top - 0.5
+                    assert inside and y1 <= bottom + 0.5, f"{where}: '{text}' leaves the plot"
+                for text, label, bar in seen["inside"]:
+                    assert label[0] >= bar[0] - 1 and label[2] <= bar[2] + 1, (
+                        f"{where}: '{text}' is wider than its bar"
+                    )
+                for text, label in seen["outside"]:
+                    hit = [b for b in seen["bars"] if _overlaps(label, b)]
+                    assert not hit, f"{where}: '{text}' lies over a bar"
+        context.close()

@@ -137,3 +137,43 @@ def test_course_links_points_table_and_charts_at_width(browser, server, width): 
     )
     assert view.locator("#points-table").count() == 1
     context.close()
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_wide_tables_say_they_scroll_and_scroll_from_the_keyboard(browser, server, width):  # noqa: F811
+    # the sweep table is wider than the text column at both widths: it must say so above its
+    # rows, mark its clipped edge, and scroll with the arrow keys once focused (WCAG 2.1.1)
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    view = context.new_page()
+    view.goto(f"{server}/unit08/index.html")
+    table = view.locator("#sweep-table")
+    table.scroll_into_view_if_needed()
+    wide = table.evaluate("e => e.scrollWidth > e.clientWidth + 1")
+    assert wide, f"the sweep table fits at {width}px: this test no longer tests a clipped table"
+    cue = table.locator("xpath=preceding-sibling::*[1]")
+    assert "scroll-cue" in (cue.get_attribute("class") or "") and cue.is_visible()
+    assert "左右滑动" in cue.inner_text()
+    assert table.evaluate("e => getComputedStyle(e).borderRightStyle") == "dashed"
+    assert table.get_attribute("tabindex") == "0"
+    name = table.evaluate(
+        "e => (e.caption && e.caption.textContent) || e.getAttribute('aria-label')"
+    )
+    assert name and name.strip(), "a keyboard stop needs a name"
+    table.focus()
+    before = table.evaluate("e => e.scrollLeft")
+    for _ in range(20):
+        view.keyboard.press("ArrowRight")
+    assert table.evaluate("e => e.scrollLeft") > before, "arrow keys do not scroll the table"
+    table.evaluate("e => { e.scrollLeft = e.scrollWidth; }")
+    view.wait_for_function(
+        "() => document.querySelector('#sweep-table').classList.contains('at-end')"
+    )
+    assert table.evaluate("e => getComputedStyle(e).borderRightStyle") != "dashed"
+    # every table that overflows carries the same cue; none that fits does
+    states = view.locator("table.data").evaluate_all(
+        """l => l.filter(t => t.getClientRects().length).map(t => [t.id,
+            t.scrollWidth > t.clientWidth + 1,
+            !!t.previousElementSibling?.classList.contains('scroll-cue')])"""
+    )
+    assert all(wide == cued for _, wide, cued in states), states
+    context.close()

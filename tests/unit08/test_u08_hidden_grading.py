@@ -34,6 +34,7 @@ EXPECTED = {
     "budgeted_marks_started": ("budgets", {Status.CRASH}),
     "fair_chunks_by_tenant": ("fair", {Status.CRASH}),
     "admit_forgets_true": ("challenge", {Status.CRASH}),
+    "static_never_waits": ("batching", {Status.WRONG_SCHEDULE}),
     "continuous_shortest_first": ("batching", {Status.WRONG_SCHEDULE}),
     "continuous_one_per_step": ("batching", {Status.WRONG_SCHEDULE}),
     "continuous_decodes_first": ("batching", {Status.WRONG_SCHEDULE}),

@@ -3,7 +3,7 @@ members that already have all their tokens (the engine refuses to decode a finis
 """
 
 
-def static(view):
+def static(view, bucket=0, wait_ms=0):
     group = view.memo.setdefault("group", [])
     if view.running:
         return Batch(decode=list(group))  # noqa: F821

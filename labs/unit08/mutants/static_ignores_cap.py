@@ -3,7 +3,7 @@
 from servesim import Batch
 
 
-def static(view):
+def static(view, bucket=0, wait_ms=0):
     if view.running:
         return Batch.decode_of(view.running)
     return whole_prompts(view.waiting)  # noqa: F821

@@ -75,3 +75,43 @@ def test_part1_slots_are_never_exceeded():
             assert len(cache) <= device().max_active, f"{policy}, step {index}: K exceeded"
         for req in run["requests"]:  # burst has 3 s deadlines: late ones are cancelled
             assert req["status"] in ("completed", "cancelled"), f"{policy}: {req['id']} rejected"
+
+
+# Length buckets and the wait window (31.2) on the chapter's device (K = 2, prefill free): A and
+# B arrive together with prompts in different 256-token buckets, C (A's bucket) a little later.
+BUCKET_TRACE = [
+    {"id": "A", "arrivalMs": 0, "inputTokens": 100, "outputTokens": 2},
+    {"id": "B", "arrivalMs": 0, "inputTokens": 900, "outputTokens": 2},
+    {"id": "C", "arrivalMs": 5, "inputTokens": 120, "outputTokens": 2},
+]
+
+
+def groups(run: dict) -> list[tuple[float, set[str]]]:
+    """Each group static launched: (start ms, the requests its prefill step holds)."""
+    return [(e["startMs"], {c["id"] for c in e["prefill"]}) for e in run["events"] if e["prefill"]]
+
+
+def test_part1_static_defaults_launch_at_once_without_buckets():
+    run = run_policy(BUCKET_TRACE, "static", "round-10ms")
+    assert groups(run)[0] == (0, {"A", "B"}), "one bucket, no wait: the first K launch at 0 ms"
+
+
+def test_part1_static_full_bucket_launches_before_the_window():
+    run = run_policy(BUCKET_TRACE, "static", "round-10ms", bucket=256, wait_ms=50)
+    first = groups(run)[0]
+    assert first == (5, {"A", "C"}), "C fills A's bucket (K = 2) at 5 ms: it launches then"
+    assert groups(run)[1][1] == {"B"}, "B's bucket goes next, alone"
+
+
+def test_part1_static_bucket_launches_when_its_oldest_has_waited_the_window():
+    trace = BUCKET_TRACE[:2]  # no C: neither bucket fills
+    run = run_policy(trace, "static", "round-10ms", bucket=256, wait_ms=20)
+    assert groups(run)[0] == (20, {"A"}), "both wait 20 ms; A's bucket stands first in the queue"
+    assert groups(run)[1][1] == {"B"}
+
+
+def test_part1_static_buckets_never_mix_lengths():
+    run = run_policy("burst", "static", "slots-4", bucket=256, wait_ms=100)
+    size = {r["id"]: r["inputTokens"] for r in run["requests"]}
+    for start, ids in groups(run):
+        assert len({(size[i] - 1) // 256 for i in ids}) == 1, f"group at {start} ms mixes buckets"
