@@ -72,10 +72,10 @@ if wants test || wants runner; then
   fi
 fi
 if [ ${#extras[@]} -gt 0 ]; then
-  step "installing infra-lab with extras: ${extras[*]} (test: pytest, hypothesis, ruff, nbgrader, playwright)"
+  step "installing infra-lab with extras: ${extras[*]} (what each adds: pyproject.toml, [project.optional-dependencies])"
   pip -e ".[$(IFS=,; echo "${extras[*]}")]"
 else
   step "installing infra-lab (core staff tools)"
   pip -e .
 fi
-step "done: .venv is ready"
+step "done: .venv is ready; try: bash scripts/demo.sh, or .venv/bin/infralab --help"

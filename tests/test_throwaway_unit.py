@@ -122,6 +122,15 @@ def infralab(root: Path, *args: str, cwd: Path | None = None) -> subprocess.Comp
     )
 
 
+def commit_all(root: Path) -> None:
+    """Commit the course folder as it is (``release autograder`` ships committed material only)."""
+    git = ["git", "-c", "user.name=staff", "-c", "user.email=staff@example.invalid"]
+    if not (root / ".git").exists():
+        subprocess.run([*git, "init", "-q"], cwd=root, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=root, check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "course"], cwd=root, check=True)
+
+
 def ok(done: subprocess.CompletedProcess) -> str:
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout
@@ -129,10 +138,12 @@ def ok(done: subprocess.CompletedProcess) -> str:
 
 @pytest.fixture(scope="module")
 def course(tmp_path_factory) -> Path:
-    """The toy course after ``starter sync`` and ``golden`` (both checked in the first test)."""
+    """The toy course after ``starter sync`` and ``golden`` (both checked in the first test),
+    committed in git."""
     root = make_course(tmp_path_factory.mktemp("course"))
     ok(infralab(root, "starter", "sync", "--unit", UNIT_ID))
     ok(infralab(root, "golden", "--unit", UNIT_ID))
+    commit_all(root)
     return root
 
 

@@ -82,6 +82,19 @@ def _course_root(root: str | None):
 
 
 def main(argv=None) -> int:
+    """Run one command. Its output piped into a reader that stops early (``| head``) ends it
+    quietly, as a process killed by SIGPIPE (exit 141), with no traceback or error line."""
+    try:
+        code = _run(argv)
+        sys.stdout.flush()  # a reader gone shows up here, not in the interpreter's exit
+        return code
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # the exit's own flush must not fail again
+        return 141
+
+
+def _run(argv) -> int:
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if extra and not getattr(args, "passthrough", False):
@@ -90,7 +103,7 @@ def main(argv=None) -> int:
         with _course_root(args.root):
             return args.handler(args, extra)
     except Exception as exc:
-        if not isinstance(exc, user_errors()):
+        if isinstance(exc, BrokenPipeError) or not isinstance(exc, user_errors()):
             raise
         print(f"infralab: error: {exc}", file=sys.stderr)
         return 2

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .. import reference
-from ..course import nbgrader_course
+from ..course import nbgrader_course, release_checks
 from ..units import UnitError, course_root, load_unit
 from .common import add_unit, show_path, stale_golden
 
@@ -25,10 +25,32 @@ _KINDS = (
 )
 
 
+def _refusal(args, unit) -> str | None:
+    """The release check of this kind that fails and was not waived, as its message."""
+    if args.action == "student":
+        return None if args.allow_stale_readme else release_checks.stale_handout(unit)
+    return None if args.allow_uncommitted else release_checks.uncommitted_hidden(unit)
+
+
+_WAIVERS = {
+    "student": (
+        release_checks.STALE_FLAG,
+        "release although the handout's points table differs from unit.yaml's",
+    ),
+    "autograder": (
+        release_checks.UNCOMMITTED_FLAG,
+        "release although traces/<unit> or labs/<unit> has changes git has not committed",
+    ),
+}
+
+
 def _release(args, extra: list[str]) -> int:
     from ..course import release
 
     unit = load_unit(args.unit)
+    refusal = _refusal(args, unit)
+    if refusal:
+        raise UnitError(refusal)
     out = Path(args.out) if args.out else course_root() / "dist" / unit.id
     if out.exists() and not out.is_dir():
         raise UnitError(f"--out {out}: exists and is not a folder")
@@ -58,5 +80,7 @@ def add_release(commands) -> None:
         release_kind.add_argument(
             "--out", metavar="DIR", help="output folder (default: dist/<unit>)"
         )
+        flag, waives = _WAIVERS[kind]
+        release_kind.add_argument(flag, action="store_true", help=waives)
         release_kind.set_defaults(handler=_release)
     nbgrader_course.add_parser(release_sub)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import sys
+import time
 from pathlib import Path
 
 from ..units import UnitError, load_unit
@@ -61,6 +63,18 @@ def _trace_check(args, extra: list[str]) -> int:
     return 1 if bad else 0
 
 
+def _mutant_bar(total: int):
+    """A progress bar on stderr when it is a terminal (nothing in a log or a pipe)."""
+    from tqdm import tqdm
+
+    class Bar(tqdm):
+        monitor_interval = 0  # no monitor thread: the workers are forked while it is shown
+
+    return Bar(
+        total=total, unit="mutant", desc="grading", disable=not sys.stderr.isatty(), file=sys.stderr
+    )
+
+
 def _trace_mutants(args, extra: list[str]) -> int:
     from ..grading.grade import GradingError
     from ..traces import mutants
@@ -75,11 +89,20 @@ def _trace_mutants(args, extra: list[str]) -> int:
         selected = [known[name] for name in args.mutant]
     if not selected:
         raise UnitError(f"no mutants for {unit.id} in {show_path(unit.mutants_dir)}")
+    if args.jobs is not None and args.jobs < 1:
+        raise UnitError(f"--jobs {args.jobs}: must be at least 1")
+    jobs = args.jobs or os.cpu_count() or 1
+    started = time.monotonic()
+    bar = _mutant_bar(len(selected))
     try:
-        results = mutants.kill_matrix(unit, selected)
+        results = mutants.kill_matrix(unit, selected, jobs=jobs, on_done=lambda m: bar.update(1))
     except GradingError as exc:
         raise UnitError(str(exc)) from None
+    finally:
+        bar.close()
     print(mutants.render_matrix(results))
+    seconds = time.monotonic() - started
+    print(f"{len(results)} mutants graded in {seconds:.1f} s ({min(jobs, len(results))} at once)")
     survivors = [r.mutant.name for r in results if not r.killed_by_hidden]
     for name in survivors:
         print(f"warning: mutant {name} survives every hidden case", file=sys.stderr)
@@ -123,6 +146,12 @@ def add_trace(commands) -> None:
     mut = trace_sub.add_parser("mutants", help="which graded cases kill which mutant policy")
     add_unit(mut)
     mut.add_argument("--mutant", action="append", help="only this mutant (repeatable)")
+    mut.add_argument(
+        "--jobs",
+        type=int,
+        metavar="N",
+        help="how many mutants are graded at once (default: the number of cores)",
+    )
     mut.add_argument(
         "--strict", action="store_true", help="exit 1 when a mutant survives the hidden set"
     )

@@ -150,7 +150,8 @@ def write_kernel(course: Path) -> Path:
         import ipykernel  # noqa: F401
     except ImportError:
         raise CourseError(
-            "ipykernel is not installed in this Python: pip install -e '.[nbgrader]'"
+            "ipykernel is not installed in this Python: run `bash scripts/setup.sh nbgrader` in "
+            "the repository (it installs the staff package editable with the nbgrader extra)"
         ) from None
     spec = kernel_spec()
     path = course / STATE_DIR / "jupyter" / "kernels" / KERNEL_NAME / "kernel.json"

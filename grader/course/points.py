@@ -53,6 +53,20 @@ class PointsTable:
     def notebook_points(self) -> float:
         return sum(s.points for s in self.notebook)
 
+    @property
+    def cases_points(self) -> float:
+        """The points of the graded cases: what ``infralab grade`` and Gradescope score."""
+        return self.total - self.notebook_points
+
+    def total_words(self) -> str:
+        """The total, split into what the grader and the notebook score when both do."""
+        if not self.notebook:
+            return f"total {_pts(self.total)}"
+        return (
+            f"total {_pts(self.total)}: {_pts(self.cases_points)} for the graded cases, "
+            f"{_pts(self.notebook_points)} for the notebook (nbgrader)"
+        )
+
     def hours(self, kinds=("core",)) -> tuple[float, float]:
         """Fewest and most hours over the parts of ``kinds`` (and the notebook)."""
         spans = [p.part.hours for p in self.parts if p.part.kind in kinds and p.part.hours]
@@ -62,7 +76,7 @@ class PointsTable:
 
     def lines(self) -> list[str]:
         """The table in English, one line per part (the Gradescope output, text reports)."""
-        out = [f"points per part (total {_pts(self.total)}):"]
+        out = [f"points per part ({self.total_words()}):"]
         for row in self.parts:
             cells = [
                 f"{name} {_pts(value)}"
@@ -100,8 +114,13 @@ class PointsTable:
         hidden = sum(p.hidden for p in self.parts)
         challenge = sum(p.challenge for p in self.parts)
         low, high = self.hours()
+        split = (
+            f"（评分器 {_pts(self.cases_points)} 分 + 笔记本 {_pts(self.notebook_points)} 分）"
+            if self.notebook
+            else ""
+        )
         rows.append(
-            f"| **合计 {_pts(self.total)} 分** | | {_pts(public)} | {_pts(hidden)} | "
+            f"| **合计 {_pts(self.total)} 分**{split} | | {_pts(public)} | {_pts(hidden)} | "
             f"{_pts(challenge)} | {_pts(self.notebook_points)} | 必做部分约 {_num(low)}–"
             f"{_num(high)} 小时 |"
         )

@@ -182,9 +182,29 @@ def first_too_low(pair: AnswerPair) -> bool:
     return got[0] < want[0] and same_value(got[1], want[1])
 
 
+@check("only-field-differs")
+def only_field_differs(pair: AnswerPair) -> bool:
+    """A record answer (or every differing item of a list of them) that differs from the
+    reference's in ``field`` alone."""
+    name = pair.params["field"]
+    wrong = pair.items() or (
+        [(pair.got, pair.want, 0)] if not same_value(pair.got, pair.want) else []
+    )
+    if not wrong:
+        return False
+    for got, want, _ in wrong:
+        if not isinstance(got, dict) or not isinstance(want, dict) or set(got) != set(want):
+            return False
+        if [k for k in want if not same_value(got[k], want[k])] != [name]:
+            return False
+    return True
+
+
 def describe(pair: AnswerPair) -> str:
     """A fixed phrase for what differs (field names are the answer's own, public names)."""
     wrong = pair.items()
+    if isinstance(pair.got, dict) and isinstance(pair.want, dict):
+        wrong = [(pair.got, pair.want, 0)]
     fields = sorted(
         {
             key
@@ -196,6 +216,8 @@ def describe(pair: AnswerPair) -> str:
     )
     if fields:
         return f"the answers' fields {', '.join(fields)} differ from the reference's"
+    if wrong and isinstance(pair.got, dict):
+        return "the answer's fields are not the reference's"
     if wrong:
         return "some per-request or per-window answers differ from the reference's"
     return "the answer does not have the reference's shape or values"

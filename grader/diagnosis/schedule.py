@@ -129,6 +129,21 @@ def reservation_did_not_fit(pair: StepPair) -> bool:
     return False
 
 
+@check("exact-fit-left-waiting")
+def exact_fit_left_waiting(pair: StepPair) -> bool:
+    """The reference starts a request whose declared maximum fills M to the last page beside
+    the reservations of every holder; the submission leaves it waiting (``>= M`` for ``> M``)."""
+    shared = pair.shared
+    if shared.kv_pages is None or not pair.got_starts < pair.want_starts:
+        return False
+    held = sum(shared.reservation_pages(rid) for rid in shared.admitted)
+    for rid in sorted(pair.want_starts, key=shared.rank.__getitem__):
+        held += shared.reservation_pages(rid)
+        if rid not in pair.got_starts:
+            return held == shared.kv_pages
+    return False
+
+
 @check("started-more")
 def started_more(pair: StepPair) -> bool:
     """More waiting requests started than the reference started."""

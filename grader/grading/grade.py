@@ -137,6 +137,9 @@ def grade_submission(
         for case, j in zip(selected, judged, strict=True)
     ]
     isolation = sorted({children[c.id].isolation for c in selected} - {""}) or ["none"]
+    order = [part.id for part in unit_parts(unit)]  # cases listed part by part, as the handout
+    results.sort(key=lambda r: order.index(r.part) if r.part in order else len(order))
+    table = points_table(unit)
     return GradeReport(
         unit=unit.id,
         cases=results,
@@ -146,7 +149,9 @@ def grade_submission(
         hidden_visibility=str(unit.doc["grading"].get("hidden_visibility", "after_published")),
         seconds=time.monotonic() - started,
         part_labels={part.id: part.label for part in unit_parts(unit)},
-        points_lines=points_table(unit).lines(),
+        points_lines=table.lines(),
+        notebook_points=table.notebook_points,
+        unit_total=table.total,
     )
 
 

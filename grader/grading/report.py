@@ -106,6 +106,8 @@ class GradeReport:
     seconds: float = 0.0
     part_labels: dict[str, str] = field(default_factory=dict)  # part id -> "part 2 (budgets)"
     points_lines: list[str] = field(default_factory=list)  # the unit's points table, in words
+    notebook_points: float = 0.0  # the unit's notebook, scored in nbgrader, not here
+    unit_total: float = 0.0  # the handout's total: every case and the notebook
 
     @property
     def score(self) -> float:
@@ -117,11 +119,13 @@ class GradeReport:
 
     @property
     def parts(self) -> dict[str, tuple[float, float]]:
+        """(points, most points) per part, in the handout's order of parts."""
         out: dict[str, tuple[float, float]] = {}
         for c in self.cases:
             got, most = out.get(c.part, (0.0, 0.0))
             out[c.part] = (round(got + c.points, 4), round(most + c.max_points, 4))
-        return out
+        order = list(self.part_labels)
+        return dict(sorted(out.items(), key=lambda kv: _rank(order, kv[0])))
 
     def part_label(self, part: str) -> str:
         """How reports name a part: ``part 2 (budgets)`` (the handout's number), else its id."""
@@ -252,7 +256,13 @@ class GradeReport:
         return doc
 
     def _summary_lines(self) -> str:
-        lines = [f"{self.unit}: {_pts(self.score)} / {_pts(self.max_score)} points"]
+        head = f"{self.unit}: {_pts(self.score)} / {_pts(self.max_score)} points"
+        if self.notebook_points:
+            head += (
+                f" (the graded cases; the notebook's {_pts(self.notebook_points)} points are "
+                f"scored in nbgrader; the handout's total is {_pts(self.unit_total)})"
+            )
+        lines = [head]
         for part, (got, most) in self.parts.items():
             note = self.part_note(part)
             lines.append(
@@ -289,6 +299,11 @@ class GradeReport:
 
 def _pts(value: float) -> str:
     return f"{value:g}"
+
+
+def _rank(order: list[str], part: str) -> tuple[int, str]:
+    """A part's place in ``order``; parts it does not know come last, by id."""
+    return (order.index(part), "") if part in order else (len(order), part)
 
 
 LEADERBOARD_DIGITS = 3  # significant figures a leaderboard value shows

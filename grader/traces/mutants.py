@@ -9,6 +9,9 @@ and ``infralab trace mutants`` prints the matrix and warns about mutants no hidd
 from __future__ import annotations
 
 import ast
+import multiprocessing
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -80,12 +83,38 @@ class MutantResult:
         return self.report.killed_by()
 
 
-def kill_matrix(unit: Unit, mutants: list[Mutant] | None = None) -> list[MutantResult]:
+def _grade(unit: Unit, mutant: Mutant) -> MutantResult:
+    return MutantResult(
+        mutant, grade_submission(unit, mutant.submission(unit), runner=run_in_process)
+    )
+
+
+def kill_matrix(
+    unit: Unit,
+    mutants: list[Mutant] | None = None,
+    jobs: int = 1,
+    on_done: Callable[[Mutant], None] | None = None,
+) -> list[MutantResult]:
+    """Every mutant graded on every case, in the order given; ``jobs`` mutants at once (one
+    forked worker process each; the cases of one mutant run one after another), ``on_done``
+    called in the parent as each one finishes."""
     mutants = list_mutants(unit) if mutants is None else mutants
-    return [
-        MutantResult(m, grade_submission(unit, m.submission(unit), runner=run_in_process))
-        for m in mutants
-    ]
+    if jobs <= 1 or len(mutants) <= 1:
+        results = []
+        for mutant in mutants:
+            results.append(_grade(unit, mutant))
+            if on_done:
+                on_done(mutant)
+        return results
+    context = multiprocessing.get_context("fork")
+    with ProcessPoolExecutor(min(jobs, len(mutants)), mp_context=context) as pool:
+        futures = {pool.submit(_grade, unit, m): n for n, m in enumerate(mutants)}
+        done: dict[int, MutantResult] = {}
+        for future in as_completed(futures):
+            done[futures[future]] = future.result()
+            if on_done:
+                on_done(mutants[futures[future]])
+    return [done[n] for n in range(len(mutants))]
 
 
 CODES = {

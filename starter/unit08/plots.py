@@ -17,14 +17,17 @@ LEFT, RIGHT, TOP, BOTTOM = 70, 170, 40, 50
 COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf")
 
 
-def nice_ticks(high: float, count: int = 5) -> list[float]:
-    """Round tick values from 0 to at least ``high``."""
+def nice_ticks(high: float) -> list[float]:
+    """Round tick values from 0 to at least ``high``: the step (1, 2, 2.5 or 5 times a power of
+    ten) whose last tick, with 3 to 8 steps, lies closest above ``high`` (the wider step on a
+    tie), so the axis ends near the data (105 ends at 120, not 125; 100 at 100)."""
     if high <= 0:
         return [0.0, 1.0]
-    raw = high / count
-    magnitude = 10 ** math.floor(math.log10(raw))
-    step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
-    return [step * i for i in range(math.ceil(high / step - 1e-9) + 1)]
+    power = math.floor(math.log10(high))
+    steps = [m * 10.0**e for e in range(power - 2, power + 1) for m in (1, 2, 2.5, 5)]
+    fits = [(math.ceil(high / s - 1e-9), s) for s in steps]
+    top, step = min((n * s, -s) for n, s in fits if 3 <= n <= 8)
+    return [round(-step * i, 12) for i in range(round(top / -step) + 1)]
 
 
 def _fmt(value: float) -> str:
@@ -38,16 +41,19 @@ def line_chart(
     y_label: str,
     limit: tuple[float, str] | None = None,
     bar_note: str = "bars: confidence interval",
+    y_max: float | None = None,
 ) -> str:
     """The SVG text of a chart of ``series`` (name -> [(x, y) or (x, y, low, high), ...]);
-    ``limit`` is ``(y, label)`` for a horizontal line; ``bar_note`` explains the bars."""
+    ``limit`` is ``(y, label)`` for a horizontal line; ``bar_note`` explains the bars;
+    ``y_max`` is the most the figure can be (a percentage: 100): the axis stops there."""
     points = [(p[0], p[1]) for values in series.values() for p in values]
     bars = [v for values in series.values() for p in values for v in p[2:4]]
     finite_y = [y for _, y in points if math.isfinite(y)] + [v for v in bars if math.isfinite(v)]
     if limit:
         finite_y.append(limit[0])
     x_ticks = nice_ticks(max((x for x, _ in points), default=1))
-    y_ticks = nice_ticks(max(finite_y, default=1) * 1.05)
+    y_high = max(finite_y, default=1) * 1.05  # the highest point clear of the top edge
+    y_ticks = nice_ticks(y_high if y_max is None else min(y_high, y_max))
     plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
 
     def sx(x: float) -> float:

@@ -24,6 +24,7 @@ import json
 import math
 import os
 import sys
+import unicodedata
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -50,34 +51,81 @@ def plus_minus(figure, scale: float = 1.0, digits: int = 2, unit: str = "") -> s
     return f"{figure.mean * scale:.{digits}f}±{half * scale:.{digits}f}{unit}"
 
 
+OUTCOMES = {"feasible": "可行", "infeasible": "不可行", "not yet known": "尚不能确定"}
+
+
 def to_decide(cell) -> str:
+    """The 还需 column: what would turn a not-yet-known verdict into a decided one."""
     v = cell.verdict
     if v.outcome != "not yet known":
         return ""
     if v.longer_runs:
-        return "longer runs"
+        return "更长的运行"
     if v.replications_needed is None:
-        return ">1000 reps"
-    return f"{v.replications_needed} reps"
+        return "超过 1000 次"
+    more = v.replications_needed - len(cell.replications)
+    return f"共 {v.replications_needed} 次（再 {more} 次）"
+
+
+LEGEND = (
+    "说明：goodput/s、两种达成率（分母为提交数 / 成功数）、p99 TTFT 和质量通过率都是“均值±置信区间"
+    "半宽”；稳态 = 通过稳态检查的重复次数 / 重复次数；\n"
+    "还需 = 结论尚不能确定时，按目前的均值和标准差估计一共要几次重复（几个种子）才能判定，"
+    "括号里是比现在多几次；“更长的运行”：运行还没稳定，多做重复也没用，要加长每次运行。"
+)
+
+
+def _width(text: str) -> int:
+    """Columns ``text`` takes in a terminal (a Chinese character takes two)."""
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
+def _cell(text: str, width: int, right: bool = False) -> str:
+    fill = " " * max(0, width - _width(text))
+    return fill + text if right else text + fill
 
 
 def table(protocol, cells) -> str:
-    head = (
-        f"{'tier':15} {protocol.load_unit:>6} {'verdict':13} {'goodput/s':>11} "
-        f"{'att/subm %':>10} {'att/succ %':>10} {'p99 TTFT ms':>13} {'quality %':>10} "
-        f"{'steady':>6} {'to decide':>11}"
+    """The sweep's table, one row per (tier, load), in the handout's language, and its legend."""
+    columns = (
+        ("档位", 15, False),
+        ("用户数" if protocol.closed else "请求/s", 6, True),
+        ("结论", 10, False),
+        ("goodput/s", 11, True),
+        ("达成率/提交 %", 13, True),
+        ("达成率/成功 %", 13, True),
+        ("p99 TTFT ms", 13, True),
+        ("质量 %", 10, True),
+        ("稳态", 6, True),
+        ("还需", 18, True),
     )
-    lines = [head, "-" * len(head)]
+
+    def row(values) -> str:
+        return " ".join(
+            _cell(str(v), w, right) for v, (_, w, right) in zip(values, columns, strict=True)
+        ).rstrip()
+
+    head = row(name for name, _, _ in columns)
+    lines = [head, "-" * _width(head)]
     for c in cells:
         f = c.figures
         lines.append(
-            f"{c.tier:15} {c.load:6g} {c.outcome:13} {plus_minus(f['goodput']):>11} "
-            f"{plus_minus(f['attainment'], 100, 1):>10} "
-            f"{plus_minus(f['attainment_succeeded'], 100, 1):>10} "
-            f"{plus_minus(f['p99_ttft_ms'], 1, 0):>13} {plus_minus(f['quality'], 100, 1):>10} "
-            f"{c.steady}/{len(c.replications):<4} {to_decide(c):>11}"
+            row(
+                (
+                    c.tier,
+                    f"{c.load:g}",
+                    OUTCOMES.get(c.outcome, c.outcome),
+                    plus_minus(f["goodput"]),
+                    plus_minus(f["attainment"], 100, 1),
+                    plus_minus(f["attainment_succeeded"], 100, 1),
+                    plus_minus(f["p99_ttft_ms"], 1, 0),
+                    plus_minus(f["quality"], 100, 1),
+                    f"{c.steady}/{len(c.replications)}",
+                    to_decide(c),
+                )
+            )
         )
-    return "\n".join(lines)
+    return "\n".join([*lines, LEGEND])
 
 
 def describe(protocol) -> str:
@@ -181,12 +229,16 @@ def main(argv=None) -> int:
     code = experiment.Code.of_lab(HERE)
     measure = experiment.module(*code.measure)
 
+    terminal = sys.stderr.isatty()
+
     def progress(done: int, total: int) -> None:
-        print(f"\rran {done}/{total} replications", end="", file=sys.stderr, flush=True)
+        if terminal:  # a log or a pipe gets no carriage returns
+            print(f"\r已完成 {done}/{total} 次运行", end="", file=sys.stderr, flush=True)
 
     try:
         results = experiment.run_protocol(protocol, paths, code, args.jobs, progress)
-        print(file=sys.stderr)
+        if terminal:
+            print(file=sys.stderr)
         cells = experiment.judge(protocol, results, measure)
     except NotImplementedError as exc:
         print(f"\nsweep.py: error: {unfinished(exc, lab)}", file=sys.stderr)
@@ -195,7 +247,7 @@ def main(argv=None) -> int:
     choice = experiment.cheapest(tiers, cells, points)
     print(describe(protocol))
     if narrowed:
-        print("NOTE: narrowed with --requests/--replications/--loads: not the protocol's answer")
+        print("注意：用 --requests/--replications/--loads 缩小了范围，这不是协议的答案")
     print(table(protocol, cells))
     print(summary(points, choice))
     if args.json:
@@ -203,8 +255,24 @@ def main(argv=None) -> int:
             Path(args.json), json.dumps({"protocol": protocol.to_json(), "results": results})
         )
         print(f"wrote {args.json}")
-    write_plots(Path(args.out), protocol, tiers, cells)
+    out = free_folder(Path(args.out))
+    if out != Path(args.out):
+        print(f"{args.out} 里已有上次画的图，这次写到 {out}（不覆盖；--out 可以指定别的文件夹）")
+    write_plots(out, protocol, tiers, cells)
     return 0
+
+
+CHARTS = ("goodput.svg", "attainment.svg", "p99-ttft.svg")
+
+
+def free_folder(out: Path) -> Path:
+    """``out``, or ``out-2``, ``out-3``, ... : the first that holds none of the charts, so an
+    earlier sweep's charts are never overwritten."""
+    candidate, number = out, 1
+    while any((candidate / name).exists() for name in CHARTS):
+        number += 1
+        candidate = out.with_name(f"{out.name}-{number}")
+    return candidate
 
 
 def write_plots(out: Path, protocol, tiers, cells) -> None:
@@ -231,7 +299,7 @@ def write_plots(out: Path, protocol, tiers, cells) -> None:
         ),
         "attainment.svg": line_chart(
             series("attainment", 100), "SLO 达成率（以提交数为分母）", x_label, "达成率 (%)",
-            limit=(target * 100, f"目标 {target:.0%}"), bar_note=note,
+            limit=(target * 100, f"目标 {target:.0%}"), bar_note=note, y_max=100,
         ),
         "p99-ttft.svg": line_chart(
             series("p99_ttft_ms", 1 / 1000), "p99 TTFT 随提供负载变化，每个档位一条线",

@@ -94,8 +94,8 @@ def test_mutants_command_warns_on_survivor(capsys, monkeypatch, unit):
 
     real = mutants.kill_matrix
 
-    def only_public(unit_, selected):
-        results = real(unit_, selected)
+    def only_public(unit_, selected, **kwargs):
+        results = real(unit_, selected, **kwargs)
         for r in results:
             r.report.cases = [c for c in r.report.cases if not c.hidden]
         return results
@@ -104,3 +104,30 @@ def test_mutants_command_warns_on_survivor(capsys, monkeypatch, unit):
     code = main(["trace", "mutants", "--unit", "unit07", "--mutant", "ties_by_id", "--strict"])
     assert code == 1
     assert "warning: mutant ties_by_id survives every hidden case" in capsys.readouterr().err
+
+
+def test_mutants_in_parallel_get_the_same_matrix_in_the_same_order(unit):
+    from grader.traces.mutants import kill_matrix
+
+    chosen = [m for m in list_mutants(unit) if m.name in ("ties_by_id", "lifo_waiting")]
+    finished = []
+    parallel = kill_matrix(unit, chosen, jobs=2, on_done=lambda m: finished.append(m.name))
+    serial = kill_matrix(unit, chosen, jobs=1)
+    assert sorted(finished) == sorted(m.name for m in chosen)
+    assert [r.mutant.name for r in parallel] == [m.name for m in chosen]
+    assert [[c.status for c in r.report.cases] for r in parallel] == [
+        [c.status for c in r.report.cases] for r in serial
+    ]
+
+
+def test_mutants_command_prints_its_time_and_no_progress_off_a_terminal(capsys):
+    argv = ["trace", "mutants", "--unit", "unit07", "--jobs", "2"]
+    assert main([*argv, "--mutant", "ties_by_id", "--mutant", "lifo_waiting"]) == 0
+    captured = capsys.readouterr()
+    assert "2 mutants graded in " in captured.out and "(2 at once)" in captured.out
+    assert "\r" not in captured.err and "grading" not in captured.err
+
+
+def test_mutants_command_refuses_jobs_below_one(capsys):
+    assert main(["trace", "mutants", "--unit", "unit07", "--jobs", "0"]) != 0
+    assert "--jobs 0: must be at least 1" in capsys.readouterr().err

@@ -295,15 +295,23 @@ def test_the_sweep_prints_intervals_verdicts_and_the_choice(solved):
         *("--tiers", "tiers/small-int8.json", "tiers/small-paged.json"),
     )
     assert done.returncode == 0, done.stderr
-    assert "NOTE: narrowed" in done.stdout and "±" in done.stdout
-    assert re.search(r"^small-paged\s+10 infeasible", done.stdout, re.M), done.stdout
+    assert "不是协议的答案" in done.stdout and "±" in done.stdout
+    assert re.search(r"^small-paged\s+10 不可行", done.stdout, re.M), done.stdout
+    assert "还需 = " in done.stdout  # the table's legend explains its columns
     assert "cheapest feasible tier:" in done.stdout
+    assert "\r" not in done.stderr  # progress only on a terminal, never in a log
     for name in ("goodput.svg", "attainment.svg", "p99-ttft.svg"):
         svg = (solved / "plots" / name).read_text(encoding="utf-8")
         assert svg.startswith("<svg") and "small-int8" in svg and "置信区间" in svg
         assert "提供负载 (请求/s)" in svg  # labelled as the lesson page labels its charts
     p99 = (solved / "plots" / "p99-ttft.svg").read_text(encoding="utf-8")
     assert "p99 TTFT (s)" in p99 and "TTFT 目标 2 s" in p99  # the protocol's SLO, in seconds
+    attainment = (solved / "plots" / "attainment.svg").read_text(encoding="utf-8")
+    labels = [float(v) for v in re.findall(r'text-anchor="end">([0-9.]+)</text>', attainment)]
+    assert max(labels) == 100, f"the attainment axis ends at {max(labels)} %, not at 100 %"
+    again = lab_python(solved, *done.args[2:])
+    assert again.returncode == 0 and "plots-2" in again.stdout, again.stdout[-500:]
+    assert (solved / "plots-2" / "goodput.svg").is_file()  # the first sweep's charts stay
 
 
 def test_figures_cut_error_bars_to_the_values_a_figure_can_take():

@@ -75,3 +75,30 @@ def test_part2_paged_keeps_k_and_m_on_unseen():
         assert all(a < b for a, b in zip(times, times[1:])), f"{req['id']}: a token twice"
         if req["status"] == "completed":
             assert len(times) == req["outputTokens"], f"{req['id']}: {len(times)} tokens"
+
+
+def test_part2_budgeted_m_check_at_the_boundary():
+    """kv-64-pages (64 pages of 16 tokens): A holds a 32-page reservation when B and C arrive.
+    B's 32 pages fill the pool to its last page: B fits, and starts beside A. C's 33 pages fit
+    beside neither A nor B: C waits until both are done."""
+
+    def req(rid, arrival, prompt, max_out):
+        return {
+            "id": rid,
+            "arrivalMs": arrival,
+            "inputTokens": prompt,
+            "outputTokens": 4,
+            "maxOutputTokens": max_out,
+        }
+
+    trace = [req("A", 0, 256, 256), req("B", 1, 256, 256), req("C", 1, 256, 272)]
+    run = run_policy(trace, "budgeted", "kv-64-pages", budget=512)
+    first = {r["id"]: r["tokenTimesMs"][0] for r in run["requests"]}
+    starts = {
+        c["id"]: e["index"] for e in run["events"] for c in e["prefill"] if c["fromToken"] == 0
+    }
+    assert starts["B"] == starts["A"] + 1, (
+        "B's 32 pages fit exactly beside A's 32 in M = 64: B starts in the next step"
+    )
+    end = {r["id"]: r["statusMs"] for r in run["requests"]}
+    assert first["C"] > max(end["A"], end["B"]), "C (33 pages) fits beside neither A nor B"

@@ -50,6 +50,15 @@ def test_part3_goodput_chapter_numbers():
     assert abs(got.attainment_over_succeeded - 700 / 850) < 1e-12, "700/850 of the successes"
 
 
+def test_part3_goodput_window_is_half_open():
+    """[start, end): a request arriving at the start is in, one arriving at the end is out."""
+    requests = [record(f"e{i}", t, t + 10.0) for i, t in enumerate((999.0, 1000.0, 2000.0))]
+    got = call_measure("goodput", requests, measure.Slo(), 1000.0, 2000.0)
+    assert got.submitted == 1, (
+        f"{got.submitted} submitted: the window [1000, 2000) holds the arrival at 1000 only"
+    )
+
+
 def test_part3_meets_slo():
     ok = record("a", 0, 140, tokens=[100, 140])
     assert call_measure("meets_slo", ok, measure.Slo(ttft_ms=100, tpot_ms=40)) is True
@@ -136,3 +145,46 @@ def test_part3_replication_leaves_the_warm_up_out():
     ids = [f"r{i}" for i in range(200)]
     draws = [[measure.quality_passes(i, "t", 0.5, seed) for i in ids] for seed in (1, 2)]
     assert draws[0] != draws[1], "quality_passes(): every seed draws the same outcomes"
+
+
+def _tail_run(ttfts, unserved=0):
+    """5 warm-up requests, one measured request per TTFT, ``unserved`` rejected ones, 5 of
+    cool-down; arrivals 1 s apart."""
+    requests, t = [], 0.0
+    for ttft in [10.0] * 5 + list(ttfts):
+        requests.append(record(f"q{len(requests)}", t, t + ttft, tokens=[t + ttft]))
+        t += 1000.0
+    for _ in range(unserved):
+        requests.append(record(f"q{len(requests)}", t, t, "rejected"))
+        t += 1000.0
+    for _ in range(5):
+        requests.append(record(f"q{len(requests)}", t, t + 10.0, tokens=[t + 10.0]))
+        t += 1000.0
+    return requests
+
+
+def test_part3_replication_p99_is_the_nearest_rank():
+    """p99 of n values: the ceil(0.99 n)-th smallest (1-based), not an interpolated or shifted
+    index."""
+    cases = {50: 50.0, 100: 99.0, 150: 149.0}  # TTFTs 1..n: nearest rank ceil(0.99 n)
+    for n, want in cases.items():
+        got = call_measure("replication", _tail_run(range(1, n + 1)), measure.Slo(), 5, 5, 0.25)
+        assert got.goodput.submitted == n
+        assert got.p99_ttft_ms == want, (
+            f"{n} TTFTs 1..{n} ms: p99 {got.p99_ttft_ms}, expected the nearest rank, {want}"
+        )
+
+
+def test_part3_replication_p99_counts_requests_without_a_first_token():
+    """A rejected request never got a first token: it counts as infinitely late, and when more
+    than 1 % of the window has none, the p99 is infinite (reported as None)."""
+    few = call_measure(
+        "replication", _tail_run([20.0] * 199, unserved=1), measure.Slo(), 5, 5, 0.25
+    )
+    assert few.p99_ttft_ms == 20.0, "1 unserved request in 200 is within the 1 % tail"
+    many = call_measure(
+        "replication", _tail_run([20.0] * 98, unserved=2), measure.Slo(), 5, 5, 0.25
+    )
+    assert many.p99_ttft_ms is None, (
+        f"p99 {many.p99_ttft_ms}: 2 of 100 requests got no first token, so the p99 is infinite"
+    )
