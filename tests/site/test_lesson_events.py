@@ -49,3 +49,15 @@ def test_lifo_victim_restarts_when_its_events_say():
     finish = lifo["rows"]["paged"]["finish"]
     assert all(finish[r] <= restart for r in lifo["step"]["doneBefore"])
     assert all(finish[r] > restart for r in lifo["step"]["running"])
+
+
+def test_the_handout_tells_the_lifo_victims_restart_as_the_run_has_it():
+    from grader.units import REPO_ROOT
+
+    module = lesson_runs()
+    lifo = module.lifo_victim(module.Runs(load_unit("unit08")))
+    step = lifo["step"]
+    assert step["doneBefore"] == ["A"] and step["running"] == ["B"]  # what the handout says
+    text = " ".join((REPO_ROOT / "starter" / "unit08" / "README.md").read_text("utf-8").split())
+    assert f"{step['restartMs']:.2f} ms A 结束" in text and "这时 B 还在 decode" in text
+    assert f"`recomputedTokens` = {step['cache']['L']}" in text
