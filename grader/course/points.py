@@ -81,7 +81,10 @@ class PointsTable:
 
     def markdown(self) -> str:
         """The table for the handout (Chinese, as the handout is)."""
-        head = "| 部分 | 要写的函数 | 公开用例 | 隐藏用例 | 挑战 | 笔记本 | 预计用时 |"
+        head = (
+            "| 部分 | 要写的函数 | 公开用例（分） | 隐藏用例（分） | 挑战（分） | 笔记本（分） "
+            "| 预计用时 |"
+        )
         rows = [head, "| --- | --- | ---: | ---: | ---: | ---: | --- |"]
         for row in self.parts:
             functions = "、".join(f"`{f}`" for f in row.part.function_names)
