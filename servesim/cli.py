@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import contract
-from .compact import compact_run, expand_run, is_compact
+from .compact import compact_run, expand_run, is_compact, request_count
 from .device import DeviceProfile
 from .engine import PolicyError, simulate
 from .faults import FAULTS
@@ -353,7 +353,7 @@ def main(
         print(f"{parser.prog}: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     document = build_document(trace, runs)
-    small = len(runs[0]["requests"]) <= MAX_REQUEST_ROWS  # the table shows each request
+    small = request_count(runs[0]) <= MAX_REQUEST_ROWS  # the table shows each request
     print(render(trace.name, [expand_run(run) for run in runs] if small else runs))
     if args.output:
         compact = any(is_compact(run) for run in runs)

@@ -48,6 +48,13 @@ def is_compact(run: dict) -> bool:
     return isinstance(run, dict) and run.get("format") == COMPACT
 
 
+def request_count(run: dict) -> int:
+    """How many requests ``run`` holds, in either format (a compact entry keeps them as columns)."""
+    if is_compact(run):
+        return len(run["requests"]["id"])
+    return len(run["requests"])
+
+
 def compact_run(run: dict, timeline) -> dict | None:
     """The compact form of ``run``, the full entry built from ``timeline`` (no fault switch)."""
     swaps = run["device"].get("hostPages", 0) > 0

@@ -7,7 +7,7 @@ Busy time is summed from the event log as written, not taken from the summary.
 
 from __future__ import annotations
 
-from .compact import is_compact, step_starts
+from .compact import is_compact, request_count, step_starts
 
 MAX_REQUEST_ROWS = 6  # past this many requests, print distributions instead
 
@@ -112,7 +112,7 @@ def _totals_rows(runs: list[dict]) -> list[list[str]]:
 
 def render(trace_name: str, runs: list[dict]) -> str:
     device = runs[0]["device"]
-    count = len(runs[0]["requests"])
+    count = request_count(runs[0])
     lines = [
         f"trace {trace_name}: {count} request{'s' if count != 1 else ''}, "
         f"overhead {device['overheadMs']:g} ms per submission, times in ms"

@@ -95,7 +95,8 @@ class PointsTable:
 
     def markdown(self) -> str:
         """The table for the handout (Chinese, as the handout is)."""
-        head = "| 部分 | 要写的函数 | 公开用例 | 隐藏用例 | 挑战 | 笔记本 | 预计用时 |"
+        # the cells are points, not case counts: the headers say so
+        head = "| 部分 | 要写的函数 | 公开分 | 隐藏分 | 挑战分 | 笔记本分 | 预计用时 |"
         rows = [head, "| --- | --- | ---: | ---: | ---: | ---: | --- |"]
         for row in self.parts:
             functions = "、".join(f"`{f}`" for f in row.part.function_names)

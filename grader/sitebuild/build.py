@@ -35,6 +35,7 @@ from ..course.points import points_table
 from ..units import LABS_DIR, REPO_ROOT, Unit, UnitError, load_unit
 from . import math as texmath
 from .claims import BuildError, ClaimLog
+from .frequency import unchecked
 from .glossary import load_glossary
 from .handout import render_handout
 from .lang import mark_english
@@ -143,10 +144,13 @@ class _Renderer:
     def __init__(self, out: Path, report: BuildReport, units: list[Unit]):
         self.out, self.report, self.units = out, report, units
 
-    def page(self, env, template: str, rel: str, **context) -> None:
+    def page(self, env, template: str, rel: str, lesson: bool = False, **context) -> None:
+        """Render ``template`` to ``rel``; a ``lesson`` page may use a frequency or comparison
+        word only inside a checked claim (:mod:`.frequency`)."""
         depth = rel.count("/")
         claims = ClaimLog(page=rel)
         env.globals["require"] = claims.require
+        env.filters["claim"] = claims.claim
         try:
             html = env.get_template(template).render(
                 root="../" * depth or "./", page_path=rel, units=self.units, **context
@@ -154,6 +158,12 @@ class _Renderer:
         except jinja2.TemplateError as exc:
             where = f" (line {exc.lineno})" if getattr(exc, "lineno", None) else ""
             raise BuildError(f"{template}{where}: {exc}") from None
+        loose = unchecked(html) if lesson else []
+        if loose:
+            raise BuildError(
+                f"{rel}: {len(loose)} unchecked frequency or comparison statement(s); check each "
+                "with the claim filter or say only what the runs show:\n  " + "\n  ".join(loose)
+            )
         target = self.out / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(mark_english(html), encoding="utf-8")
@@ -211,7 +221,9 @@ def _build_unit(
         clash = sorted(set(context) & (set(common) | {"root", "page_path", "units", "handout"}))
         if clash:
             raise BuildError(f"unit {unit.id}: {page.context}() returns reserved key {clash[0]!r}")
-        renderer.page(env, page.template, f"{unit.id}/{page.file}", **common, **context)
+        renderer.page(
+            env, page.template, f"{unit.id}/{page.file}", lesson=True, **common, **context
+        )
     renderer.page(env, "handout.html", f"{unit.id}/handout.html", handout=handout, **common)
 
 

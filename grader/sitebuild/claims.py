@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from markupsafe import Markup, escape
+
 
 class BuildError(Exception):
     """The site cannot be built (a claim failed, an input is missing or malformed)."""
@@ -28,3 +30,12 @@ class ClaimLog:
             raise BuildError(f"{self.page}: the text claims '{message}', but the runs disagree")
         self.checked.append((self.page, message))
         return ""
+
+    def claim(self, text, condition, message: str) -> Markup:
+        """The ``claim`` filter: ``text`` (a sentence that says ``message``), kept when
+        ``condition`` holds and marked ``data-checked`` so that :mod:`.frequency` reads it as
+        checked; a false ``condition`` stops the build as :meth:`require` does."""
+        self.require(condition, message)
+        return Markup('<span data-checked="{}">{}</span>').format(
+            message, text if isinstance(text, Markup) else escape(text)
+        )

@@ -8,6 +8,8 @@
         en: "operating point"
         text: "..."                     # what it means, in Chinese
         vllm: "max_num_seqs"            # optional: the vLLM knob it corresponds to
+        formula: "count(window, completed, quality, slo) / count(window)"  # optional, see
+                                        # formula.py; tests evaluate it against measure.py
         units: [<unit id>, ...]          # optional: units whose lesson uses it
 
 A bad file stops the build with one error naming the entry.
@@ -19,10 +21,11 @@ import re
 from pathlib import Path
 
 from .claims import BuildError
+from .formula import required_words
 
 FILE = "glossary.yaml"
 _ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
-_FIELDS = {"id", "term", "en", "text", "vllm", "units"}
+_FIELDS = {"id", "term", "en", "text", "vllm", "units", "formula"}
 
 
 def load_glossary(labs_dir: Path) -> list[dict]:
@@ -50,4 +53,19 @@ def load_glossary(labs_dir: Path) -> list[dict]:
         if not _ID.match(item["id"]) or item["id"] in seen:
             raise BuildError(f"{where}: id '{item['id']}' must be unique lower-case words")
         seen.add(item["id"])
+        if "formula" in item:
+            _check_definition(item, where)
     return terms
+
+
+def _check_definition(item: dict, where: str) -> None:
+    """The text of a term with a formula names every set and the denominator the formula has."""
+    if not isinstance(item["formula"], str):
+        raise BuildError(f"{where}: field 'formula' must be a string")
+    try:
+        words = required_words(item["formula"])
+    except BuildError as exc:
+        raise BuildError(f"{where}: {exc}") from None
+    missing = [w for w in words if w not in item["text"]]
+    if missing:
+        raise BuildError(f"{where}: the text leaves out what its formula counts: {missing}")

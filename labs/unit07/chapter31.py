@@ -246,6 +246,6 @@ def later_sections() -> dict:
 def chapter_context(unit) -> dict:
     """Template variables of chapter31.html.j2: ``ch``, every worked example, and ``lab``, what
     the unit 08 lab's exercise command prints for the exercises that have one."""
-    lab = {name: lab_exercise(name) for name in ("31.3", "31.4", "31.6")}
-    lab["31.6 pages"] = lab_exercise("31.6", "--page-tokens", "16", "--lengths", "16")
+    lab = {name: lab_exercise(name) for name in ("31.3", "31.4", "swap")}
+    lab["swap pages"] = lab_exercise("swap", "--page-tokens", "16", "--lengths", "16")
     return {"ch": chapter_numbers() | later_sections(), "lab": lab}

@@ -123,6 +123,21 @@ def _pool_run(runs: Runs, trace, policy: str, dev) -> dict:
     return {"run": run, "pages": pages, "preempts": preempts, "peak": max(p for _, p in pages)}
 
 
+def victim_phases(run: dict) -> dict[str, int]:
+    """How many preemptions of ``run`` threw out a request that was decoding (its last step
+    before the preemption gave it a decode token) and how many one still in (re)prefill."""
+    last: dict[str, str] = {}
+    counts = {"decoding": 0, "prefilling": 0}
+    for event in run["events"]:
+        for rid in event["preempt"]:
+            counts["decoding" if last.get(rid) == "decode" else "prefilling"] += 1
+        for chunk in event["prefill"]:
+            last[chunk["id"]] = "prefill"
+        for rid in event["decode"]:
+            last[rid] = "decode"
+    return counts
+
+
 def kv_pool(runs: Runs) -> dict:
     """budgeted vs paged on the burst, on a pool the burst overflows; and the same pair on
     other draws of the burst generator (``draws``: one dict per seed)."""
@@ -139,6 +154,7 @@ def kv_pool(runs: Runs) -> dict:
         "runs": {p: shown[p]["run"] for p in shown},
         "pages": {p: shown[p]["pages"] for p in shown},
         "preempts": {p: shown[p]["preempts"] for p in shown},
+        "victims": victim_phases(shown["paged"]["run"].run),
         "draws": draws,
     }
 
@@ -209,6 +225,11 @@ def lifo_victim(runs: Runs) -> dict:
     if len(steps) != 1 or steps[0]["preempt"] != ["L"]:
         raise BuildError(f"unit {unit.id}: lifo-victim must preempt L once, got {steps}")
     step = steps[0]
+    restart = next(
+        e["startMs"]
+        for e in run["events"][step["index"] + 1 :]
+        if any(c["id"] == "L" for c in e["prefill"])
+    )
     cache = caches_before(run, step["index"])
     prompt = next(r["inputTokens"] for r in run["requests"] if r["id"] == "L")
     # what L asked for: its next chunk, from the budget the decodes walked before it left
@@ -230,6 +251,12 @@ def lifo_victim(runs: Runs) -> dict:
     out["step"] = {
         "index": step["index"],
         "startMs": step["startMs"],
+        "restartMs": restart,  # the start of L's first chunk after it was thrown out
+        # the other holders that had left by then, and those still running
+        "doneBefore": [
+            r["id"] for r in run["requests"] if r["id"] != "L" and r["statusMs"] <= restart
+        ],
+        "running": [r["id"] for r in run["requests"] if r["id"] != "L" and r["statusMs"] > restart],
         "cache": cache,
         "pages": held,
         "free": dev.kv_pages - sum(held.values()),
@@ -578,9 +605,14 @@ def short(unit: Unit, sweep_result: dict) -> dict:
 def loops_job(job) -> dict:
     """One replication of a loop: its window's TTFT percentiles (``p*``: a failed request
     counts as infinitely late, None when that percentile is; ``served_p*``: completed requests
-    only), its realised rate and its failures."""
-    _, protocol, requests = experiment_of(job).simulate_job(job)
+    only), its realised rate, its failures and the protocol's steady-state check (``steady``)."""
+    ex = experiment_of(job)
+    _, protocol, requests = ex.simulate_job(job)
     window = protocol.window(requests)
+    measure = ex.module(*job.code.measure)
+    steady = measure.steady_state(
+        requests, window.start_ms, window.end_ms, protocol.steady_tolerance
+    ).steady
     inside = window.select(requests)
     ttfts = [math.inf if r["ttftMs"] is None else r["ttftMs"] for r in inside]
 
@@ -594,6 +626,7 @@ def loops_job(job) -> dict:
         "rate": len(inside) / window.length_s,
         "submitted": len(inside),
         "failed": len(inside) - len(served),
+        "steady": steady,
         **{f"p{p}": finite(percentile(ttfts, p)) for p in (50, 90, 99)},
         **{f"served_p{p}": percentile(served, p) for p in (50, 90, 99)},
     }

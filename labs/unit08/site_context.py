@@ -250,13 +250,19 @@ def _loops(loops: dict, measure) -> dict:
         out[name]["infinite_p99"] = sum(r["p99"] is None for r in rows)
         out[name]["rate"] = measure.interval([r["rate"] for r in rows], conf)
         out[name]["failed"] = sum(r["failed"] for r in rows)
+        out[name]["steady"] = sum(
+            r["steady"] for r in rows
+        )  # the protocol's check, per replication
     pairs = list(zip(closed, opened, strict=True))
+    steady_pairs = [(c, o) for c, o in pairs if c["steady"] and o["steady"]]
+    out["steady_pairs"] = len(steady_pairs)
 
     def higher(a, b) -> bool:  # b above a, None counting as infinitely late
         return (math.inf if b is None else b) > (math.inf if a is None else a)
 
     for p in ("p50", "p90", "p99"):
         out[f"open_above_{p}"] = sum(higher(c[p], o[p]) for c, o in pairs)
+        out[f"steady_open_above_{p}"] = sum(higher(c[p], o[p]) for c, o in steady_pairs)
     ratios = [o["p99"] / c["p99"] for c, o in pairs if o["p99"] and c["p99"]]
     out["ratio"] = (min(ratios), max(ratios)) if ratios else None
     return out
@@ -411,6 +417,16 @@ def _cheapest_options(points: list[dict], protocol, best: str | None) -> list[tu
     return options
 
 
+def vllm_knobs() -> dict:
+    """The knob table (``vllm/knobs.yaml``) and the vLLM version its names are checked against."""
+    import yaml
+
+    here = Path(__file__).parent / "vllm"
+    doc = yaml.safe_load((here / "knobs.yaml").read_text(encoding="utf-8"))
+    version = (here / "engine_args.txt").read_text(encoding="utf-8").split()[2]
+    return {"knobs": doc["knobs"], "version": version}
+
+
 def lesson_context(unit: Unit) -> dict:
     runs = lesson_runs.Runs(unit)
     pair = lesson_runs.batching(runs)
@@ -455,6 +471,7 @@ def lesson_context(unit: Unit) -> dict:
         "loops": loops,
         "loops_svg": Markup(loops_figure(loops, loop_runs["protocol"].slo_ttft_ms)),
         "timed": timed,
+        "vllm": vllm_knobs(),
         "timed_svg": Markup(timed_figure(timed)),
         "settings": {
             "pool": lesson_runs.POOL,

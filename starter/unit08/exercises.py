@@ -3,7 +3,7 @@
 
     python3 exercises.py 31.3 [--lengths 64 64 256]
     python3 exercises.py 31.4 [--new 256 --cached 257 --split 100 --chunks 64 16]
-    python3 exercises.py 31.6 [--lengths 16 44 45 1024 --page-tokens 1]
+    python3 exercises.py swap [--lengths 16 44 45 1024 --page-tokens 1]
 
 31.3: length utilisation when a batch of prompts is padded to its longest one, for the linear
 layers (sum P / n P_max) and for a full squared attention matrix (sum P^2 / n P_max^2),
@@ -11,7 +11,7 @@ formula 31.3. 31.4: causal attention pairs of q new positions after s cached one
 query by query and by formula 31.4 (q s + q (q + 1) / 2); the same q split in two chunks; and the
 prompt run through this lab's engine in several chunkings on a device that charges 1 ms per
 attention pair (``prefillMsPerContextToken``, the cost ``servesim/rules.py`` adds for context)
-and nothing else, next to how many cached positions the chunks read again. 31.6: the worked
+and nothing else, next to how many cached positions the chunks read again. swap: the worked
 example of section 31.6 (the chapter's exercise 31.6 is Little's law, in measure.py), recompute
 vs swap for one preempted sequence, each way run through this lab's engine on a device with the
 chapter's constants (64 KiB of KV per token, 20,000 prefill tokens/s, a 25 GB/s link, a sync
@@ -190,7 +190,7 @@ def swap_or_recompute(lengths: list[int], constants: SwapConstants, up_to: int) 
         None,
     )
     return {
-        "exercise": "31.6",
+        "exercise": "swap",
         "bytesPerToken": constants.bytes_per_token,
         "tokensPerS": constants.tokens_per_s,
         "linkBytesPerS": constants.link_bytes_per_s,
@@ -288,7 +288,7 @@ def build_parser() -> argparse.ArgumentParser:
     ex4.add_argument("--split", type=int_at_least(1), default=100, help="first of two chunks (100)")
     ex4.add_argument("--chunks", type=int_at_least(1), nargs="*", default=[64, 16], help="(64 16)")
     ex6 = exercises.add_parser(
-        "31.6", help="section 31.6's worked example: recompute vs swap for a preempted sequence"
+        "swap", help="section 31.6's worked example: recompute vs swap for a preempted sequence"
     )
     ex6.add_argument("--lengths", type=int_at_least(1), nargs="+", default=[16, 44, 45, 1024])
     ex6.add_argument(
@@ -307,7 +307,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.exercise == "31.3":
         result, text = padding(args.lengths), render_padding
-    elif args.exercise == "31.6":
+    elif args.exercise == "swap":
         constants = SwapConstants(page_tokens=args.page_tokens)
         result, text = swap_or_recompute(args.lengths, constants, args.up_to), render_swap
     else:

@@ -229,7 +229,7 @@ def test_chapter_exercises_have_worked_solutions_with_computed_numbers(built_sit
     assert "98%" in solutions["ex-31-8"] and "99.5%" in solutions["ex-31-8"]
     for section in ("estimator", "little", "mm1", "admission", "fairness", "algorithm", "goodput"):
         assert f'<section id="{section}">' in html
-    assert "永远轮不到" in html  # decode-first starves the waiting prompt
+    assert "模拟的轮数内没有完成" in html  # decode-first starves the waiting prompt
     chapter_claims = [m for page, m in report.claims if page.endswith("chapter31.html")]
     assert len(chapter_claims) >= 30
 

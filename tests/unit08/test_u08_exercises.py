@@ -1,5 +1,6 @@
 """The lab's exercises.py, run as a student runs it (python3 alone), against the textbook's
-worked answers to exercises 31.3, 31.4 and 31.6 and against counts made here."""
+worked answers to exercises 31.3 and 31.4, against section 31.6's worked example (key swap)
+and against counts made here."""
 
 from __future__ import annotations
 
@@ -70,7 +71,7 @@ def test_exercise_31_6_runs_match_the_closed_form(page_tokens, crossover):
     """Each run's preemption cost is C_r or 2m/b + C_s; the crossover measured from the runs
     is the shortest length the closed form favours swap at (45: the chapter's answer)."""
     lengths = [1, 16, 44, 45, 46, 47, 64, 1024]
-    r = numbers("31.6", "--page-tokens", str(page_tokens), "--lengths", *map(str, lengths))
+    r = numbers("swap", "--page-tokens", str(page_tokens), "--lengths", *map(str, lengths))
     assert [row["tokens"] for row in r["rows"]] == lengths
     for row in r["rows"]:
         recompute, swap = closed_form(row["tokens"], page_tokens)
@@ -82,16 +83,16 @@ def test_exercise_31_6_runs_match_the_closed_form(page_tokens, crossover):
         n for n in range(1, 5000) if closed_form(n, page_tokens)[1] < closed_form(n, page_tokens)[0]
     )
     assert r["crossover"] == shortest == crossover
-    text = exercises("31.6", "--page-tokens", str(page_tokens)).stdout
+    text = exercises("swap", "--page-tokens", str(page_tokens)).stdout
     assert f"crossover: {crossover} tokens" in text
 
 
 def test_exercise_31_6_without_a_crossover():
     """Up to 40 tokens swap never wins: the command says so instead of inventing a length."""
-    r = numbers("31.6", "--up-to", "40", "--lengths", "8")
+    r = numbers("swap", "--up-to", "40", "--lengths", "8")
     assert r["crossover"] is None and r["searchedUpTo"] == 40
     assert (
-        "swap is never the shorter run up to 40 tokens" in exercises("31.6", "--up-to", "40").stdout
+        "swap is never the shorter run up to 40 tokens" in exercises("swap", "--up-to", "40").stdout
     )
 
 
@@ -101,7 +102,7 @@ def test_exercise_31_6_without_a_crossover():
         (["31.3", "--lengths", "0", "4"], "must be >= 1, got 0"),
         (["31.4", "--new", "4", "--split", "4"], "--split must be below --new"),
         (["31.4", "--cached", "x"], "not an integer: 'x'"),
-        (["31.6", "--page-tokens", "0"], "must be >= 1, got 0"),
+        (["swap", "--page-tokens", "0"], "must be >= 1, got 0"),
         (["31.9"], "invalid choice"),
     ],
 )

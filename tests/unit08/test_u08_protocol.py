@@ -274,11 +274,15 @@ def test_a_closed_loop_with_exponential_think_time_is_one_command(solved):
     )
     assert done.returncode == 0, done.stderr
     assert "window [" in done.stdout and "goodput" in done.stdout
-    from servesim.compact import expand_document
+    from servesim.compact import expand_document, is_compact
 
     doc = expand_document(json.loads((solved / "runs" / "c.json").read_text(encoding="utf-8")))
     (run,), trace = doc["runs"], doc["trace"]
     assert "exponential" in trace["description"] and len(run["requests"]) == 400
+    stored = json.loads((solved / "runs" / "c.json").read_text(encoding="utf-8"))["runs"][0]
+    assert is_compact(stored)  # the header counts requests, not the compact entry's columns
+    assert re.search(r"^trace [^:]+: 400 requests,", done.stdout, re.M), done.stdout
+    assert "of 400 requests" in done.stdout
     flag = lab_python(
         solved,
         *("simulate.py", "--trace", "azure-conv-slice", "--policy", "paged"),
