@@ -150,10 +150,11 @@ def bwrap_command(
         mounts += ["--bind", str(sockets), SOCKETS]
     else:
         mounts += ["--share-net"]  # tcp: the client reaches the kernel's ports on the host
-    # right after the sandbox binds the case folder: before anything it may do last (a
-    # read-only remount of the root, say), and before the command
-    after = command.index(CASE_DIR, 0, command.index("--")) + 1
-    return [*command[:after], *mounts, *command[after:]]
+    # after every mount of the sandbox's own (a site folder below /tmp must not be hidden by
+    # its /tmp), before the read-only remounts it does last, and before the command
+    end = command.index("--")
+    at = command.index("--remount-ro", 0, end) if "--remount-ro" in command[:end] else end
+    return [*command[:at], *mounts, *command[at:]]
 
 
 def _same_python(path: str) -> None:

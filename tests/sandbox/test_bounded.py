@@ -32,6 +32,7 @@ import pytest
 from conftest import _in_mode, as_root, available_modes
 from labtools import READABLE_REPO
 
+from grader.labfolder import assemble
 from grader.sandbox import Limits, confine, host, run_simulation, seccomp, uids
 from grader.units import REPO_ROOT
 
@@ -134,16 +135,37 @@ def any_mode(request, monkeypatch, unit):
     yield request.param
 
 
+_LABS: dict[str, Path] = {}
+
+
+def lab_of(unit) -> Path:
+    """The unit's lab folder, assembled once for this module where any user can read it (the
+    unprivileged grader of ``bwrap-user`` reads it as nobody); removed with the test session."""
+    if unit.id not in _LABS:
+        holder = Path(tempfile.mkdtemp(prefix="infralab-bounded-lab-"))
+        holder.chmod(0o755)
+        _LABS[unit.id] = assemble(unit, holder / "lab")
+    return _LABS[unit.id]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _remove_labs():
+    yield
+    for lab in _LABS.values():
+        shutil.rmtree(lab.parent, ignore_errors=True)
+    _LABS.clear()
+
+
 def run_as(mode: str, unit, source: str) -> str:
     """The child's stdout after grading ``source`` once in ``mode``."""
     if mode != "bwrap-user":
-        trace = unit.lab_dir / "traces" / "mixed.json"
+        trace = lab_of(unit) / "traces" / "mixed.json"
         files = {"policies.py": source.encode()}
-        result = run_simulation(unit.lab_dir, files, trace, ["--policy", "fcfs"], LIMITS)
+        result = run_simulation(lab_of(unit), files, trace, ["--policy", "fcfs"], LIMITS)
         return result.stdout
     done = subprocess.run(
         ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", USER_PYTHON],
-        input=USER_GRADER.format(repo=str(REPO_ROOT), lab=str(unit.lab_dir), limits=LIMITS)
+        input=USER_GRADER.format(repo=str(REPO_ROOT), lab=str(lab_of(unit)), limits=LIMITS)
         + f"\nprint(grade({source!r}))\n",
         capture_output=True,
         text=True,
@@ -333,11 +355,11 @@ def test_case_folders_belong_to_the_child_alone(unit, solution):
     try:
         if as_root():
             files = {"policies.py": solution}
-            case = launch_module.prepare_case(root, unit.lab_dir, files, {}, 201)
+            case = launch_module.prepare_case(root, lab_of(unit), files, {}, 201)
             info = (case / "policies.py").stat()
             assert stat.S_IMODE(info.st_mode) == 0o640 and info.st_gid == 201
             shutil.rmtree(case)
-        case = launch_module.prepare_case(root, unit.lab_dir, {"policies.py": solution}, {})
+        case = launch_module.prepare_case(root, lab_of(unit), {"policies.py": solution}, {})
         assert stat.S_IMODE((case / "policies.py").stat().st_mode) == 0o600
     finally:
         shutil.rmtree(root)
@@ -380,7 +402,7 @@ def test_sigterm_to_the_grader_leaves_nothing(unit, any_mode):
     scratch = Path(tempfile.mkdtemp(prefix="infralab-sigterm-"))
     scratch.chmod(0o711)  # the child's uid passes through to its output folder
     script = GRADER.format(
-        repo=str(REPO_ROOT), lab=str(unit.lab_dir), source=LINGER.format(token=token)
+        repo=str(REPO_ROOT), lab=str(lab_of(unit)), source=LINGER.format(token=token)
     )
     env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "TMPDIR": str(scratch)}
     env[host.MODE_ENV] = "rlimits" if any_mode == "rlimits" else "bwrap"

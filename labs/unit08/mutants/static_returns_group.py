@@ -5,6 +5,6 @@ Batch).
 _static = static  # noqa: F821
 
 
-def static(view):
-    step = _static(view)
+def static(view, **params):
+    step = _static(view, **params)
     return step, [c.id for c in step.prefill]

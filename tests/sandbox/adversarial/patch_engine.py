@@ -11,7 +11,7 @@ from servesim.engine import Event, Timeline
 from servesim.sequence import Phase, Sequence
 
 
-def _instant(trace, policy, device):
+def _instant(trace, policy, device, *args, **kwargs):  # whatever the engine is called with
     seqs = []
     for order, request in enumerate(trace.requests):
         seq = Sequence.of(request, order)
