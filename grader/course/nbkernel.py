@@ -51,6 +51,7 @@ SOCKETS = "/run/infralab/sockets"  # where the socket folder appears in the sand
 PORTS = ("shell_port", "iopub_port", "stdin_port", "control_port", "hb_port")
 SEAL_WAIT_S = 60.0
 LAB_MB = 512  # size of the working copy's tmpfs (the lab's runs included)
+SHM_MB = 64  # size of the kernel's own /dev/shm (semaphores of a process pool)
 LIMITS = Limits(
     cpu_s=3600,  # CPU seconds of each process of the kernel (the cell timeout bounds wall time)
     memory_mb=4096,
@@ -145,6 +146,8 @@ def bwrap_command(
     for folder in sites:
         mounts += ["--ro-bind", folder, folder]
     mounts += ["--size", str(LAB_MB << 20), "--tmpfs", LAB]
+    # multiprocessing's locks (sweep.py's pool) need a writable /dev/shm: a small one of its own
+    mounts += ["--size", str(SHM_MB << 20), "--tmpfs", "/dev/shm"]
     mounts += ["--ro-bind", str(connection), CONNECTION]
     if sockets is not None:
         mounts += ["--bind", str(sockets), SOCKETS]
