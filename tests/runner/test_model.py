@@ -211,3 +211,73 @@ def test_fused_varlen_attention_on_cuda_equals_the_padded_groups():
         out[kind] = dict(ex.last_logits)
     for rid in out["exact"]:
         assert (out["exact"][rid] - out["padded"][rid]).abs().max().item() <= 2e-2
+
+
+def _flash_on_cpu(real_varlen_attn):
+    """A CPU stand-in for ``varlen_attn`` with flash attention's semantics: segment ``i`` is
+    rows ``cu_q[i]:cu_q[i+1]`` of the queries over keys ``cu_k[i]:cu_k[i+1]``, the causal
+    mask aligned to the segment's last key, kv heads shared by ``heads // kv_heads`` queries.
+    Every call is first bound to the real function's signature, so a renamed or removed
+    keyword fails here on CPU before it fails on a GPU."""
+    import inspect
+
+    import torch
+    import torch.nn.functional as F
+
+    signature = inspect.signature(real_varlen_attn)
+    calls = []
+
+    def varlen_attn(query, key, value, cu_seq_q, cu_seq_k, max_q, max_k, **kwargs):
+        bound = signature.bind(query, key, value, cu_seq_q, cu_seq_k, max_q, max_k, **kwargs)
+        assert bound.arguments["window_size"] == (-1, 0) and bound.arguments["enable_gqa"]
+        assert cu_seq_q.dtype == cu_seq_k.dtype == torch.int32
+        out = torch.empty_like(query)
+        group = query.shape[1] // key.shape[1]
+        for i in range(len(cu_seq_q) - 1):
+            q0, q1, k0, k1 = (
+                int(x) for x in (cu_seq_q[i], cu_seq_q[i + 1], cu_seq_k[i], cu_seq_k[i + 1])
+            )
+            assert q1 - q0 <= max_q and k1 - k0 <= max_k
+            q = query[q0:q1].transpose(0, 1)  # [heads, Lq, hd]
+            k = key[k0:k1].transpose(0, 1).repeat_interleave(group, dim=0)
+            v = value[k0:k1].transpose(0, 1).repeat_interleave(group, dim=0)
+            rows = torch.arange(q1 - q0)[:, None] + (k1 - k0) - (q1 - q0)
+            mask = torch.arange(k1 - k0)[None, :] <= rows
+            out[q0:q1] = F.scaled_dot_product_attention(q, k, v, attn_mask=mask).transpose(0, 1)
+        calls.append(len(cu_seq_q) - 1)
+        return out
+
+    return varlen_attn, calls
+
+
+def test_fused_varlen_plan_on_cpu_equals_the_padded_groups(torch_cpu, monkeypatch):
+    """CPU twin of the CUDA test above: the executor's one-call varlen plan (packed keys,
+    cumulative counts, causal alignment, GQA) is run through a CPU stand-in with flash
+    attention's semantics and gives the padded path's logits and tokens."""
+    import torch.nn.attention.varlen as varlen_module
+    from servesim import Batch, PrefillChunk
+
+    fake, calls = _flash_on_cpu(varlen_module.varlen_attn)
+    monkeypatch.setattr(varlen_module, "varlen_attn", fake)
+    runs = {kind: _device(torch_cpu, page_tokens=3, attention=kind) for kind in ("exact", "padded")}
+    runs["exact"].varlen = True  # what varlen_available() decides on an sm80+ GPU in float16
+    out = {kind: [] for kind in runs}
+    for kind, ex in runs.items():
+        for rid, n in {"long": 40, "a": 3, "b": 9, "c": 1}.items():
+            ex.add_request(rid, n, 6)
+        ex.run(Batch(prefill=(PrefillChunk("long", 40), PrefillChunk("a", 3))))
+        out[kind].append(dict(ex.last_logits))
+        ex.run(Batch(decode=("long", "a"), prefill=(PrefillChunk("b", 5), PrefillChunk("c", 1))))
+        out[kind].append(dict(ex.last_logits))
+        ex.run(Batch(decode=("long", "a", "c"), prefill=(PrefillChunk("b", 4),)))
+        out[kind].append(dict(ex.last_logits))
+        for _ in range(3):
+            ex.run(Batch(decode=("long", "a", "b", "c")))
+            out[kind].append(dict(ex.last_logits))
+    assert calls, "the exact executor never took the varlen path"
+    assert len(calls) == 6 * runs["exact"].model.config.layers
+    for exact, padded in zip(out["exact"], out["padded"], strict=True):
+        assert exact.keys() == padded.keys()
+        for rid in exact:
+            assert (exact[rid] - padded[rid]).abs().max().item() <= LOGIT_ATOL
+    assert all(runs["exact"].generated(r) == runs["padded"].generated(r) for r in "abc")
