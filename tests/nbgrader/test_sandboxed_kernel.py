@@ -117,6 +117,42 @@ def test_the_kernel_sees_no_hidden_material_and_writes_nothing_of_the_host(tmp_p
     assert sorted(p.name for p in folder.iterdir()) == ["policies.py"]
 
 
+SHM_FILL = """
+import json, os
+written, error, mib = 0, None, b"x" * (1 << 20)
+for n in range(4 * {cap_mb} // {file_mb} + 4):  # many files: each stays under RLIMIT_FSIZE
+    try:
+        with open(f"/dev/shm/fill-{{n}}", "wb") as out:
+            for _ in range({file_mb} // 2):
+                out.write(mib)
+                out.flush()
+                written += len(mib)
+    except OSError as e:
+        error = e.strerror
+        break
+print(json.dumps({{"written": written, "error": error, "files": len(os.listdir("/dev/shm"))}}))
+"""
+
+
+@needs_bwrap
+def test_the_kernels_dev_shm_is_its_own_bounded_and_gone_at_shutdown(tmp_path):
+    """Attack: a cell fills /dev/shm as far as it will go. It stops at the kernel's own
+    ``SHM_MB`` tmpfs with an error, and nothing of it reaches the host's /dev/shm."""
+    folder = tmp_path / "notebook"
+    folder.mkdir()
+    host_shm = set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
+
+    def code(sockets):
+        return SHM_FILL.format(cap_mb=nbkernel.SHM_MB, file_mb=nbkernel.LIMITS.file_mb)
+
+    got = asyncio.run(_run_in_kernel(folder, code))
+    assert got["error"] is not None, "the kernel wrote four times its /dev/shm without an error"
+    assert (nbkernel.SHM_MB - 1) << 20 <= got["written"] <= nbkernel.SHM_MB << 20
+    assert got["files"] >= 2
+    left = set(os.listdir("/dev/shm")) - host_shm if os.path.isdir("/dev/shm") else set()
+    assert not {name for name in left if name.startswith("fill-")}
+
+
 def test_the_kernel_refuses_to_start_without_bubblewrap(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv(MODE_ENV, "rlimits")
     connection = tmp_path / "kernel.json"
