@@ -34,7 +34,18 @@ def test_code_figures_names_and_checked_claims_are_not_read():
 
 def test_the_brief_words_are_listed():
     listed = set(PHRASES["zh"]) | set(PHRASES["en"])
-    assert {"通常", "往往", "总是", "从不", "大多", "更快"} <= listed
+    assert {
+        "通常",
+        "往往",
+        "总是",
+        "从不",
+        "大多",
+        "更快",
+        "只有",
+        "只剩",
+        "最便宜",
+        "最高",
+    } <= listed
     assert {"often", "most", "always", "faster", "never", "only"} <= listed
 
 
