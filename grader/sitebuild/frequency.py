@@ -6,7 +6,15 @@ page may use one only inside a checked claim: the template wraps the sentence in
 ``condition`` (computed from the runs the page uses) is false and marks the text
 ``data-checked``. :func:`unchecked` lists every sentence outside such a mark that uses a word of
 ``PHRASES``; the build fails on any. Code, math and figures (``code``, ``pre``, ``svg``,
-``script``, ``style``) are not prose and are not read.
+``script``, ``style``) are not prose and are not read; neither are a question (a sentence that
+ends in a question mark claims nothing), a quiz option marked wrong (``data-correct="false"``:
+the page presents it as false) or a list of names (``data-names``: part titles, file names).
+
+只 ("only") and 最 ("most") are too common to list bare: 最后, 最初, 只要, 只能 and the metric
+names 最大 ITL or 最长一步 claim nothing about how runs turn out. ``PHRASES`` lists their claim
+senses instead (最便宜, 最高, 只有, 只剩 …), and ``NOT_CLAIMS`` the fixed phrases that contain one
+of those words but name a rule or a setting (the scan's highest load, a minimum share), and
+只有 … 才 ("only if", a condition).
 """
 
 from __future__ import annotations
@@ -34,14 +42,45 @@ PHRASES = {
         "每次都",
         "一律",
         "只会",
+        # 只 / 最 in their "only" / "most" senses (see the module docstring)
+        "只有",
+        "只剩",
+        "只完成",
+        "只占",
+        "只到",
+        "只覆盖",
+        "只晚",
+        "只多",
+        "只少",
+        "最便宜",
+        "最贵",
+        "最快",
+        "最慢",
+        "最好",
+        "最差",
+        "最糟",
+        "最稳",
+        "最容易",
+        "最难",
+        "最常",
+        "最高",
+        "最低",
+        "最优",
     ),
     "en": ("often", "usually", "always", "never", "most", "faster", "slower", "only"),
 }
+# fixed phrases holding a listed word that claim nothing about runs: a setting or a rule's name
+NOT_CLAIMS = ("最高负载", "最低份额", "最低执行份额", "最低服务份额")
+_ONLY_IF = r"(?![^；。]*才)"  # 只有 … 才: "only if", a condition
 _PATTERN = re.compile(
-    "|".join(
-        [re.escape(p) for p in PHRASES["zh"]]
+    "(?!"
+    + "|".join(map(re.escape, NOT_CLAIMS))
+    + ")(?:"
+    + "|".join(
+        [re.escape(p) + (_ONLY_IF if p == "只有" else "") for p in PHRASES["zh"]]
         + [rf"(?<![\w-]){re.escape(p)}(?![\w-])" for p in PHRASES["en"]]
-    ),
+    )
+    + ")",
     re.IGNORECASE,
 )
 _SKIP = {"code", "pre", "svg", "script", "style", "math", "kbd", "samp"}
@@ -65,7 +104,8 @@ class _Prose(HTMLParser):
         if tag in _VOID:
             return
         names = dict(attrs)
-        hide = self._hidden() or tag in _SKIP or "data-checked" in names
+        hide = self._hidden() or tag in _SKIP or "data-checked" in names or "data-names" in names
+        hide = hide or names.get("data-correct") == "false"
         self.stack.append((tag, hide))
         if tag in _BREAK:
             self.blocks.append("")
@@ -94,6 +134,6 @@ def unchecked(html: str) -> list[str]:
     for block in parser.blocks:
         for sentence in _SENTENCE.findall(" ".join(block.split())):
             hit = _PATTERN.search(sentence)
-            if hit:
+            if hit and not sentence.rstrip().endswith(("？", "?")):
                 found.append(f"[{hit.group(0)}] {sentence.strip()}")
     return found

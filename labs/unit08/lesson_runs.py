@@ -44,6 +44,7 @@ from grader.units import CODE_ROOT, Unit
 HERE = Path(__file__).resolve().parent
 CACHE = HERE / "lesson_cache.json"
 public_traces = load_file(HERE / "public_traces.py")
+lesson_calibrated = load_file(HERE / "lesson_calibrated.py")
 
 BATCH_K = 2  # the chapter's two slots for static vs continuous
 POOL = {"max_active": 16, "kv_pages": 256}  # a small pool the burst overflows
@@ -494,6 +495,7 @@ def sections(unit: Unit) -> dict:
             ),
             lambda: buckets_job(unit, BUCKETS),
         ),
+        "calibrated": lesson_calibrated.section(unit, sys.modules[__name__], sweep_files),
     }
 
 

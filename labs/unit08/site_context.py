@@ -22,6 +22,8 @@ from grader.sitebuild.svg import Lane, timeline_svg
 from grader.units import Unit
 
 lesson_runs = load_module(Path(__file__).with_name("lesson_runs.py"))
+lesson_steadiness = load_module(Path(__file__).with_name("lesson_steadiness.py"))
+lesson_calibrated = load_module(Path(__file__).with_name("lesson_calibrated.py"))
 
 VERDICT_ZH = {"feasible": "可行", "infeasible": "不可行", "not yet known": "尚不能确定"}
 
@@ -471,6 +473,8 @@ def lesson_context(unit: Unit) -> dict:
         "loops": loops,
         "loops_svg": Markup(loops_figure(loops, loop_runs["protocol"].slo_ttft_ms)),
         "timed": timed,
+        "single": lesson_steadiness.single_runs(measure, sweep["protocol"], kv, timed),
+        "calibrated": lesson_calibrated.calibrated(unit, lesson_runs, sweep),
         "vllm": vllm_knobs(),
         "timed_svg": Markup(timed_figure(timed)),
         "settings": {

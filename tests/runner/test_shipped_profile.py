@@ -1,11 +1,13 @@
-"""The calibration example shipped in the lab (``devices/cpu-tiny.json`` and its report) is what
-``run_gpu.py --calibrate`` wrote: its profile and residuals follow from the steps it recorded,
-its report is the command's, and the context-aware fit beats the affine one on held-out steps.
+"""The calibration examples shipped in the labs (``devices/cpu-tiny.json`` and its report, in
+units 07 and 08) are what ``run_gpu.py --calibrate`` wrote: each profile and its residuals follow
+from the steps it recorded, its report is the command's, and the context-aware fit beats the
+affine one on held-out steps. Unit 08's lesson re-runs its cheapest-tier search on that unit's
+file (labs/unit08/lesson_calibrated.py), so a new calibration also makes the lesson cache stale.
 
-Regenerate both files with (about five minutes on one CPU core)::
+Regenerate a unit's files with (about five minutes on one CPU core; U is unit07 or unit08)::
 
-    infralab run-gpu --unit unit07 --reference --calibrate --grid cpu \\
-      --output starter/unit07/devices/cpu-tiny.json --report starter/unit07/devices/cpu-tiny.txt
+    infralab run-gpu --unit U --reference --calibrate --grid cpu \\
+      --output starter/U/devices/cpu-tiny.json --report starter/U/devices/cpu-tiny.txt
 """
 
 from __future__ import annotations
@@ -13,6 +15,21 @@ from __future__ import annotations
 import json
 
 import pytest
+
+from grader import reference
+from grader.units import load_unit
+
+
+@pytest.fixture(scope="module", params=["unit07", "unit08"])
+def unit(request):
+    return load_unit(request.param)
+
+
+@pytest.fixture(scope="module")
+def torch_cpu():
+    torch = pytest.importorskip("torch", reason="PyTorch not installed (extra 'runner')")
+    torch.set_num_threads(1)
+    return torch
 
 
 @pytest.fixture(scope="module")
@@ -61,9 +78,10 @@ def test_report_is_the_one_the_command_printed(shipped, torch_cpu):
     assert report.startswith(again.render(doc["calibration"]["realDevice"]))
 
 
-def test_simulate_runs_on_the_shipped_profile(unit, solution, tmp_path, shipped):
+def test_simulate_runs_on_the_shipped_profile(unit, tmp_path, shipped):
     from servesim.cli import main as simulate_main
 
+    solution = reference.solution_policies(unit)
     doc, _ = shipped
     out = tmp_path / "run.json"
     profile = unit.lab_dir / "devices" / "cpu-tiny.json"
