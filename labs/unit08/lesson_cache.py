@@ -1,4 +1,4 @@
-"""The cache of unit 08's protocol runs: ``lesson_cache.json``, one section per run.
+"""The cache of unit 08's protocol runs: ``lesson_cache.json``, one section per lesson_jobs.
 
 Protocol runs take minutes, so their results are kept under a key hashed from every input (the
 engine, the solution, experiment.py, the protocol, tier and trace files, and the source of the
@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
-import os
 import statistics
 import sys
 from pathlib import Path
@@ -25,31 +24,7 @@ from grader.units import CODE_ROOT, Unit
 
 HERE = Path(__file__).resolve().parent
 CACHE = HERE / "lesson_cache.json"
-run = load_file(HERE / "lesson_jobs.py")  # the jobs and settings of each section
-
-
-def experiment(unit: Unit):
-    """The lab folder's experiment.py (what sweep.py runs)."""
-    return load_file(unit.lab_dir / "experiment.py")
-
-
-def code(unit: Unit):
-    """The reference solution, as experiment.py's workers load it (private module names)."""
-    tag = hashlib.sha256(str(unit.solutions_dir).encode()).hexdigest()[:10]
-    return experiment(unit).Code(
-        (f"_infralab_lesson_{tag}_policies", str(unit.solutions_dir / "policies.py")),
-        (f"_infralab_lesson_{tag}_measure", str(unit.solutions_dir / "measure.py")),
-        str(unit.lab_dir),
-    )
-
-
-def workers() -> int:
-    """Processes for protocol runs: every core where workers fork (Linux), else one."""
-    return (os.cpu_count() or 1) if sys.platform == "linux" else 1
-
-
-def tier_paths(unit: Unit) -> list[Path]:
-    return sorted((unit.lab_dir / "tiers").glob("*.json"))
+lesson_jobs = load_file(HERE / "lesson_jobs.py")  # the jobs and settings of each section
 
 
 VIEWER = "runview"
@@ -92,46 +67,61 @@ def _read_cache() -> dict:
 
 def sections(unit: Unit) -> dict:
     """Each cached section: (its inputs, the function that makes its results)."""
-    protocol = load_protocol(unit.lab_dir / run.PROTOCOL)
-    closed = load_protocol(unit.lab_dir / run.LOOPS["protocol"])
-    paths = [str(p) for p in tier_paths(unit)]
+    protocol = load_protocol(unit.lab_dir / lesson_jobs.PROTOCOL)
+    closed = load_protocol(unit.lab_dir / lesson_jobs.LOOPS["protocol"])
+    paths = [str(p) for p in lesson_jobs.tier_paths(unit)]
     sweep_files = [
-        run.PROTOCOL,
+        lesson_jobs.PROTOCOL,
         f"traces/{protocol.sizes}.json",
         *(f"tiers/{Path(p).name}" for p in paths),
     ]
-    loop_files = [run.LOOPS["protocol"], run.LOOPS["tier"], f"traces/{closed.sizes}.json"]
-    ex, solution = experiment(unit), code(unit)
+    loop_files = [
+        lesson_jobs.LOOPS["protocol"],
+        lesson_jobs.LOOPS["tier"],
+        f"traces/{closed.sizes}.json",
+    ]
+    ex, solution = lesson_jobs.experiment(unit), lesson_jobs.code(unit)
 
     def make_sweep():
-        return ex.run_protocol(protocol, paths, solution, workers(), _progress)
+        return ex.run_protocol(protocol, paths, solution, lesson_jobs.workers(), _progress)
 
     def make_short():
-        jobs = ex.jobs_of(run.short_protocol(protocol), paths, solution)
-        jobs = [j for j in jobs if j.seed == run.SHORT["seed"]]
-        return ex.run_jobs(jobs, workers(), _progress, run.short_job)
+        jobs = ex.jobs_of(lesson_jobs.short_protocol(protocol), paths, solution)
+        jobs = [j for j in jobs if j.seed == lesson_jobs.SHORT["seed"]]
+        return ex.run_jobs(jobs, lesson_jobs.workers(), _progress, lesson_jobs.short_job)
 
     def make_loops():
-        tier = [str(unit.lab_dir / run.LOOPS["tier"])]
+        tier = [str(unit.lab_dir / lesson_jobs.LOOPS["tier"])]
         closed_jobs = ex.jobs_of(closed, tier, solution)
-        closed_rows = ex.run_jobs(closed_jobs, workers(), None, run.loops_job)
+        closed_rows = ex.run_jobs(closed_jobs, lesson_jobs.workers(), None, lesson_jobs.loops_job)
         rate = round(statistics.fmean(r["rate"] for r in closed_rows), 3)
-        opened = run.open_protocol(closed, rate)
-        open_rows = ex.run_jobs(ex.jobs_of(opened, tier, solution), workers(), None, run.loops_job)
+        opened = lesson_jobs.open_protocol(closed, rate)
+        open_rows = ex.run_jobs(
+            ex.jobs_of(opened, tier, solution), lesson_jobs.workers(), None, lesson_jobs.loops_job
+        )
         return {"rate": rate, "closed": closed_rows, "open": open_rows}
 
-    short_code = (run.short_job, run.legacy_passes, run.short_protocol, run.SHORT)
-    buckets_code = (run.buckets_job, run.padding_share, run.BUCKETS)
+    short_code = (
+        lesson_jobs.short_job,
+        lesson_jobs.legacy_passes,
+        lesson_jobs.short_protocol,
+        lesson_jobs.SHORT,
+    )
+    buckets_code = (lesson_jobs.buckets_job, lesson_jobs.padding_share, lesson_jobs.BUCKETS)
     return {
         "sweep": (_inputs(unit, sweep_files), make_sweep),
         "short": (_inputs(unit, sweep_files, short_code), make_short),
         "loops": (
-            _inputs(unit, loop_files, (run.loops_job, run.open_protocol, run.LOOPS)),
+            _inputs(
+                unit,
+                loop_files,
+                (lesson_jobs.loops_job, lesson_jobs.open_protocol, lesson_jobs.LOOPS),
+            ),
             make_loops,
         ),
         "buckets": (
-            _inputs(unit, [f"traces/{run.BUCKETS['trace']}.json"], buckets_code),
-            lambda: run.buckets_job(unit, run.BUCKETS),
+            _inputs(unit, [f"traces/{lesson_jobs.BUCKETS['trace']}.json"], buckets_code),
+            lambda: lesson_jobs.buckets_job(unit, lesson_jobs.BUCKETS),
         ),
     }
 

@@ -1,4 +1,5 @@
-"""What unit 08's protocol runs run: their settings and the job each worker process does.
+"""What unit 08's protocol runs run: their settings, the code they run with (the lab's
+``experiment.py`` and the reference solution) and the job each worker process does.
 
 The lab's own ``experiment.py`` runs them with the reference solution, exactly what a
 student's ``sweep.py --protocol`` runs: the tier sweep of ``protocols/lesson.json``, the short
@@ -13,7 +14,9 @@ from __future__ import annotations
 import hashlib
 import itertools
 import math
+import os
 import statistics
+import sys
 from pathlib import Path
 
 from servesim.metrics import percentile
@@ -35,6 +38,35 @@ LOOPS = {"protocol": "protocols/closed-loop.json", "tier": "tiers/small-paged.js
 
 
 SHORT = {"requests": 300, "seed": 1}  # the single short run the lab once answered with
+
+
+def experiment(unit: Unit):
+    """The lab folder's experiment.py (what sweep.py runs)."""
+    return load_file(unit.lab_dir / "experiment.py")
+
+
+def code(unit: Unit):
+    """The reference solution, as experiment.py's workers load it (private module names)."""
+    tag = hashlib.sha256(str(unit.solutions_dir).encode()).hexdigest()[:10]
+    return experiment(unit).Code(
+        (f"_infralab_lesson_{tag}_policies", str(unit.solutions_dir / "policies.py")),
+        (f"_infralab_lesson_{tag}_measure", str(unit.solutions_dir / "measure.py")),
+        str(unit.lab_dir),
+    )
+
+
+def workers() -> int:
+    """Processes for protocol runs: every core where workers fork (Linux), else one."""
+    return (os.cpu_count() or 1) if sys.platform == "linux" else 1
+
+
+def tier_paths(unit: Unit) -> list[Path]:
+    return sorted((unit.lab_dir / "tiers").glob("*.json"))
+
+
+def solution_measure(unit: Unit):
+    """The reference measure.py, as experiment.py's workers load it."""
+    return experiment(unit).module(*code(unit).measure)
 
 
 # Length buckets and the wait window (31.2): static batching on the Azure slice's sizes, arriving

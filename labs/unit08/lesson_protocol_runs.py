@@ -18,17 +18,13 @@ from grader.units import Unit
 
 HERE = Path(__file__).resolve().parent
 cache = load_file(HERE / "lesson_cache.py")
-run = cache.run  # lesson_jobs.py: the settings of each protocol run
-
-
-def solution_measure(unit: Unit):
-    return cache.experiment(unit).module(*cache.code(unit).measure)
+lesson_jobs = load_file(HERE / "lesson_jobs.py")
 
 
 def tiers(unit: Unit) -> list:
     names = tuple(p["name"] for p in unit.policies)
     try:
-        return [load_tier(p, names) for p in cache.tier_paths(unit)]
+        return [load_tier(p, names) for p in lesson_jobs.tier_paths(unit)]
     except TierError as exc:
         raise BuildError(f"unit {unit.id}: {exc}") from None
 
@@ -37,9 +33,9 @@ def buckets(unit: Unit) -> dict:
     """The bucket and window sweep with its settings (cached section 'buckets')."""
     return {
         "settings": {
-            **run.BUCKETS,
-            "buckets": list(run.BUCKETS["buckets"]),
-            "waits": list(run.BUCKETS["waits"]),
+            **lesson_jobs.BUCKETS,
+            "buckets": list(lesson_jobs.BUCKETS["buckets"]),
+            "waits": list(lesson_jobs.BUCKETS["waits"]),
         },
         "rows": cache.cached(unit, "buckets"),
     }
@@ -47,8 +43,8 @@ def buckets(unit: Unit) -> dict:
 
 def sweep(unit: Unit) -> dict:
     """Every tier at every load of the lesson's protocol, judged as sweep.py judges it."""
-    protocol = load_protocol(unit.lab_dir / run.PROTOCOL)
-    ex, measure = cache.experiment(unit), solution_measure(unit)
+    protocol = load_protocol(unit.lab_dir / lesson_jobs.PROTOCOL)
+    ex, measure = lesson_jobs.experiment(unit), lesson_jobs.solution_measure(unit)
     cells = ex.judge(protocol, cache.cached(unit, "sweep"), measure)
     all_tiers = tiers(unit)
     points = ex.operating_points(all_tiers, cells)
@@ -82,7 +78,7 @@ def short(unit: Unit, sweep_result: dict) -> dict:
 def loops(unit: Unit) -> dict:
     """The closed loop of LOOPS over its replications, then an open loop (Poisson) at the
     closed loop's mean realised rate, with the same seeds, on the same tier."""
-    closed = load_protocol(unit.lab_dir / run.LOOPS["protocol"])
+    closed = load_protocol(unit.lab_dir / lesson_jobs.LOOPS["protocol"])
     names = tuple(p["name"] for p in unit.policies)
-    tier = load_tier(unit.lab_dir / run.LOOPS["tier"], names)
+    tier = load_tier(unit.lab_dir / lesson_jobs.LOOPS["tier"], names)
     return {**cache.cached(unit, "loops"), "protocol": closed, "tier": tier}

@@ -8,8 +8,9 @@ Each run is made by the reference solution. The files, loaded by path (docs/unit
   the token budget, section 31.7's worked example);
 - ``lesson_protocol_runs.py``: protocol runs as the page reads them (the tier sweep, the short
   single-seed sweep, closed vs open loop, the length buckets), from the cache;
-- ``lesson_jobs.py``: the settings of the protocol runs and the job each worker runs, made by
-  the lab's own ``experiment.py``, exactly what a student's ``sweep.py --protocol`` runs;
+- ``lesson_jobs.py``: the settings of the protocol runs, the code they run with (the lab's own
+  ``experiment.py`` and the reference solution, exactly what a student's ``sweep.py
+  --protocol`` runs) and the job each worker runs;
 - ``lesson_cache.py``: ``lesson_cache.json``, each protocol run's results under a key hashed
   from every input;
 - ``lesson_events.py``: what the narratives read from a run's events.

@@ -2,7 +2,8 @@
 
 Site plug-in (docs/units.md, "Site"): ``infralab site build`` calls ``lesson_context(unit)``.
 Its parts, each loaded by path from this folder: the runs (``lesson_runs.py`` lists them:
-``lesson_constructions.py`` and ``lesson_protocol_runs.py``), the figures drawn from them
+``lesson_constructions.py``, ``lesson_protocol_runs.py`` and their settings in
+``lesson_jobs.py``), the figures drawn from them
 (``lesson_figures.py``) and the values the text quotes (``lesson_text.py``). Claims about them
 sit in lesson.html.j2 next to the sentences.
 """
@@ -20,6 +21,7 @@ from grader.units import Unit
 HERE = Path(__file__).resolve().parent
 constructions = load_module(HERE / "lesson_constructions.py")
 protocol_runs = load_module(HERE / "lesson_protocol_runs.py")
+lesson_jobs = load_module(HERE / "lesson_jobs.py")
 figures = load_module(HERE / "lesson_figures.py")
 text = load_module(HERE / "lesson_text.py")
 
@@ -41,7 +43,7 @@ def lesson_context(unit: Unit) -> dict:
     lifo = constructions.lifo_victim(runs)
     sweep = protocol_runs.sweep(unit)
     short = protocol_runs.short(unit, sweep)
-    measure = protocol_runs.solution_measure(unit)
+    measure = lesson_jobs.solution_measure(unit)
     loop_runs = protocol_runs.loops(unit)
     loops = text.loops_compared(loop_runs, measure)
     sweep_svgs = figures.sweep_figures(sweep)
@@ -50,7 +52,6 @@ def lesson_context(unit: Unit) -> dict:
     short["misled"] = text.misled(short, sweep)
     timed = constructions.timed_vs_budgeted(runs)
     buckets = protocol_runs.buckets(unit)
-    settings = protocol_runs.run  # lesson_jobs.py
     return {
         "buckets": buckets,
         "buckets_svg": Markup(figures.buckets_figure(buckets)),
@@ -83,9 +84,9 @@ def lesson_context(unit: Unit) -> dict:
         "timed_svg": Markup(figures.timed_figure(timed)),
         "settings": {
             "pool": constructions.POOL,
-            "loops": settings.LOOPS,
-            "protocol_file": settings.PROTOCOL,
-            "short": settings.SHORT,
+            "loops": lesson_jobs.LOOPS,
+            "protocol_file": lesson_jobs.PROTOCOL,
+            "short": lesson_jobs.SHORT,
             "burst_seeds": constructions.BURST_SEEDS,
             "k": constructions.BATCH_K,
         },
