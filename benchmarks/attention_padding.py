@@ -4,7 +4,7 @@
 Prints, per attention path of the runner (``exact``: each sequence over its own keys, the
 default; ``padded``: groups of similar length padded to their widest), the median time of the
 mixed step against the sum of the same sequences run as separate steps grouped by similar length
-(``executor.length_groups``), and against the short ones alone. With per-sequence attention
+(``attention_plan.length_groups``), and against the short ones alone. With per-sequence attention
 the mixed step should cost about what its parts cost; padding makes the short ones pay for the
 long one. Each timed step is a real decode step (contexts grow by one per step).
 
@@ -24,8 +24,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # the engine packages' one source
 
 import torch  # noqa: E402
+from realdevice.attention_plan import length_groups  # noqa: E402
 from realdevice.backend import RealDevice  # noqa: E402
-from realdevice.executor import length_groups  # noqa: E402
 from servesim import Batch, PrefillChunk  # noqa: E402
 
 

@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from azure_trace import import_azure  # noqa: E402
-from vs_vidur import DEFAULT_CSV, PROFILE, lab_copy, timed_child  # noqa: E402
+from vidur_job import DEFAULT_CSV, PROFILE, lab_copy, timed_child  # noqa: E402
 
 BUDGET = 512
 

@@ -49,8 +49,10 @@ from grader.plugins import load_file  # noqa: E402
 from grader.units import load_unit  # noqa: E402
 
 UNIT = load_unit("unit08")
-lesson_runs = load_file(UNIT.unit_dir / "lesson_runs.py")
-PROTOCOL = UNIT.lab_dir / lesson_runs.PROTOCOL
+lesson_jobs = load_file(UNIT.unit_dir / "lesson_jobs.py")  # settings, code, jobs
+lesson_cache = load_file(UNIT.unit_dir / "lesson_cache.py")
+protocol_runs = load_file(UNIT.unit_dir / "lesson_protocol_runs.py")
+PROTOCOL = UNIT.lab_dir / lesson_jobs.PROTOCOL
 
 
 def solved_lab(folder: Path) -> Path:
@@ -91,7 +93,7 @@ def bench_sweep(args) -> None:
 
 
 def bench_site(args) -> None:
-    stale = lesson_runs.stale_sections(UNIT)
+    stale = lesson_cache.stale_sections(UNIT)
     if stale:
         print(f"note: lesson cache stale for {stale}: the build makes those runs")
     walls = []
@@ -110,7 +112,7 @@ def bench_site(args) -> None:
 
 
 def bench_engine(args) -> None:
-    ex, code = lesson_runs.experiment(UNIT), lesson_runs.code(UNIT)
+    ex, code = lesson_jobs.experiment(UNIT), lesson_jobs.code(UNIT)
     protocol = load_protocol(PROTOCOL)
     tier = UNIT.lab_dir / "tiers" / f"{args.tier}.json"
     job = ex.Job(code, protocol.to_json(), str(tier), args.load, protocol.seeds[0])
@@ -129,20 +131,20 @@ def bench_engine(args) -> None:
 
 def long_job(job) -> dict:
     """One long run's qualifying and submitted counts over the protocol's window."""
-    ex = lesson_runs.experiment_of(job)
+    ex = lesson_jobs.experiment_of(job)
     figures = ex.run_job(job)["replication"]["goodput"]
     return {"tier": Path(job.tier_path).stem, "load": job.load, "seed": job.seed, **figures}
 
 
 def bench_verdicts(args) -> None:
     ex, code, measure = (
-        lesson_runs.experiment(UNIT),
-        lesson_runs.code(UNIT),
-        lesson_runs.solution_measure(UNIT),
+        lesson_jobs.experiment(UNIT),
+        lesson_jobs.code(UNIT),
+        lesson_jobs.solution_measure(UNIT),
     )
     protocol = load_protocol(PROTOCOL)
-    tiers = lesson_runs.tiers(UNIT)
-    paths = [str(p) for p in lesson_runs.tier_paths(UNIT)]
+    tiers = protocol_runs.tiers(UNIT)
+    paths = [str(p) for p in lesson_jobs.tier_paths(UNIT)]
     store = Path(args.store) if args.store else None
     kept = json.loads(store.read_text()) if store and store.exists() else {"long": []}
     # long runs: the same protocol, each run --long requests (warm-up and cool-down scaled)
@@ -188,7 +190,7 @@ def bench_verdicts(args) -> None:
         seeds = [s + 100 * k for s in protocol.seeds]
         trial = parse_protocol(protocol.to_json() | {"seeds": seeds}, f"seed set {k + 1}")
         results = (
-            lesson_runs.cached(UNIT, "sweep")
+            lesson_cache.cached(UNIT, "sweep")
             if k == 0
             else kept.get(f"set{k}") or ex.run_protocol(trial, paths, code, args.jobs, _progress)
         )

@@ -16,7 +16,8 @@ sequence). Three whole processes run it, each ``--repeat`` times (medians printe
 Our commands run once untimed first, and the children may cache bytecode (the benchmark drops
 ``PYTHONDONTWRITEBYTECODE`` from their environment), as Python does by default: Vidur's package
 was compiled when pip installed it, and our editable checkout is compiled by that first run, so
-neither side pays for compiling its sources in the timed rounds.
+neither side pays for compiling its sources in the timed rounds. The job itself (inputs, Vidur's
+flags, timing a child) is in ``vidur_job.py``.
 
 For each: whole-process wall time, the simulation loop alone (ours measured in this process,
 Vidur's from the JSON line ``run_vidur.py`` prints), peak RSS of the child, and the ratio to
@@ -37,12 +38,9 @@ and its load: quote them with the machine they came from.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import os
-import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -52,100 +50,19 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from azure_trace import import_azure  # noqa: E402
+from vidur_job import (  # noqa: E402
+    BUDGET,
+    DEFAULT_CSV,
+    DEFAULT_PEER,
+    PROFILE,
+    VIDUR_FLAGS,
+    lab_copy,
+    timed_child,
+    vidur_stats,
+    write_inputs,
+)
 
-SHARED = ROOT.parent / "shared"
-DEFAULT_CSV = SHARED / "data/azure-llm-2023/AzureLLMInferenceTrace_conv.csv"
-DEFAULT_PEER = SHARED / "peers/vidur"
-PROFILE = {
-    "prefillMsPerToken": 0.1,
-    "decodeBatchMs": 20.0,
-    "decodeMsPerSeq": 0.05,
-    "overheadMs": 0.25,
-    "maxActive": 128,
-}
-BUDGET = 512
 FAST_REPEAT = 9  # the fast loop takes milliseconds on small traces: more runs steady the median
-VIDUR_FLAGS = [
-    *("--replica_config_model_name", "meta-llama/Llama-2-7b-hf"),
-    *("--replica_config_device", "a100"),
-    *("--replica_config_network_device", "a100_pairwise_nvlink"),
-    *("--replica_config_num_pipeline_stages", "1"),
-    *("--replica_config_tensor_parallel_size", "1"),
-    "--no-replica_config_enable_sequence_pipeline_parallel",
-    *("--cluster_config_num_replicas", "1"),
-    *("--request_generator_config_type", "trace_replay"),
-    *("--trace_request_generator_config_date", "2023-11-16"),
-    *("--trace_request_generator_config_prefill_scale_factor", "1"),
-    *("--trace_request_generator_config_decode_scale_factor", "1"),
-    *("--trace_request_generator_config_time_scale_factor", "1"),
-    *("--trace_request_generator_config_max_tokens", "16384"),
-    *("--replica_scheduler_config_type", "sarathi"),
-    *("--sarathi_scheduler_config_chunk_size", str(BUDGET)),
-    *("--sarathi_scheduler_config_batch_size_cap", str(PROFILE["maxActive"])),
-    *("--sarathi_scheduler_config_num_blocks", "10000000"),
-    "--no-metrics_config_write_json_trace",
-    "--no-metrics_config_enable_chrome_trace",
-    "--no-metrics_config_store_plots",
-    "--no-metrics_config_save_table_to_wandb",
-]
-
-
-def write_inputs(folder: Path, csv_path: Path, requests: int) -> tuple[Path, Path, Path, dict]:
-    """The trace (ours and Vidur's CSV) and the device profile; returns their paths and doc."""
-    doc = import_azure(csv_path, requests=requests)
-    trace = folder / f"conv-{requests}.json"
-    trace.write_text(json.dumps(doc), encoding="utf-8")
-    table = folder / f"conv-{requests}.csv"
-    with table.open("w", newline="", encoding="utf-8") as handle:
-        out = csv.writer(handle)
-        out.writerow(["Date", "Time", "PromptTokenCount", "CompletionTokenCount"])
-        for r in doc["requests"]:
-            out.writerow(
-                ["2023-11-16", r["arrivalMs"] / 1000.0, r["inputTokens"], r["outputTokens"]]
-            )
-    profile = folder / "profile.json"
-    profile.write_text(json.dumps(PROFILE), encoding="utf-8")
-    return trace, table, profile, doc
-
-
-# the children's environment: bytecode caching on, as in a default Python setup
-CHILD_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-
-
-def timed_child(command: list[str], cwd: Path) -> tuple[float, float, str]:
-    """Run ``command``; (wall seconds, peak RSS in MiB, stderr). Exits on failure."""
-    start = time.perf_counter()
-    child = subprocess.Popen(
-        command,
-        cwd=cwd,
-        env=CHILD_ENV,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    stderr = child.stderr.read()
-    _, status, usage = os.wait4(child.pid, 0)
-    wall = time.perf_counter() - start
-    child.returncode = os.waitstatus_to_exitcode(status)
-    if child.returncode != 0:
-        sys.exit(
-            f"error: {' '.join(command[:4])} ... failed ({child.returncode}):\n{stderr[-2000:]}"
-        )
-    return wall, usage.ru_maxrss / 1024.0, stderr
-
-
-def lab_copy(folder: Path) -> Path:
-    """A unit 08 lab folder with the reference policies, as a student's finished lab."""
-    lab = folder / "lab08"
-    if not lab.exists():
-        from grader import labfolder
-        from grader.units import load_unit
-
-        labfolder.assemble(load_unit("unit08"), lab)
-        for name in ("policies.py", "measure.py"):
-            shutil.copyfile(ROOT / "solutions/unit08" / name, lab / name)
-    return lab
 
 
 def whole_processes(folder: Path, trace: Path, table: Path, profile: Path, args) -> dict:
@@ -173,17 +90,9 @@ def whole_processes(folder: Path, trace: Path, table: Path, profile: Path, args)
         for name, runs in results.items():
             command, cwd = commands[name]
             wall, rss, stderr = timed_child(command, cwd)
-            runs.append((wall, rss, _vidur_stats(stderr) if name == "vidur" else None))
+            runs.append((wall, rss, vidur_stats(stderr) if name == "vidur" else None))
             print(f"  {name}: {wall:.2f} s, {rss:.0f} MiB", flush=True)
     return results
-
-
-def _vidur_stats(stderr: str) -> dict | None:
-    """The JSON line ``run_vidur.py`` prints: its phase times and step counts."""
-    for line in reversed(stderr.splitlines()):
-        if line.startswith("{") and "loop_s" in line:
-            return json.loads(line)
-    return None
 
 
 def check_exact(run_file: Path, doc: dict, vidur: dict | None) -> bool:

@@ -15,11 +15,12 @@ import torch
 from servesim.rules import StepTerms, step_terms, transfer_terms
 
 from . import checkpoint
+from .attention_plan import AttentionKind
 from .config import MODELS, ModelConfig
 from .executor import Executor
 from .host_pool import HostPool
 from .kv_cache import PagedKVCache
-from .model import AttentionKind, Transformer
+from .model import Transformer
 from .timing import Stopwatch
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}

@@ -12,26 +12,22 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from servesim.cli import (
-    EXIT_BAD_INPUT,
-    EXIT_POLICY,
-    UsageError,
-    build_parser,
-    import_policies,
-    print_faults,
-)
+from servesim.cli import EXIT_BAD_INPUT, EXIT_POLICY, print_faults
+from servesim.cliargs import build_parser
 from servesim.engine import PolicyError
 from servesim.labconfig import load_lab
+from servesim.policycall import import_policies
 from servesim.runfile import build_document, dumps, write_atomic
 from servesim.table import render as render_table
 from servesim.trace import TraceError
+from servesim.usage import UsageError
 
 from . import calibrate, calibration, fit, report, runsetup
+from .attention_plan import AttentionKind
 from .backend import DTYPES
 from .config import MODELS
 from .executor import ExecutionError
 from .kv_cache import KVCacheFullError
-from .model import AttentionKind
 from .runner import MODES, RUNNERS, LiveModeError
 
 

@@ -15,25 +15,16 @@ request decodes on as if it had never left.
 
 from __future__ import annotations
 
-import itertools
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import torch
 
+from .attention_plan import AttentionKind, Segment, plan_batch, varlen_available
 from .host_pool import HostPool
 from .kv_cache import PagedKVCache
-from .model import (
-    AttentionKind,
-    AttentionPlan,
-    PackedKeys,
-    SegmentGroup,
-    Transformer,
-    varlen_available,
-)
-
-MAX_GROUPS = 4  # attention calls per layer at most (see length_groups)
+from .model import Transformer
 
 
 @dataclass
@@ -64,46 +55,10 @@ class RequestState:
         return len(self.generated) >= self.output_tokens
 
 
-@dataclass(frozen=True)
-class Segment:
-    id: str
-    tokens: list[int]
-    start: int  # position of the first token
-
-
 def prompt_ids(rid: str, length: int, vocab: int) -> list[int]:
     """The prompt of request ``rid``: the same ids on every run and every device."""
     generator = torch.Generator().manual_seed(zlib.crc32(rid.encode("utf-8")))
     return torch.randint(vocab, (length,), generator=generator).tolist()
-
-
-def length_groups(key_lengths: list[int], max_groups: int = MAX_GROUPS) -> list[list[int]]:
-    """Indices of the segments, grouped by key length so that padding stays bounded.
-
-    Sorted by length, a group closes when the next length exceeds ``ratio`` times the group's
-    shortest; ``ratio`` starts at 2 and grows until at most ``max_groups`` groups remain (each
-    group is one attention call per layer, so fewer groups mean fewer kernel launches).
-    """
-    order = sorted(range(len(key_lengths)), key=lambda i: key_lengths[i])
-    ratio = 2.0
-    while True:
-        groups = [[order[0]]]
-        for i in order[1:]:
-            if key_lengths[i] > ratio * key_lengths[groups[-1][0]]:
-                groups.append([])
-            groups[-1].append(i)
-        if len(groups) <= max_groups:
-            return [sorted(g) for g in groups]
-        ratio *= 2.0
-
-
-def shape_groups(shapes: list[tuple[int, int]]) -> list[list[int]]:
-    """Indices of the segments grouped by equal shape (query count, page count): nothing in a
-    group is padded beyond its own last page."""
-    groups: dict[tuple[int, int], list[int]] = {}
-    for i, shape in enumerate(shapes):
-        groups.setdefault(shape, []).append(i)
-    return list(groups.values())
 
 
 class ExecutionError(RuntimeError):
@@ -160,7 +115,9 @@ class Executor:
                         f"request '{seg.id}': engine says {context.get(seg.id)} cached positions, "
                         f"executor has {seg.start}"
                     )
-        tokens, positions, plan = self._plan(segments)
+        tokens, positions, plan = plan_batch(
+            segments, self.cache, self.device, self.attention, self.varlen
+        )
         logits = self.model(tokens, positions, plan, self.cache)
         picked = logits.argmax(dim=-1).tolist()  # waits for the device: the step is done here
         self.last_logits = {seg.id: row for seg, row in zip(segments, logits, strict=True)}
@@ -209,92 +166,6 @@ class Executor:
         if rid not in self.states:
             raise ExecutionError(f"unknown or finished request '{rid}'")
         return self.states[rid]
-
-    def _plan(self, segments: list[Segment]):
-        slots = self.cache.reserve({seg.id: len(seg.tokens) for seg in segments})
-        rows, positions, flat_slots, last_rows, offsets = [], [], [], [], []
-        for seg in segments:
-            offsets.append(len(rows))
-            rows += seg.tokens
-            positions += range(seg.start, seg.start + len(seg.tokens))
-            flat_slots += slots[seg.id]
-            last_rows.append(len(rows) - 1)
-        key_lengths = [seg.start + len(seg.tokens) for seg in segments]
-        decode = varlen = None
-        if self.attention == AttentionKind.PADDED:
-            calls = length_groups(key_lengths)
-        elif self.varlen:
-            varlen, calls = self._packed(segments, offsets), []
-        else:
-            page = self.cache.page_tokens
-            shapes = [
-                (len(s.tokens), -(-k // page)) for s, k in zip(segments, key_lengths, strict=True)
-            ]
-            singles = [i for i, seg in enumerate(segments) if len(seg.tokens) == 1]
-            if singles:
-                decode = self._packed([segments[i] for i in singles], [offsets[i] for i in singles])
-            chunks = [i for i in range(len(segments)) if len(segments[i].tokens) > 1]
-            calls = [[chunks[j] for j in g] for g in shape_groups([shapes[i] for i in chunks])]
-        groups = tuple(
-            self._group([segments[i] for i in members], [offsets[i] for i in members])
-            for members in calls
-        )
-        dev = self.device
-        plan = AttentionPlan(
-            slots=torch.tensor(flat_slots, device=dev),
-            groups=groups,
-            last_rows=torch.tensor(last_rows, device=dev),
-            decode=decode,
-            varlen=varlen,
-        )
-        return torch.tensor(rows, device=dev), torch.tensor(positions, device=dev), plan
-
-    def _packed(self, segments: list[Segment], offsets: list[int]) -> PackedKeys:
-        """The segments' keys, packed (see ``model.PackedKeys``)."""
-        dev, page = self.device, self.cache.page_tokens
-        table = self.cache.block_tables([seg.id for seg in segments], dev)  # [D, P]
-        key_counts = [seg.start + len(seg.tokens) for seg in segments]
-        query_counts = [len(seg.tokens) for seg in segments]
-        lengths = torch.tensor(key_counts, device=dev)
-        owner = torch.repeat_interleave(torch.arange(len(segments), device=dev), lengths)
-        first = torch.cumsum(lengths, 0) - lengths  # packed index of each segment's first key
-        position = torch.arange(owner.shape[0], device=dev) - first[owner]
-        slots = table[owner, position // page] * page + position % page
-        rows = [o + n - 1 for o, n in zip(offsets, query_counts, strict=True)]
-        cumulative = lambda counts: torch.tensor(  # noqa: E731
-            [0, *itertools.accumulate(counts)], dtype=torch.int32, device=dev
-        )
-        return PackedKeys(
-            rows=torch.tensor(rows, device=dev),
-            key_slots=slots,
-            key_segment=owner,
-            cu_q=cumulative(query_counts),
-            cu_k=cumulative(key_counts),
-            max_q=max(query_counts),
-            max_k=max(key_counts),
-        )
-
-    def _group(self, segments: list[Segment], offsets: list[int]) -> SegmentGroup:
-        dev = self.device
-        width = max(len(seg.tokens) for seg in segments)
-        query_rows, query_pos, real_rows = [], [], []
-        for seg, offset in zip(segments, offsets, strict=True):
-            n = len(seg.tokens)
-            query_rows.append([offset + j if j < n else 0 for j in range(width)])
-            # padding queries sit on the last real position so no mask row is empty
-            query_pos.append([seg.start + min(j, n - 1) for j in range(width)])
-            real_rows += range(offset, offset + n)
-        block_tables = self.cache.block_tables([seg.id for seg in segments], dev)
-        key_pos = torch.arange(block_tables.shape[1] * self.cache.page_tokens, device=dev)
-        query_pos_t = torch.tensor(query_pos, device=dev)
-        lengths = torch.tensor([len(seg.tokens) for seg in segments], device=dev)
-        return SegmentGroup(
-            rows=torch.tensor(real_rows, device=dev),
-            block_tables=block_tables,
-            query_rows=torch.tensor(query_rows, device=dev),
-            query_valid=torch.arange(width, device=dev)[None, :] < lengths[:, None],
-            mask=(key_pos[None, None, :] <= query_pos_t[:, :, None])[:, None],
-        )
 
     def _postprocess(self, batch, segments, picked) -> dict[str, int]:
         new_tokens = {}

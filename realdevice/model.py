@@ -10,92 +10,21 @@ A preset's weights are drawn from a fixed seed on the CPU, so every device gets 
 request (a prefill chunk, or the single token of a decode step). The K/V of the new positions
 are written to the cache first; then each segment's queries attend to all of that request's
 cached positions up to their own (earlier chunks included). ``forward_dense`` is the textbook
-no-cache forward over one whole sequence, the reference the tests compare against.
+no-cache forward over one whole sequence, the reference the tests compare against. Which
+positions a segment's queries attend to, and in which calls, is the batch's attention plan
+(``attention_plan``).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .attention_plan import AttentionPlan, PackedKeys, SegmentGroup
 from .config import ModelConfig
-
-
-@dataclass(frozen=True)
-class SegmentGroup:
-    """Segments that attend in one call (padded to the group's longest, where lengths differ).
-
-    ``S`` segments, ``Q`` = longest segment, ``K`` = key columns gathered per segment (its
-    pages, padded to the widest block table of the group).
-    """
-
-    rows: torch.Tensor  # [queries] token row of each real query, in (segment, position) order
-    block_tables: torch.Tensor  # [S, P] page ids, padded
-    query_rows: torch.Tensor  # [S, Q] token row of each query (0 for padding)
-    query_valid: torch.Tensor  # [S, Q] bool: a real query, not padding
-    mask: torch.Tensor  # [S, 1, Q, K] bool: True where the query may attend the key
-
-
-@dataclass(frozen=True)
-class PackedKeys:
-    """Segments attended in one packed pass, each over its own keys only.
-
-    Every segment's keys are gathered into one packed run (``key_slots``, tagged with their
-    segment by ``key_segment``): the work is the sum of the segments' own lengths, with no
-    padding and no call per segment. On the CPU it holds the decode segments (one query each,
-    ``rows``); on CUDA with ``torch.nn.attention.varlen`` it holds every segment of the batch
-    (queries are the token rows in order, ``cu_q`` / ``cu_k`` the cumulative lengths).
-    """
-
-    rows: torch.Tensor  # [D] token row of each segment's (last) query
-    key_slots: torch.Tensor  # [N] flat cache slot of every key of every segment
-    key_segment: torch.Tensor  # [N] which segment each key belongs to
-    cu_q: torch.Tensor | None = None  # [D + 1] int32 cumulative query counts (varlen only)
-    cu_k: torch.Tensor | None = None  # [D + 1] int32 cumulative key counts (varlen only)
-    max_q: int = 1
-    max_k: int = 1
-
-
-def varlen_available(device: torch.device, dtype: torch.dtype) -> bool:
-    """Whether torch's fused variable-length attention (flash) serves this device and dtype."""
-    if device.type != "cuda" or dtype not in (torch.float16, torch.bfloat16):
-        return False
-    try:
-        from torch.nn.attention.varlen import varlen_attn  # noqa: F401
-    except ImportError:
-        return False
-    return torch.cuda.get_device_capability(device) >= (8, 0)
-
-
-class AttentionKind:
-    """How the executor groups a batch's segments into attention calls (``AttentionPlan``)."""
-
-    # each segment attends over its own keys only, so its cost follows its own q_i and s_i
-    # (eq. 31.4): decode segments in one packed pass (PackedKeys), prefill chunks in calls of
-    # equal shape (query count, page count), padded at most to their own last page
-    EXACT = "exact"
-    # groups of similar key length (within a ratio, at most 4 groups) padded to their widest:
-    # the earlier path, kept as the reference the exact path is tested and benchmarked against
-    PADDED = "padded"
-
-
-@dataclass(frozen=True)
-class AttentionPlan:
-    """Where a batch's tokens go in the cache and what each query may attend to.
-
-    Token rows are laid out segment after segment; ``groups`` are the attention calls (see
-    ``AttentionKind`` for how segments are grouped).
-    """
-
-    slots: torch.Tensor  # [T] flat cache slot (page * page_tokens + offset) of each token
-    groups: tuple[SegmentGroup, ...]
-    last_rows: torch.Tensor  # [segments] token row of each segment's last token
-    decode: PackedKeys | None = None  # exact path: the decode segments (not in ``groups``)
-    varlen: PackedKeys | None = None  # exact path on CUDA: every segment, one fused call
 
 
 class RMSNorm(nn.Module):

@@ -19,8 +19,9 @@ from dataclasses import dataclass, replace
 
 import torch
 from servesim import rules
-from servesim.cli import admit_hook, device_from_args, selected_policies
+from servesim.cliargs import device_from_args
 from servesim.device import DeviceProfile
+from servesim.policycall import admit_hook, selected_policies
 from servesim.swapping import swap_long
 from servesim.trace import Trace, read_trace_file, resolve_trace
 from servesim.usage import UsageError

@@ -24,12 +24,11 @@ so replications are independent. ``load_protocol`` validates every field and rai
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
 from .arrivals import THINK_KINDS, ClosedLoop
-from .fields import unknown_field_message
+from .fields import Fields, is_integer, is_number
 from .load import Burst, open_loop
 from .trace import Trace
 
@@ -52,6 +51,10 @@ FIELDS = (
 
 class ProtocolError(ValueError):
     """A protocol file that cannot be used; the message names the file and the field."""
+
+
+class _ProtocolFields(Fields):
+    error = ProtocolError
 
 
 class WindowError(ValueError):
@@ -197,78 +200,7 @@ class Protocol:
         }
 
 
-def _number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _integer(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-class _Fields:
-    """Typed reads of one JSON object; each error names the file and the field's path."""
-
-    def __init__(self, doc, where: str, path: str = ""):
-        if not isinstance(doc, dict):
-            raise ProtocolError(
-                f"{where}: {('field ' + repr(path)) if path else 'the top level'} "
-                "must be a JSON object"
-            )
-        self.doc, self.where, self.path = doc, where, path
-
-    def fail(self, key: str, what: str):
-        name = f"{self.path}.{key}" if self.path else key
-        raise ProtocolError(f"{self.where}: field '{name}' {what}, got {self.doc.get(key)!r}")
-
-    def only(self, allowed) -> None:
-        if unknown := unknown_field_message(self.doc, allowed):
-            where = f"'{self.path}': " if self.path else ""
-            raise ProtocolError(f"{self.where}: {where}{unknown}")
-
-    def need(self, key: str):
-        if key not in self.doc:
-            name = f"{self.path}.{key}" if self.path else key
-            raise ProtocolError(f"{self.where}: field '{name}' is missing")
-        return self.doc[key]
-
-    def text(self, key: str, default=None) -> str:
-        value = self.doc.get(key, default) if default is not None else self.need(key)
-        if not isinstance(value, str) or (not value and default is None):
-            self.fail(key, "must be a non-empty string")
-        return value
-
-    def number(
-        self,
-        key: str,
-        low: float,
-        high: float = math.inf,
-        *,
-        open_low=False,
-        open_high=False,
-        optional=False,
-    ):
-        if optional and self.doc.get(key) is None:
-            return None
-        value = self.need(key)
-        below = value <= low if open_low else value < low
-        above = value >= high if open_high else value > high
-        if not _number(value) or below or above:
-            lo, hi = "(" if open_low else "[", ")" if open_high else "]"
-            self.fail(key, f"must be a number in {lo}{low:g}, {high:g}{hi}")
-        return float(value)
-
-    def integer(self, key: str, low: int) -> int:
-        value = self.need(key)
-        if not _integer(value) or value < low:
-            self.fail(key, f"must be an integer >= {low}")
-        return value
-
-    def child(self, key: str) -> _Fields:
-        name = f"{self.path}.{key}" if self.path else key
-        return _Fields(self.need(key), self.where, name)
-
-
-def _arrivals(fields: _Fields) -> Arrivals:
+def _arrivals(fields: _ProtocolFields) -> Arrivals:
     process = fields.need("process")
     if process not in PROCESSES:
         fields.fail("process", f"must be one of {', '.join(PROCESSES)}")
@@ -292,15 +224,15 @@ def _arrivals(fields: _Fields) -> Arrivals:
 
 def parse_protocol(doc, where: str = "protocol") -> Protocol:
     """Validate a decoded protocol document and return it as a ``Protocol``."""
-    top = _Fields(doc, where)
+    top = _ProtocolFields(doc, where)
     top.only(FIELDS)
     workload = top.child("workload")
     workload.only(("sizes", "arrivals"))
     arrivals = _arrivals(workload.child("arrivals"))
     loads = top.need("loads")
-    if not isinstance(loads, list) or not loads or not all(_number(x) and x > 0 for x in loads):
+    if not isinstance(loads, list) or not loads or not all(is_number(x) and x > 0 for x in loads):
         top.fail("loads", "must be a non-empty list of numbers > 0")
-    if arrivals.process == "closed" and not all(_integer(x) for x in loads):
+    if arrivals.process == "closed" and not all(is_integer(x) for x in loads):
         top.fail("loads", "must list whole numbers of users for a closed loop")
     if len(set(loads)) != len(loads):
         top.fail("loads", "must not repeat a load")
@@ -314,7 +246,7 @@ def parse_protocol(doc, where: str = "protocol") -> Protocol:
     targets = top.child("targets")
     targets.only(("attainment", "qualityPassRate"))
     seeds = top.need("seeds")
-    if not isinstance(seeds, list) or len(seeds) < 2 or not all(_integer(s) for s in seeds):
+    if not isinstance(seeds, list) or len(seeds) < 2 or not all(is_integer(s) for s in seeds):
         top.fail("seeds", "must list at least 2 integer seeds (one per replication)")
     if len(set(seeds)) != len(seeds):
         top.fail("seeds", "must not repeat a seed (replications must be independent)")
@@ -323,7 +255,7 @@ def parse_protocol(doc, where: str = "protocol") -> Protocol:
         description=top.text("description", ""),
         sizes=workload.text("sizes"),
         arrivals=arrivals,
-        loads=tuple(float(x) if not _integer(x) else x for x in loads),
+        loads=tuple(float(x) if not is_integer(x) else x for x in loads),
         requests_per_run=requests,
         warmup_requests=warmup,
         cooldown_requests=cooldown,

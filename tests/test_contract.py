@@ -197,16 +197,16 @@ def test_broken_policy_answer_is_one_sentence(contract_lab, case):
 
 def test_admission_hook_must_answer_a_bool():
     from servesim import contract
-    from servesim.cli import _named
     from servesim.engine import PolicyError
+    from servesim.policycall import guarded
 
     def admit(seq, view):
         return 1
 
     with pytest.raises(PolicyError) as info:
-        _named(admit, None, contract.admit_problem)(None, None)
+        guarded(admit, None, contract.admit_problem)(None, None)
     assert str(info.value) == "admit() returned int (1); expected True or False"
-    assert _named(lambda seq, view: False, None, contract.admit_problem)(None, None) is False
+    assert guarded(lambda seq, view: False, None, contract.admit_problem)(None, None) is False
 
 
 def test_the_guard_is_off_between_calls():

@@ -10,7 +10,7 @@ per-sequence term, which the tiers set). Capacity, price, quality and policy sta
 Then the lesson's protocol runs every fitted tier exactly as the sweep runs the written ones.
 
 The runs take minutes, so they live in ``lesson_cache.json`` like the other protocol sections
-(``section`` gives ``lesson_runs.sections`` the inputs and the maker; the profile file is one
+(``section`` gives ``lesson_cache.sections`` the inputs and the maker; the profile file is one
 of the inputs, so a new calibration makes the cache stale).
 """
 
@@ -71,40 +71,43 @@ def _tier_docs(paths) -> list[dict]:
     return [json.loads(Path(p).read_text(encoding="utf-8")) for p in paths]
 
 
-def section(unit, runs, sweep_files: list[str]):
-    """``lesson_runs.sections``' entry (``runs`` is that module): the input files, and the
-    function that runs the lesson's protocol over the fitted tiers."""
-    files = runs._inputs(unit, [*sweep_files, PROFILE], (fitted_tier_docs, SCALE_BY, BASE_TIER))
+def section(unit, cache, jobs, sweep_files: list[str]):
+    """``lesson_cache.sections``' entry (``cache`` is that module, ``jobs`` is
+    ``lesson_jobs``): the input files, and the function that runs the lesson's protocol over
+    the fitted tiers."""
+    files = cache._inputs(unit, [*sweep_files, PROFILE], (fitted_tier_docs, SCALE_BY, BASE_TIER))
 
     def make():
-        protocol = load_protocol(unit.lab_dir / runs.PROTOCOL)
+        protocol = load_protocol(unit.lab_dir / jobs.PROTOCOL)
         fitted = profile_document(unit.lab_dir)["device"]
-        docs = fitted_tier_docs(_tier_docs(runs.tier_paths(unit)), fitted)
+        docs = fitted_tier_docs(_tier_docs(jobs.tier_paths(unit)), fitted)
         with tempfile.TemporaryDirectory(prefix="infralab-fitted-tiers-") as tmp:
             paths = []
             for doc in docs:
                 path = Path(tmp) / f"{doc['name']}.json"
                 path.write_text(json.dumps(doc), encoding="utf-8")
                 paths.append(str(path))
-            ex = runs.experiment(unit)
-            return ex.run_protocol(protocol, paths, runs.code(unit), runs.workers(), runs._progress)
+            ex = jobs.experiment(unit)
+            return ex.run_protocol(
+                protocol, paths, jobs.code(unit), jobs.workers(), cache._progress
+            )
 
     return files, make
 
 
-def calibrated(unit, runs, sweep_result: dict) -> dict:
+def calibrated(unit, cache, jobs, sweep_result: dict) -> dict:
     """The search under the fitted profile beside the written one: the profile, its held-out
     error, each tier's operating point and the cheapest-tier choice under both."""
     protocol = sweep_result["protocol"]
     doc = profile_document(unit.lab_dir)
     names = tuple(p["name"] for p in unit.policies)
-    fitted_docs = fitted_tier_docs(_tier_docs(runs.tier_paths(unit)), doc["device"])
+    fitted_docs = fitted_tier_docs(_tier_docs(jobs.tier_paths(unit)), doc["device"])
     try:
         tiers = [parse_tier(d, f"fitted tier {d['name']}", names) for d in fitted_docs]
     except TierError as exc:
         raise BuildError(str(exc)) from None
-    ex, measure = runs.experiment(unit), runs.solution_measure(unit)
-    cells = ex.judge(protocol, runs.cached(unit, "calibrated"), measure)
+    ex, measure = jobs.experiment(unit), jobs.solution_measure(unit)
+    cells = ex.judge(protocol, cache.cached(unit, "calibrated"), measure)
     points = ex.operating_points(tiers, cells)
     held = doc["calibration"]["summary"]["heldOut"]
     return {

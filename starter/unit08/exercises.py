@@ -33,7 +33,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from servesim import Batch, DeviceProfile, PrefillChunk, parse_trace, rules, simulate
-from servesim.cli import _int_at_least as int_at_least
+from servesim.cliargs import int_at_least
 from servesim.swapping import swap_long
 
 EXIT_BAD_INPUT = 2

@@ -143,7 +143,7 @@ def test_executor_rejects_out_of_step_batches(torch_cpu):
 
 
 def test_length_groups_bound_padding_and_calls(torch_cpu):
-    from realdevice.executor import length_groups
+    from realdevice.attention_plan import length_groups
 
     lengths = [8 + 16 * i for i in range(40)] + [3, 3, 2000]
     groups = length_groups(lengths, max_groups=4)
@@ -188,8 +188,8 @@ def test_fused_varlen_attention_on_cuda_equals_the_padded_groups():
 
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU (torch.cuda.is_available() is False)")
+    from realdevice.attention_plan import varlen_available
     from realdevice.backend import RealDevice
-    from realdevice.model import varlen_available
     from servesim import Batch, PrefillChunk
 
     if not varlen_available(torch.device("cuda"), torch.float16):

@@ -112,6 +112,6 @@ def test_lesson_cache_is_fresh():
     from grader.plugins import load_file
 
     unit = load_unit("unit08")
-    lesson_runs = load_file(unit.unit_dir / "lesson_runs.py")
-    stale = lesson_runs.stale_sections(unit)
+    lesson_cache = load_file(unit.unit_dir / "lesson_cache.py")
+    stale = lesson_cache.stale_sections(unit)
     assert not stale, f"run `python labs/unit08/lesson_runs.py`; stale: {stale}"

@@ -21,7 +21,7 @@ HERE = LABS_DIR / "unit08"
 @pytest.fixture(scope="module")
 def modules():
     return (
-        load_module(HERE / "lesson_runs.py"),
+        load_module(HERE / "lesson_protocol_runs.py"),
         load_module(HERE / "lesson_calibrated.py"),
         load_module(HERE / "lesson_steadiness.py"),
     )
@@ -71,7 +71,8 @@ def test_a_base_tier_missing_a_term_is_one_clear_error(modules):
 def test_page_states_the_calibrated_choice_of_the_cached_runs(built_site, modules):
     runs, calibrated, _ = modules
     unit = load_unit("unit08")
-    result = calibrated.calibrated(unit, runs, runs.sweep(unit))
+    jobs = load_module(HERE / "lesson_jobs.py")
+    result = calibrated.calibrated(unit, runs.cache, jobs, runs.sweep(unit))
     text = _paragraph(built_site[0], "calibrated-answer")
     best, before = result["choice"].best, result["before"].best
     assert (best.tier.name if best else "没有可行的档位") in text
@@ -87,19 +88,21 @@ def test_page_states_the_calibrated_choice_of_the_cached_runs(built_site, module
 
 
 def test_single_trace_comparisons_name_their_protocol_and_steadiness(built_site, modules):
-    runs, _, steadiness = modules
+    _, _, steadiness = modules
+    runs = load_module(HERE / "lesson_constructions.py")
+    jobs = load_module(HERE / "lesson_jobs.py")
     unit = load_unit("unit08")
     lesson = runs.Runs(unit)
-    protocol = load_protocol(unit.lab_dir / runs.PROTOCOL)
+    protocol = load_protocol(unit.lab_dir / jobs.PROTOCOL)
     judged = steadiness.single_runs(
-        runs.solution_measure(unit), protocol, runs.kv_pool(lesson), runs.timed_vs_budgeted(lesson)
+        jobs.solution_measure(unit), protocol, runs.kv_pool(lesson), runs.timed_vs_budgeted(lesson)
     )
     for element_id, key, names in (
         ("burst-protocol", "burst", ("budgeted", "paged")),
         ("timed-protocol", "timed", ("budgeted", "timed")),
     ):
         text = _paragraph(built_site[0], element_id)
-        assert "每个策略跑一次" in text and runs.PROTOCOL in text
+        assert "每个策略跑一次" in text and jobs.PROTOCOL in text
         for index, name in enumerate(names):
             run = judged[key][name]
             word = "稳定" if run["steady"] else "不稳"

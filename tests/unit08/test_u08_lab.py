@@ -92,10 +92,10 @@ def test_sweep_on_stubs_names_the_function_to_write(tmp_path):
 
 def test_handout_lifo_victim_numbers_are_the_runs():
     """The handout's walk through ``lifo-victim`` quotes a reference run; the same run the
-    lesson's table shows (``lesson_runs.lifo_victim``)."""
-    lesson_runs = load_file(UNIT08.unit_dir / "lesson_runs.py")
-    lifo = lesson_runs.lifo_victim(lesson_runs.Runs(UNIT08))
-    step, runs, dev = lifo["step"], lifo["runs"], lesson_runs.lab_device(UNIT08, "kv-64-pages")
+    lesson's table shows (``lesson_constructions.lifo_victim``)."""
+    constructions = load_file(UNIT08.unit_dir / "lesson_constructions.py")
+    lifo = constructions.lifo_victim(constructions.Runs(UNIT08))
+    step, runs, dev = lifo["step"], lifo["runs"], constructions.lab_device(UNIT08, "kv-64-pages")
     pages, cache = step["pages"], step["cache"]
     prompt, others = runs["paged"].req["L"]["inputTokens"], len(cache) - 1
     assert pages["A"] == pages["B"] and min(cache["A"], cache["B"]) > 256
@@ -121,9 +121,9 @@ def test_handout_lifo_victim_numbers_are_the_runs():
 
 def test_handout_timed_numbers_are_the_runs():
     """The handout's budgeted vs timed comparison quotes the lesson's runs
-    (``lesson_runs.timed_vs_budgeted``), with the lab's default parameters."""
-    lesson_runs = load_file(UNIT08.unit_dir / "lesson_runs.py")
-    timed = lesson_runs.timed_vs_budgeted(lesson_runs.Runs(UNIT08))
+    (``lesson_constructions.timed_vs_budgeted``), with the lab's default parameters."""
+    constructions = load_file(UNIT08.unit_dir / "lesson_constructions.py")
+    timed = constructions.timed_vs_budgeted(constructions.Runs(UNIT08))
     b, t, target = timed["rows"]["budgeted"], timed["rows"]["timed"], timed["target"]
     budget, share = timed["params"]["budgeted"]["budget"], timed["params"]["timed"]["share"]
     assert t["p99Itl"] <= target < b["p99Itl"] and t["over"] == 0

@@ -84,7 +84,7 @@ CODE = [
     "starter/unit08/experiment.py",
     "starter/unit08/simulate.py",
     "servesim/cli.py",
-    "labs/unit08/lesson_runs.py",
+    "labs/unit08/lesson_jobs.py",
     "labs/unit08/notebook/answer_keys.py",
     "labs/unit08/notebook/cells.py",
     "labs/unit08/notebook/cells_load.py",
@@ -117,6 +117,8 @@ def test_one_window_everywhere():
         for phrase in phrases:
             assert phrase in text, f"{name} does not state the window rule ({phrase!r})"
     callers = ["starter/unit08/sweep.py", "labs/unit08/site_context.py"]
+    callers += [f"labs/unit08/{n}.py" for n in ("lesson_constructions", "lesson_protocol_runs")]
+    callers += ["labs/unit08/lesson_text.py", "labs/unit08/lesson_figures.py"]
     callers += ["labs/unit08/notebook/cells_sweep.py", "labs/unit08/notebook/setup_cell.py"]
     for name in sorted({*CODE, *PROSE, *callers}):
         for number, line in enumerate((REPO_ROOT / name).read_text().splitlines(), start=1):
@@ -132,8 +134,8 @@ def test_one_window_everywhere():
 def test_textbook_example_succeeded_is_completed_whatever_the_quality():
     from grader.plugins import load_file
 
-    lesson_runs = load_file(UNIT08.unit_dir / "lesson_runs.py")
-    got = lesson_runs.chapter_example(measure)
+    constructions = load_file(UNIT08.unit_dir / "lesson_constructions.py")
+    got = constructions.chapter_example(measure)
     assert (got.submitted, got.succeeded, got.qualifying) == (1000, 850, 700)
     assert (got.submitted_per_s, got.succeeded_per_s, got.goodput_per_s) == (10, 8.5, 7)
     assert got.attainment_over_submitted == 0.7
@@ -325,13 +327,13 @@ def test_figures_cut_error_bars_to_the_values_a_figure_can_take():
 
     from grader.plugins import load_file
 
-    site_context = load_file(UNIT08.unit_dir / "site_context.py")
+    figures = load_file(UNIT08.unit_dir / "lesson_figures.py")
     figure = NS(mean=0.97, low=0.91, high=1.03)
     low_goodput = NS(mean=0.2, low=-0.1, high=0.5)
     cell = NS(tier="t", load=1.0, figures={"attainment": figure, "goodput": low_goodput})
     sweep = {"tiers": [NS(name="t")], "cells": [cell]}
-    (attainment,) = site_context._series(sweep, "attainment", 100, most=100.0)
+    (attainment,) = figures._series(sweep, "attainment", 100, most=100.0)
     assert attainment.errors == [(pytest.approx(91.0), 100.0)]
     assert attainment.points == [(1.0, pytest.approx(97.0))]
-    (goodput,) = site_context._series(sweep, "goodput")
+    (goodput,) = figures._series(sweep, "goodput")
     assert goodput.errors == [(0.0, 0.5)]

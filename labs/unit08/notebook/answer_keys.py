@@ -26,12 +26,12 @@ from grader.plugins import load_file
 
 HERE = Path(__file__).resolve().parent
 SETUP = load_file(HERE / "notebook_setup.py")
-lesson_runs = load_file(HERE.parent / "lesson_runs.py")
+lesson_jobs = load_file(HERE.parent / "lesson_jobs.py")
 
 
 def _measure(unit):
     """The reference measure.py of the unit (as the lab's experiment.py loads it)."""
-    return lesson_runs.solution_measure(unit)
+    return lesson_jobs.solution_measure(unit)
 
 
 def _trace(unit, name: str):
@@ -89,14 +89,14 @@ def goodput_key(unit) -> dict:
 
 def _loop_runs(unit, protocol, tier_path: Path) -> list[list[dict]]:
     """Each replication's request records, as ``simulate.py --protocol`` makes them."""
-    ex, code = lesson_runs.experiment(unit), lesson_runs.code(unit)
+    ex, code = lesson_jobs.experiment(unit), lesson_jobs.code(unit)
     jobs = ex.jobs_of(protocol, [str(tier_path)], code)
     return [ex.simulate_job(job)[2] for job in jobs]
 
 
 def loop_summary(unit, measure, protocol, requests: list[dict]) -> dict:
     """One replication of a loop over the protocol's window (the notebook's d2 fields)."""
-    got = lesson_runs.experiment(unit).replicate(measure, protocol, requests)
+    got = lesson_jobs.experiment(unit).replicate(measure, protocol, requests)
     inside = [r for r in requests if got.window_start_ms <= r["arrivalMs"] < got.window_end_ms]
     served = [r["ttftMs"] for r in inside if r["status"] == measure.COMPLETED]
     return {
@@ -130,7 +130,7 @@ def protocol_key(unit) -> dict:
         residence = statistics.fmean(r["statusMs"] - r["arrivalMs"] for r in requests) / 1000
         little.append(users / (residence + think_s))
     rate = {"measured": statistics.fmean(measured), "little": statistics.fmean(little)}
-    opened = lesson_runs.open_protocol(closed, round(rate["measured"], 2))
+    opened = lesson_jobs.open_protocol(closed, round(rate["measured"], 2))
     open_runs = _loop_runs(unit, opened, tier_path)
     loops = {}
     for name, protocol, runs in (("closed", closed, closed_runs), ("open", opened, open_runs)):
@@ -160,7 +160,7 @@ def protocol_key(unit) -> dict:
 def choice_of(unit, protocol, results: list[dict]) -> dict:
     """Each tier's operating point and the cheapest feasible tier (or NOT_YET_KNOWN), as the
     notebook's d3 asks, from ``results`` judged under ``protocol``'s targets."""
-    ex, measure = lesson_runs.experiment(unit), _measure(unit)
+    ex, measure = lesson_jobs.experiment(unit), _measure(unit)
     names = tuple(p["name"] for p in unit.policies)
     tiers = [load_tier(unit.lab_dir / "tiers" / f"{t}.json", names) for t in SETUP.D3["tiers"]]
     cells = ex.judge(protocol, results, measure)
@@ -188,8 +188,8 @@ def sweep_results(unit) -> tuple:
     d3 = SETUP.D3
     protocol = load_protocol(unit.lab_dir / d3["protocol"])
     paths = [str(unit.lab_dir / "tiers" / f"{t}.json") for t in d3["tiers"]]
-    ex = lesson_runs.experiment(unit)
-    return protocol, ex.run_protocol(protocol, paths, lesson_runs.code(unit), lesson_runs.workers())
+    ex = lesson_jobs.experiment(unit)
+    return protocol, ex.run_protocol(protocol, paths, lesson_jobs.code(unit), lesson_jobs.workers())
 
 
 def sweep_key(unit) -> dict:
