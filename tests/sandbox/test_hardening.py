@@ -343,7 +343,7 @@ def test_two_graders_side_by_side(unit, solution, tmp_path):
 
 
 def test_run_file_cap_follows_the_trace(unit):
-    from grader.grading.grade import run_file_cap
+    from grader.grading.limits import run_file_cap
 
     small = json.loads((unit.lab_dir / "traces" / "prefill-only.json").read_text())
     big = json.loads((unit.traces_dir / "hidden" / "azure-conv.json").read_text())
