@@ -6,7 +6,7 @@ The cases run in a fresh copy of the lab folder (``sandbox.run_cases``: one chil
 results back before the next case is sent, visible cases first, a policy that runs out of time
 not run again), after ``sandbox.require_safe_isolation`` has refused any mode in which a child
 could reach the unit's hidden material. Everything after that happens in the trusted parent
-(``verdict.judge``): the run file is parsed with bounded numbers and validated against the
+(``judge.judge``): the run file is parsed with bounded numbers and validated against the
 lab's published JSON Schemas; the run must be the one asked for; ``verify.replay_run`` replays
 the event log against the device rules, rebuilds every token time and recomputes the metrics;
 the result is compared with the golden run (1e-6 ms).
@@ -37,12 +37,13 @@ from ..units import Unit, UnitError, load_unit
 from .case_runs import Runner, run_all_cases, run_with
 from .errors import EnvironmentFailure, GradingError, environment_errors
 from .hidden import Remark
+from .judge import judge
 from .judging import JudgeJob, JudgeLimits, judge_cases
 from .judging import warm as warm_judging
 from .limits import hidden_material, limits_for
 from .report import CaseResult, GradeReport, Status
 from .submission import Submission, load_submission
-from .verdict import Verdict, judge
+from .verdict import Verdict
 
 __all__ = [
     "CaseResult",

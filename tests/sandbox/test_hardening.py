@@ -351,7 +351,7 @@ def test_run_file_cap_follows_the_trace(unit):
 
 
 def test_untrusted_numbers_are_bounded():
-    from grader.grading.verdict import bounded_json
+    from grader.grading.judge import bounded_json
 
     assert bounded_json(b'{"a": 12.5, "b": [1, 2]}') == {"a": 12.5, "b": [1, 2]}
     for bad in (b'{"a": 1' + b"0" * 400 + b"}", b'{"a": 1e300}', b'{"a": NaN}'):
