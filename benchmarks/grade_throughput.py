@@ -160,7 +160,7 @@ def one_repeat(unit, subs, out: Path, jobs: int, limits, cpu_seconds) -> dict:
 def profile(unit, subs, count: int) -> dict:
     """Seconds per submission in each stage, graded one at a time (no parallelism)."""
     stages = {"child": 0.0, "verify": 0.0}
-    run_all, judge = grading._run_all_cases, grading.judge_cases
+    run_all, judge = grading.run_all_cases, grading.judge_cases
 
     def timed_run_all(*args, **kwargs):
         t = time.perf_counter()
@@ -176,14 +176,14 @@ def profile(unit, subs, count: int) -> dict:
         finally:
             stages["verify"] += time.perf_counter() - t
 
-    grading._run_all_cases, grading.judge_cases = timed_run_all, timed_judge
+    grading.run_all_cases, grading.judge_cases = timed_run_all, timed_judge
     try:
         total = time.perf_counter()
         for path, _ in subs[:count]:
             grading.grade_submission(unit, path, jobs=1)
         total = time.perf_counter() - total
     finally:
-        grading._run_all_cases, grading.judge_cases = run_all, judge
+        grading.run_all_cases, grading.judge_cases = run_all, judge
     # process start: a sandboxed child with one trivial case, same files as a real one
     trace = unit.lab_dir / "traces" / "prefill-only.json"
     solution = {"policies.py": (unit.solutions_dir / "policies.py").read_bytes()}

@@ -43,7 +43,7 @@ def user_errors() -> tuple[type[Exception], ...]:
     """
     from servesim import TraceError
 
-    from ..grading.grade import GradingError
+    from ..grading.errors import GradingError
     from ..traces.errors import SpecError
 
     return (UnitError, GradingError, SpecError, TraceError, OSError)

@@ -76,7 +76,7 @@ def _mutant_bar(total: int):
 
 
 def _trace_mutants(args, extra: list[str]) -> int:
-    from ..grading.grade import GradingError
+    from ..grading.errors import GradingError
     from ..traces import mutants
 
     unit = load_unit(args.unit)

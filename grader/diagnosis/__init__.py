@@ -15,7 +15,7 @@ otherwise a fixed phrase describes the coarse shape of the difference.
 What it reads, and where it runs: only what the trusted side already holds. A schedule is
 diagnosed from the verified, normalised run (the replay accepted it) and the golden run, an
 answer from the parsed answers and the golden run; an engine rejection from the child's last
-error line, matched against fixed patterns and never quoted. It runs inside ``verdict.judge``,
+error line, matched against fixed patterns and never quoted. It runs inside ``judge.judge``,
 so in the judging child under its CPU and memory ceilings (``grading.judging``), never with
 student code imported. The student's text is always one of the catalogue's or the fixed
 phrases: no id, time, size or count of a hidden trace, and a submission can at most choose

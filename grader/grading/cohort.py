@@ -23,31 +23,33 @@ the batch. The summary counts the error rows.
 
 from __future__ import annotations
 
-import contextlib
-import multiprocessing
-import multiprocessing.connection
 import os
-import signal
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..cases import load_grading
-from ..jsonio import write_json, write_text_atomic
+from ..jsonio import write_text_atomic
 from ..sandbox import Limits, SandboxError, require_safe_isolation
 from ..units import Unit, UnitError, load_unit
 from .cohort_csv import csv_text
+from .cohort_reports import (
+    PRIVATE_DIR,
+    PRIVATE_FILE,
+    REPORTS,
+    STAFF,
+    is_finished,
+    read_report,
+    report_path,
+)
+from .cohort_workers import run_workers
+from .errors import GradingError
 from .fingerprint import grader_version, inputs_fingerprint, submission_hash
-from .grade import GradingError, warm
+from .grade import warm
 from .limits import hidden_material
 
-REPORTS = "reports"
-STAFF = "staff"
 CSV_NAME = "scores.csv"
-REPORT_FORMAT = 2
-PRIVATE_FILE = 0o600
-PRIVATE_DIR = 0o700
 
 
 class BatchError(Exception):
@@ -71,72 +73,6 @@ def submission_name(path: Path) -> str:
     path = Path(path)
     name = path.stem if path.suffix.lower() == ".zip" else path.name
     return "".join(ch if ch.isalnum() or ch in "._-@+" else "_" for ch in name) or "_"
-
-
-def report_path(out: Path, name: str) -> Path:
-    return Path(out) / REPORTS / f"{name}.json"
-
-
-def read_report(path: Path) -> dict | None:
-    """A report of ours, or None when it is missing or not one of ours (then: grade again)."""
-    import json
-
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(doc, dict) or doc.get("batchFormat") != REPORT_FORMAT:
-        return None
-    return doc
-
-
-def is_finished(doc: dict | None, fingerprint: dict) -> bool:
-    """Whether a report stands: graded (not an environment error) from the same inputs."""
-    return bool(doc) and not doc.get("environmentError") and doc.get("fingerprint") == fingerprint
-
-
-def _grade_one(task: tuple) -> tuple[str, str | None]:
-    """Worker: grade one submission and write its reports; (name, None) or (name, failure)."""
-    unit_id, name, source, out, limits, cases, fingerprint = task
-    from .grade import EnvironmentFailure, GradingError, grade_submission
-
-    failure, staff = None, None
-    try:
-        report = grade_submission(unit_id, Path(source), cases=cases, limits=limits, jobs=1)
-        doc, staff = report.to_json(staff=False), report.to_json(staff=True)
-        doc["error"] = None
-    except EnvironmentFailure as exc:  # the grader's environment: an error row, retried
-        failure = str(exc)
-    except GradingError as exc:  # the submission's fault: recorded, scored 0
-        doc = {"unit": unit_id, "score": 0.0, "maxScore": None, "parts": {}, "error": str(exc)}
-    except Exception as exc:  # a grader bug: an error row, retried on the next run
-        failure = f"grading failed: {type(exc).__name__}: {exc}"
-    if failure:
-        doc = {"unit": unit_id, "score": None, "error": failure, "environmentError": True}
-    extra = {"batchFormat": REPORT_FORMAT, "submission": name, "fingerprint": fingerprint}
-    doc.update(extra)
-    # A SIGTERM from an interrupted batch waits until the report is whole (or never started),
-    # so no temp file is left behind between the write and the rename.
-    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
-    try:
-        if staff is not None:
-            write_json(Path(out) / STAFF / f"{name}.json", staff | extra, mode=PRIVATE_FILE)
-        write_json(report_path(Path(out), name), doc, mode=PRIVATE_FILE)
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
-    return name, failure
-
-
-def _worker_init() -> None:
-    # Ctrl-C goes to the whole process group: the parent decides, workers carry on until
-    # terminated; SIGTERM unwinds (temp folders and sandbox children are cleaned up).
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, _exit_on_term)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # forked while held
-
-
-def _exit_on_term(signum, frame):
-    raise SystemExit(128 + signum)
 
 
 def grade_batch(
@@ -178,7 +114,7 @@ def grade_batch(
         text = csv_text(parts, list(names), lambda n: read_report(report_path(out, n)))
         write_text_atomic(out / CSV_NAME, text, mode=PRIVATE_FILE)
 
-    _run_workers(todo, jobs, len(names), progress, result, write_csv, on_done)
+    run_workers(todo, jobs or default_jobs(), len(names), progress, result, write_csv, on_done)
     _count_rows(result, out, list(names))
     return result
 
@@ -221,86 +157,6 @@ def default_jobs() -> int:
     return (os.cpu_count() or 1) + 1
 
 
-def _run_workers(todo, jobs, total, progress, result: BatchResult, write_csv, on_done) -> None:
-    """Grade ``todo`` in one forked worker process per submission, ``jobs`` at a time.
-
-    A worker that ends without a finished report (killed for memory, by a signal, or crashed)
-    becomes an error row for its submission, retried on the next run; the batch goes on.
-    SIGINT keeps every finished report and terminates the workers in progress.
-    """
-    workers = max(1, min(jobs or default_jobs(), len(todo) or 1))
-    context = multiprocessing.get_context("fork")
-    waiting, running = list(reversed(todo)), {}
-    bar = _progress(total, total - len(todo), progress)  # no thread of its own: safe to fork
-    try:
-        while waiting or running:
-            while waiting and len(running) < workers:
-                task = waiting.pop()
-                worker = context.Process(target=_worker, args=(task,))
-                with _sigint_held():
-                    worker.start()
-                    running[worker.sentinel] = (worker, task)
-            for sentinel in multiprocessing.connection.wait(list(running)):
-                worker, task = running.pop(sentinel)
-                worker.join()
-                name, failure = _outcome(worker.exitcode, task)
-                if failure:
-                    result.failed.append(name)
-                    print(
-                        f"infralab grade: {name}: {failure} (retried on the next run)",
-                        file=sys.stderr,
-                    )
-                else:
-                    result.graded.append(name)
-                    if on_done:
-                        on_done(name)
-                write_csv()
-                bar.update(1)
-    except KeyboardInterrupt:
-        result.interrupted = True
-        for worker, _ in running.values():
-            worker.terminate()
-    finally:
-        for worker, _ in running.values():
-            worker.join()
-        bar.close()
-        write_csv()
-
-
-@contextlib.contextmanager
-def _sigint_held():
-    """Hold SIGINT while a worker forks: a Ctrl-C landing inside fork() is otherwise swallowed by
-    an at-fork handler (logging's) and never interrupts the batch; held, it arrives just after."""
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-
-
-def _worker(task: tuple) -> None:
-    _worker_init()
-    _grade_one(task)
-
-
-def _outcome(exitcode: int | None, task: tuple) -> tuple[str, str | None]:
-    """(name, None) for a graded submission, (name, why) for an error row. The worker wrote
-    its report, unless it died: then the error row is written here."""
-    _, name, _, out, _, _, fingerprint = task
-    doc = read_report(report_path(Path(out), name))
-    mine = doc is not None and doc.get("fingerprint") == fingerprint
-    if mine and (exitcode == 0 or not doc.get("environmentError")):
-        return name, doc.get("error") if doc.get("environmentError") else None
-    if exitcode is not None and exitcode < 0:
-        why = f"the grading worker was killed ({signal.Signals(-exitcode).name})"
-    else:
-        why = f"the grading worker exited with status {exitcode} without a report"
-    row = {"unit": task[0], "score": None, "error": why, "environmentError": True}
-    row |= {"batchFormat": REPORT_FORMAT, "submission": name, "fingerprint": fingerprint}
-    write_json(report_path(Path(out), name), row, mode=PRIVATE_FILE)
-    return name, why
-
-
 def _count_rows(result: BatchResult, out: Path, names: list[str]) -> None:
     """Error rows and the distinct maximum scores over every report of the batch."""
     most = set()
@@ -315,29 +171,13 @@ def _count_rows(result: BatchResult, out: Path, names: list[str]) -> None:
     result.max_scores = sorted(most)
 
 
-def _progress(total: int, initial: int, enabled: bool):
-    from tqdm import tqdm
-
-    class Bar(tqdm):
-        monitor_interval = 0  # no monitor thread: workers are forked while the bar is shown
-
-    return Bar(
-        total=total,
-        initial=initial,
-        unit="sub",
-        desc="grading",
-        disable=not enabled,
-        file=sys.stderr,
-    )
-
-
 def run_cli(args) -> int:
     """``infralab grade --unit U SUB... --out DIR [--jobs N] [--force]``."""
     if args.json or args.gradescope:
         raise UnitError("--json and --gradescope grade one submission; with many, use --out")
     if not args.out:
         raise UnitError("grading several submissions needs --out DIR (reports and scores.csv)")
-    from .grade import limits_for
+    from .limits import limits_for
 
     limits = None
     if args.timeout or args.all_cases:

@@ -6,7 +6,7 @@ The cases run in a fresh copy of the lab folder (``sandbox.run_cases``: one chil
 results back before the next case is sent, visible cases first, a policy that runs out of time
 not run again), after ``sandbox.require_safe_isolation`` has refused any mode in which a child
 could reach the unit's hidden material. Everything after that happens in the trusted parent
-(``verdict.judge``): the run file is parsed with bounded numbers and validated against the
+(``judge.judge``): the run file is parsed with bounded numbers and validated against the
 lab's published JSON Schemas; the run must be the one asked for; ``verify.replay_run`` replays
 the event log against the device rules, rebuilds every token time and recomputes the metrics;
 the result is compared with the golden run (1e-6 ms).
@@ -20,43 +20,30 @@ failure of the grader's environment raises ``EnvironmentFailure``, never a score
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
-import subprocess
-import tempfile
 import time
-from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
 from .. import labfolder
-from ..cases import Case, Kind, case_trace_doc, load_grading, trace_path
+from ..cases import Case, Kind, case_trace_doc, load_grading
 from ..course.golden import load_golden
 from ..course.labels import hidden_labels
 from ..course.points import points_table
 from ..diagnosis import subject
 from ..parts import unit_parts
-from ..sandbox import (
-    CaseRun,
-    ChildResult,
-    Limits,
-    SandboxError,
-    require_safe_isolation,
-    run_cases,
-    scratch_dir,
-    warm_template,
-)
-from ..sandbox.multicase import SKIPPED_POLICY
+from ..sandbox import Limits, require_safe_isolation, warm_template
 from ..units import Unit, UnitError, load_unit
+from .case_runs import Runner, run_all_cases, run_with
+from .errors import EnvironmentFailure, GradingError, environment_errors
 from .hidden import Remark
+from .judge import judge
 from .judging import JudgeJob, JudgeLimits, judge_cases
 from .judging import warm as warm_judging
-from .limits import hidden_material, limits_for, run_file_cap
+from .limits import hidden_material, limits_for
 from .report import CaseResult, GradeReport, Status
 from .submission import Submission, load_submission
-from .verdict import Verdict, judge
+from .verdict import Verdict
 
 __all__ = [
     "CaseResult",
@@ -72,21 +59,6 @@ __all__ = [
 
 WRONG_SCHEDULE_SHARE = 0.5  # most a wrong schedule can earn, times the share of right requests
 HIDDEN_HALF_SHARE = 0.5  # a hidden case earns half its points from this share of right requests
-SKIPPED_AFTER_TIMEOUT = SKIPPED_POLICY
-
-
-class GradingError(Exception):
-    """Grading itself could not run (bad unit, missing golden files, bad submission)."""
-
-
-class EnvironmentFailure(GradingError):
-    """The grader's environment failed (sandbox refused or broken, disk, permissions): not the
-    submission's fault, so no score may be recorded for it."""
-
-
-# (lab_dir, files, input path, argv, limits[, script=...]) -> ChildResult; ``script`` is passed
-# only for script cases, so a runner for exact cases alone may leave it out.
-Runner = Callable[[Path, dict, Path, list, Limits], ChildResult]
 
 
 def grade_submission(
@@ -111,14 +83,14 @@ def grade_submission(
     names = _labels(unit)
     limits = limits or limits_for(unit)
     if runner is None:
-        with _environment_errors():
+        with environment_errors():
             require_safe_isolation(hidden_material(unit))
-        children = _run_all_cases(unit, selected, submission.files, limits, goldens)
+        children = run_all_cases(unit, selected, submission.files, limits, goldens)
     else:
         workers = max(1, jobs) if jobs else min(2, os.cpu_count() or 1)
         if getattr(runner, "in_process", False):
             workers = 1
-        children = _run_with(runner, unit, selected, submission.files, limits, goldens, workers)
+        children = run_with(runner, unit, selected, submission.files, limits, goldens, workers)
     jobs_ = [JudgeJob(c, case_trace_doc(unit, c), goldens[c.id], children[c.id]) for c in selected]
     judged = judge_cases(unit, jobs_, judge_limits)
     verdicts = {
@@ -223,25 +195,6 @@ def _keyed_remarks(selected: list[Case], verdicts: dict[str, Verdict]) -> dict[s
     return out
 
 
-def _run_with(runner: Runner, unit: Unit, selected, files, limits, goldens, workers: int):
-    """Every selected case through ``runner`` (staff code and tests), ``workers`` at a time."""
-
-    lab = labfolder.built(unit)
-
-    def one(case: Case) -> ChildResult:
-        with tempfile.TemporaryDirectory(prefix="infralab-trace-") as tmp:
-            doc = case_trace_doc(unit, case)
-            path = _write_case_input(unit, case, goldens[case.id], doc, Path(tmp) / "trace.json")
-            extra = {"script": case.script} if case.kind is Kind.SCRIPT else {}
-            with _environment_errors(f"case '{case.id}': "):
-                return runner(lab, files, path, _case_argv(case), limits, **extra)
-
-    if workers > 1 and len(selected) > 1:
-        with ThreadPoolExecutor(max_workers=workers) as pool:  # joined before judging forks
-            return dict(zip((c.id for c in selected), pool.map(one, selected), strict=True))
-    return {case.id: one(case) for case in selected}
-
-
 def _case_result(
     case: Case, verdict: Verdict, seconds: float, label: str, remarks: tuple[Remark, ...]
 ) -> CaseResult:
@@ -263,85 +216,6 @@ def _case_result(
         metrics=metrics,
         label=label,
     )
-
-
-def _case_argv(case: Case) -> list[str]:
-    return [] if case.kind is Kind.SCRIPT else case.argv()
-
-
-def _write_case_input(unit: Unit, case: Case, golden: dict, trace_doc: dict, path: Path) -> Path:
-    """The file the child gets: the case's trace, or a script case's check file (the
-    reference's run of the case and the case's ``args``)."""
-    if case.kind is Kind.SCRIPT:
-        path.write_text(json.dumps({"run": golden["run"], "args": case.args}), encoding="utf-8")
-        return path
-    return _write_case_trace(unit, case, trace_doc, path)
-
-
-def _write_case_trace(unit: Unit, case: Case, trace_doc: dict, path: Path) -> Path:
-    """The trace file the child gets: the source bytes, or the transformed document."""
-    if case.transform is None:
-        path.write_bytes(trace_path(unit, case).read_bytes())
-    else:
-        path.write_text(json.dumps(trace_doc), encoding="utf-8")
-    return path
-
-
-def _run_all_cases(
-    unit: Unit, selected: list[Case], files: dict[str, bytes], limits: Limits, goldens: dict
-) -> dict[str, ChildResult]:
-    """Every selected case in the sandbox (``sandbox.run_cases``), by case id.
-
-    Visible cases go first, so each visible case's results are back before any hidden trace
-    is sent. The cases of a policy share a group: once one runs out of time, the policy's
-    other cases get the same verdict without running (unless ``limits.all_cases``). With
-    ``limits.one_child_per_case`` each case gets a fresh child, within the same submission
-    deadline.
-    """
-    selected = sorted(selected, key=lambda case: case.hidden)
-    with tempfile.TemporaryDirectory(prefix="infralab-traces-", dir=scratch_dir()) as tmp:
-        runs = []
-        for number, case in enumerate(selected):
-            path = Path(tmp) / f"trace-{number}.json"
-            doc = case_trace_doc(unit, case)
-            _write_case_input(unit, case, goldens[case.id], doc, path)
-            script = case.script if case.kind is Kind.SCRIPT else "simulate.py"
-            group = case.script if case.kind is Kind.SCRIPT else case.policy
-            cap = run_file_cap(doc)
-            runs.append(CaseRun(path, _case_argv(case), group, cap, script=script))
-        lab = labfolder.built(unit)
-        with _environment_errors():
-            if limits.one_child_per_case:
-                results = _one_child_each(lab, files, runs, limits)
-            else:
-                results = run_cases(lab, files, runs, limits)
-    return {case.id: result for case, result in zip(selected, results, strict=True)}
-
-
-def _one_child_each(lab_dir: Path, files, runs: list[CaseRun], limits: Limits) -> list:
-    """Each case in a fresh child, all within one submission deadline and policy timeouts."""
-    deadline = time.monotonic() + limits.submission_s
-    results, timed_out = [], {}
-    for run in runs:
-        left = deadline - time.monotonic()
-        if run.group in timed_out and not limits.all_cases:
-            results.append(replace(timed_out[run.group], skipped=SKIPPED_AFTER_TIMEOUT, wall_s=0))
-            continue
-        result = run_cases(lab_dir, files, [run], replace(limits, submission_s=max(0, left)))[0]
-        results.append(result)
-        if result.out_of_time and run.group:
-            timed_out.setdefault(run.group, result)
-    return results
-
-
-@contextlib.contextmanager
-def _environment_errors(where: str = "") -> Iterator[None]:
-    """A sandbox that cannot run is an ``EnvironmentFailure``: the grader's, not the
-    submission's, so a batch records no score and retries it on the next run."""
-    try:
-        yield
-    except (OSError, subprocess.SubprocessError, SandboxError) as exc:
-        raise EnvironmentFailure(f"{where}the sandbox could not run ({exc})") from exc
 
 
 def _points(case: Case, verdict: Verdict) -> float:

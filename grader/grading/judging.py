@@ -34,8 +34,9 @@ from ..cases import Case
 from ..sandbox import ChildResult
 from ..units import Unit
 from .hidden import Note
+from .judge import judge
 from .report import Status
-from .verdict import Verdict, judge
+from .verdict import Verdict
 
 HEADER = struct.Struct("!Id")  # frame length, CPU seconds the case took
 MAX_FRAME = 1 << 20  # a pickled verdict is a few KiB: its texts are cut below

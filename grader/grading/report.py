@@ -13,11 +13,11 @@ Gradescope's top-level ``output`` covers the public cases alone (see ``docs/grad
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from enum import Enum
 
 from ..cases import Visibility
+from .leaderboard import entries as leaderboard_entries
 
 WHEN_SHOWN = {  # Gradescope visibility of hidden tests -> when a student sees them
     "after_published": "when grades are published",
@@ -25,10 +25,6 @@ WHEN_SHOWN = {  # Gradescope visibility of hidden tests -> when a student sees t
     "hidden": "are not shown",
     "visible": "below",
 }
-
-
-LEADERBOARD_GOODPUT = "goodput (req/s)"
-LEADERBOARD_P99_TTFT = "p99 TTFT (ms)"
 
 
 class Status(Enum):
@@ -165,31 +161,9 @@ class GradeReport:
         return [c.id for c in self.cases if c.hidden and c.points < c.max_points]
 
     def leaderboard(self) -> list[dict] | None:
-        """Gradescope's ``leaderboard`` entries from the goodput cases (None without any).
-
-        Only figures the parent computed from replayed runs, each checked to be a finite number
-        within what the case's trace allows and rounded to ``LEADERBOARD_DIGITS`` significant
-        figures. goodput: the mean over the goodput cases of each run's goodput in req/s (a
-        run that is not valid counts 0), higher ranks higher. p99 TTFT: the worst p99 TTFT in
-        ms over the valid runs, lower ranks higher; left out when no run was valid.
-        """
-        scored = [c for c in self.cases if c.metrics]
-        if not scored:
-            return None
-        goodputs = [_bounded(c.metrics, "goodput", "goodputMax") or 0.0 for c in scored]
-        board = [
-            {
-                "name": LEADERBOARD_GOODPUT,
-                "value": _rounded(sum(goodputs) / len(goodputs)),
-                "order": "desc",
-            }
-        ]
-        p99s = [_bounded(c.metrics, "p99TtftMs", "ttftMaxMs") for c in scored]
-        p99s = [value for value in p99s if value is not None]
-        if p99s:
-            worst = _rounded(max(p99s))
-            board.append({"name": LEADERBOARD_P99_TTFT, "value": worst, "order": "asc"})
-        return board
+        """Gradescope's ``leaderboard`` entries from the goodput cases (None without any:
+        ``leaderboard.entries``)."""
+        return leaderboard_entries([c.metrics for c in self.cases if c.metrics])
 
     def to_json(self, staff: bool = False) -> dict:
         doc = self._to_json(staff)
@@ -304,20 +278,3 @@ def _pts(value: float) -> str:
 def _rank(order: list[str], part: str) -> tuple[int, str]:
     """A part's place in ``order``; parts it does not know come last, by id."""
     return (order.index(part), "") if part in order else (len(order), part)
-
-
-LEADERBOARD_DIGITS = 3  # significant figures a leaderboard value shows
-
-
-def _bounded(metrics: dict, name: str, bound: str) -> float | None:
-    """``metrics[name]`` when it is a finite number in [0, ``metrics[bound]``], else None."""
-    value, most = metrics.get(name), metrics.get(bound, math.inf)
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    if isinstance(most, bool) or not isinstance(most, (int, float)):
-        return None
-    return float(value) if math.isfinite(value) and 0 <= value <= most else None
-
-
-def _rounded(value: float) -> float:
-    return float(f"{value:.{LEADERBOARD_DIGITS}g}")

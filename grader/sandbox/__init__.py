@@ -8,9 +8,9 @@ Interface used by grading (keep it stable):
 
 Per call, a fresh private temp folder gets the lab folder's pristine files (its ``tests`` left
 out; hard links to a read-only template built once per batch, or a copy), the student's
-editable files and the runner (``case_runner.py``); the cases' traces are sent to it one at a
-time. It runs in a child process that is, depending on what the host allows (see
-``docs/sandbox.md``):
+editable files and the runner (``case_runner.py``, with ``compile_budget.py``); the cases'
+traces are sent to it one at a time. It runs in a child process that is, depending on what the
+host allows (see ``docs/sandbox.md``):
 
 - ``bwrap``: inside bubblewrap (``--unshare-all``: no network, own PID/IPC/UTS namespaces), with
   only the Python install, ``/usr`` and the case folder bound read-only and size-capped tmpfs
@@ -38,7 +38,7 @@ mode, interpreter, refusal of weak modes), ``bwrap`` (the bubblewrap command lin
 bytecode, built once per batch), ``protocol`` (the runner's messages and frames), ``session``
 (one conversation with the runner, with the parent's deadlines), ``output`` (stdout/stderr
 tails), ``simulation`` (``run_simulation``), ``multicase`` (``run_cases``; ``case_runner.py`` is
-its half inside the sandbox).
+its half inside the sandbox, ``compile_budget.py`` what that half compiles the submission with).
 """
 
 from .bwrap import CASE_DIR, OUT_DIR

@@ -21,8 +21,12 @@ from .protocol import Frame, FrameReader, case_message
 from .results import DEFAULT_LIMITS, ChildResult, Limits, Raw, child_result
 from .session import Session
 
-RUNNER = Path(__file__).with_name("case_runner.py")
-RUNNER_NAME = "_infralab_runner.py"  # its name in the case folder
+HERE = Path(__file__).parent
+RUNNER_NAME = "_infralab_runner.py"  # case_runner.py's name in the case folder
+RUNNER_FILES = {  # name in the case folder -> the source beside this module
+    RUNNER_NAME: "case_runner.py",
+    "_infralab_compile_budget.py": "compile_budget.py",  # the runner imports it by this name
+}
 SKIPPED_DEADLINE = "the submission's time limit was used up"  # ``ChildResult.skipped``
 SKIPPED_POLICY = "this policy ran out of time on an earlier case"  # ... starts with one of these
 
@@ -96,7 +100,7 @@ def _run_batch(lab_dir, files, runs, pending, limits, deadline, results, timed_o
     raw = launch(
         lab_dir,
         files,
-        extra={RUNNER_NAME: RUNNER.read_bytes()},
+        extra={name: HERE.joinpath(source).read_bytes() for name, source in RUNNER_FILES.items()},
         build=build,
         limits=batch_limits,
         session=session,

@@ -199,7 +199,7 @@ def test_child_that_cannot_start_is_a_grading_error(tmp_path, capsys, monkeypatc
     def broken(*args, **kwargs):
         raise OSError("bwrap: not found")
 
-    monkeypatch.setattr("grader.grading.grade.run_cases", broken)
+    monkeypatch.setattr("grader.grading.case_runs.run_cases", broken)
     code, out = _grade(tmp_path, unit.solutions_dir, "--case", "fcfs-mixed")
     assert code == 3  # the environment's failure, not the submission's: no score at all
     _one_error(capsys, "the sandbox could not run (bwrap: not found)")

@@ -121,11 +121,13 @@ def _case(case_id: str):
     ],
 )
 def test_a_forged_engine_error_picks_a_fixed_text_at_most(line):
-    from grader.grading.verdict import Verdict, _how_it_ended, _named
+    from grader.grading.child_exit import how_it_ended
+    from grader.grading.judge import _named
+    from grader.grading.verdict import Verdict
 
     case = _case("paged-kv-b512-m96")
     child = ChildResult(1, "", f"Traceback...\n{line}\n", False, None, "test")
-    verdict = _named(UNIT08, case, _how_it_ended(UNIT08, case, child))
+    verdict = _named(UNIT08, case, how_it_ended(UNIT08, case, child))
     assert isinstance(verdict, Verdict)
     assert verdict.hidden_text().startswith("crash: paged() in policies.py: ")
     assert_student_safe(verdict.hidden_text())
@@ -168,12 +170,12 @@ def paged(view, budget):
 )
 def test_bent_answers_get_a_fixed_text(answers):
     from grader.course.golden import golden_path
-    from grader.grading.verdict import _answers
+    from grader.grading.scoring import answers as judge_answers
 
     for case_id in ("measure-goodput-deadlines", "measure-tpot-steady"):
         case = _case(case_id)
         golden = __import__("json").loads(golden_path(UNIT08, case).read_text(encoding="utf-8"))
-        verdict = _answers(UNIT08, case, golden, {"answers": answers})
+        verdict = judge_answers(UNIT08, case, golden, {"answers": answers})
         assert verdict.summary.startswith(diagnosis.subject(UNIT08, case))
         assert_student_safe(verdict.hidden_text())
 

@@ -16,9 +16,10 @@ from grader.cases import Kind, load_grading
 from grader.course.golden import case_limits, load_golden
 from grader.grading import judging
 from grader.grading.grade import Status
+from grader.grading.judge import judge
 from grader.grading.judging import JudgeJob, JudgeLimits, judge_cases
 from grader.grading.report import CaseResult, GradeReport
-from grader.grading.verdict import Verdict, judge
+from grader.grading.verdict import Verdict
 from grader.sandbox import ChildResult
 from grader.units import load_unit
 from grader.verify import ProblemKind

@@ -77,7 +77,7 @@ def test_environment_failures_are_retried_error_rows(unit, solution, tmp_path, m
     def broken(*args, **kwargs):
         raise OSError("no space left on device")
 
-    monkeypatch.setattr("grader.grading.grade.run_cases", broken)  # the workers are forked
+    monkeypatch.setattr("grader.grading.case_runs.run_cases", broken)  # the workers are forked
     failed = cohort.grade_batch(unit, [sub], out, cases=CASES[:1], progress=False)
     assert failed.failed == ["fine"] and failed.errors == ["fine"]
     row = _rows(out)["fine"]

@@ -343,7 +343,7 @@ def test_two_graders_side_by_side(unit, solution, tmp_path):
 
 
 def test_run_file_cap_follows_the_trace(unit):
-    from grader.grading.grade import run_file_cap
+    from grader.grading.limits import run_file_cap
 
     small = json.loads((unit.lab_dir / "traces" / "prefill-only.json").read_text())
     big = json.loads((unit.traces_dir / "hidden" / "azure-conv.json").read_text())
@@ -351,7 +351,7 @@ def test_run_file_cap_follows_the_trace(unit):
 
 
 def test_untrusted_numbers_are_bounded():
-    from grader.grading.verdict import bounded_json
+    from grader.grading.judge import bounded_json
 
     assert bounded_json(b'{"a": 12.5, "b": [1, 2]}') == {"a": 12.5, "b": [1, 2]}
     for bad in (b'{"a": 1' + b"0" * 400 + b"}", b'{"a": 1e300}', b'{"a": NaN}'):

@@ -12,7 +12,7 @@ from grader.cases import Kind, load_grading
 from grader.course.golden import golden_path
 from grader.grading.grade import Status, grade_submission
 from grader.grading.inprocess import run_in_process
-from grader.grading.report import LEADERBOARD_GOODPUT, LEADERBOARD_P99_TTFT
+from grader.grading.leaderboard import LEADERBOARD_GOODPUT, LEADERBOARD_P99_TTFT
 from grader.grading.submission import Submission
 from grader.sandbox import ChildResult
 from grader.traces.mutants import list_mutants
