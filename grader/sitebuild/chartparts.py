@@ -7,10 +7,8 @@ from __future__ import annotations
 
 import math
 from html import escape
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from .charts import Series  # the type only: charts imports this module
+from .chartseries import Series
 
 WIDTH = 400
 LEFT, RIGHT, TOP, BOTTOM = 52, 12, 14, 40

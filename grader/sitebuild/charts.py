@@ -18,7 +18,6 @@ the value in the table.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from html import escape
 
 from .chartparts import (
@@ -43,6 +42,7 @@ from .chartparts import (
     marker,
     nice_ticks,
 )
+from .chartseries import Chart, Series
 from .charttable import data_table, table_html, with_interval
 
 __all__ = [
@@ -55,30 +55,6 @@ __all__ = [
     "line_chart",
     "nice_ticks",
 ]
-
-
-@dataclass(frozen=True)
-class Chart:
-    """A chart as the page shows it: the SVG, then its data as a table in a <details>."""
-
-    svg: str
-    table: str
-
-    def __html__(self) -> str:
-        return self.svg + self.table
-
-    __str__ = __html__
-
-
-@dataclass(frozen=True)
-class Series:
-    """One line: its legend name and (x, y) points in x order."""
-
-    name: str
-    points: list[tuple[float, float]]
-    step: bool = False  # draw as a step function (value holds until the next point)
-    marks: list[tuple[float, float, str]] = field(default_factory=list)  # (x, y, tooltip)
-    errors: list[tuple[float, float] | None] = field(default_factory=list)  # (low, high) per point
 
 
 def line_chart(

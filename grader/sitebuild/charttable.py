@@ -4,12 +4,9 @@ value is only drawn."""
 from __future__ import annotations
 
 from html import escape
-from typing import TYPE_CHECKING
 
 from .chartparts import fmt
-
-if TYPE_CHECKING:
-    from .charts import Series  # the type only: charts imports this module
+from .chartseries import Series
 
 
 def with_interval(value: float, bar, inf_label: str) -> str:
