@@ -36,7 +36,7 @@ def _r(value: float | None) -> float | None:
 def run_lengths(values) -> list[int]:
     """``values`` as the run lengths of their differences: ``[delta, repeats, ...]`` (a run of
     steady decode steps, each as long as the last and with the same queue, takes 2 numbers)."""
-    values = list(values)
+    values = values if isinstance(values, list) else list(values)
     if not values:
         return []
     deltas = list(map(sub, values, chain((0,), values)))
@@ -61,10 +61,14 @@ def from_run_lengths(encoded: list[int]) -> list[int]:
 def step_columns(cols: Columns) -> dict:
     """Each step's end (µs), queue length, KV pages and decode count, run-length encoded;
     its start is the previous end (0 for the first) unless ``idle`` lists it (``[step, µs]``)."""
-    ends = list(map(round, map(mul, cols.end_ms, repeat(1000))))
-    starts = list(map(round, map(mul, cols.start_ms, repeat(1000))))
-    moved = compress(range(len(starts)), map(ne, starts, chain((0,), ends)))
-    idle = [[n, starts[n]] for n in moved]
+    ends = list(map(float.__round__, map(mul, cols.end_ms, repeat(1000.0))))
+    # most steps start exactly at the previous end: only the others are rounded and compared
+    moved = compress(range(len(ends)), map(ne, cols.start_ms, chain((0,), cols.end_ms)))
+    idle = []
+    for n in moved:
+        start = round(cols.start_ms[n] * 1000)
+        if start != (ends[n - 1] if n else 0):
+            idle.append([n, start])
     return {
         "t1": run_lengths(ends),
         "idle": idle,
