@@ -3,7 +3,7 @@
 Makes the run with the reference policy (``infralab simulate --unit unit08 --reference``:
 the public trace azure-conv-slice's sizes, open-loop arrivals, policy paged on the 256-page
 pool; written compact, as simulate.py writes large runs), then times each stage of
-``view.py RUN --format chrome-trace`` (read, expand the compact run, replay, page, trace) and
+``view.py RUN --format chrome-trace`` (read, replay the compact run into columns, page, trace) and
 prints the file sizes. With chromium and playwright at hand it also times the page in the
 browser: opening it until both tables are drawn, and jumping to the last page of steps.
 
@@ -95,7 +95,7 @@ def main() -> int:
             print(f"made the run in {time.perf_counter() - start:.1f} s")
         marks: list[tuple[str, float]] = []
         doc = timed("read the run file", lambda: model.read_json(run_path), marks)
-        runs = timed("expand a compact run", lambda: model.runs_of(doc, run_path), marks)
+        runs = timed("the run entries", lambda: model.runs_of(doc, run_path), marks)
         picture = timed("replay", lambda: model.replay(runs[0]), marks)
         found = timed(
             "first difference (against itself)",

@@ -170,10 +170,10 @@ def token_times(run: dict) -> list[list[float]]:
     for n, step, first, count in run["slices"]:
         own = times[n]
         own.append(ends[step])
-        own.extend(ends[s] for s in decode_steps[first : first + count])
+        own.extend(map(ends.__getitem__, decode_steps[first : first + count]))
     resumes = run.get("resumes", ())
     for n, _step, first, count in resumes:
-        times[n].extend(ends[s] for s in decode_steps[first : first + count])
+        times[n].extend(map(ends.__getitem__, decode_steps[first : first + count]))
     if resumes:  # a request's rows of both kinds, merged in time order
         for n in {row[0] for row in resumes}:
             times[n].sort()

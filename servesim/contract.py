@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import reprlib
 from dataclasses import dataclass
+from typing import NoReturn
 
 from .batch import Batch, PrefillChunk
-from .sequence import Sequence
 
 
 class PolicyError(RuntimeError):
@@ -27,12 +27,17 @@ class PolicyError(RuntimeError):
 
 @dataclass(slots=True)
 class Guard:
-    """While a policy runs (``start`` .. ``stop``), ``who`` names it and the sequences of its
-    view refuse changes; ``broken`` keeps the first refusal, so that a policy that catches the
-    error is stopped all the same when it returns.
+    """While a policy runs (``start`` .. ``stop``, around every call), ``who`` names it and what
+    the view holds refuses changes; ``broken`` keeps the first refusal, so that a policy that
+    catches the error is stopped all the same when it returns.
 
-    The refusal is installed as ``Sequence.__setattr__`` only for the call: the engine's own
-    writes, between calls, keep the plain (fast) attribute assignment.
+    What refuses, by construction: the view itself and every batch and chunk (frozen
+    dataclasses), the view's lists of sequences (``queues.SeqView``: read-only at all times),
+    ``view.live`` (a read-only mapping), each sequence's attributes and its token times
+    (``Sequence.__setattr__`` and ``sequence.TokenTimes`` ask ``who``: the engine's own writes,
+    between calls, go through). The engine's running totals (``view.tally``) are compared
+    before and after each call instead. Starting and stopping only set ``who``: the guard costs
+    the engine two assignments a step.
     """
 
     who: str | None = None
@@ -40,25 +45,38 @@ class Guard:
 
     def start(self, who: str) -> None:
         self.who = who
-        Sequence.__setattr__ = _refuse
 
     def stop(self) -> str | None:
         """End the call; the message of the first refused change, if any (then cleared)."""
-        del Sequence.__setattr__
         self.who = None
         broken, self.broken = self.broken, None
         return broken
+
+    def refuse(self, what: str) -> NoReturn:
+        """Stop the policy that changed ``what`` (a change outside a call names no policy)."""
+        message = changed_view(self.who or "the policy", what)
+        if self.who is not None and self.broken is None:
+            self.broken = message
+        raise PolicyError(message)
 
 
 GUARD = Guard()
 
 
-def _refuse(seq: Sequence, field: str, value) -> None:
-    """``Sequence.__setattr__`` while a policy runs."""
-    message = changed_view(GUARD.who, f"{field} of request {seq.id!r}")
-    if GUARD.broken is None:
-        GUARD.broken = message
-    raise PolicyError(message)
+# what a policy might call to change a list it was given, and how the message names each
+LIST_EDITS = ("append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse")
+LIST_EDITS += ("__setitem__", "__delitem__", "__iadd__", "__imul__")
+_EDIT_WORDS = {
+    "__setitem__": "an item assigned",
+    "__delitem__": "an item deleted",
+    "__iadd__": "+=",
+    "__imul__": "*=",
+}
+
+
+def edit(method: str) -> str:
+    """``.sort()``, ``an item assigned``: a list edit as the message names it."""
+    return _EDIT_WORDS.get(method, f".{method}()")
 
 
 def changed_view(who: str, what: str) -> str:

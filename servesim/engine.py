@@ -95,11 +95,7 @@ def simulate(
                 clock, previous = max(clock, arrivals.next_ms()), None
             continue
 
-        steps = len(events)
-        if steps < GUARDED_STEPS or steps % GUARD_EVERY == 0:
-            batch = _ask(policy, view, who)
-        else:
-            batch = policy(view)
+        batch = _ask(policy, view, who)
         if type(batch) is Wait:  # idle on purpose until its time or the next arrival
             clock, previous = _wake(batch, view, arrivals), None
             continue
@@ -118,25 +114,27 @@ def simulate(
     return Timeline(seqs, tuple(events), realised_trace(trace, closed, seqs))
 
 
-# Guarding a call costs microseconds (the sequences' attribute assignment is swapped in and
-# out), so the engine guards the first steps of a run and then one step in every thousand: a
-# policy that changes its view does it on most calls, and is stopped at its first change.
-GUARDED_STEPS = 1000
-GUARD_EVERY = 1000
-
-
 def _ask(policy: Policy, view: SchedulerView, who: str) -> Batch | Wait:
-    """``policy(view)`` while the view's sequences refuse changes (``contract.GUARD``): a
-    policy that changes its view is stopped, even if it catches the error."""
+    """``policy(view)`` while what the view holds refuses changes (``contract.GUARD``): a
+    policy that changes its view is stopped, even if it catches the error. The engine's
+    running totals, which the view reads, must be as they were after the call."""
+    tally = view.tally
+    kept = None if tally is None else (tally.active, tally.pages, tally.reserved, tally.host)
     GUARD.start(who)
     try:
         batch = policy(view)
     except FrozenInstanceError as exc:  # the view, a batch or a chunk: all frozen
         raise PolicyError(contract.changed_view(who, str(exc))) from None
+    except (TypeError, AttributeError) as exc:  # view.live is a read-only mapping
+        if "'mappingproxy' object" in str(exc):
+            raise PolicyError(contract.changed_view(who, f"view.live: {exc}")) from None
+        raise
     finally:
         broken = GUARD.stop()
     if broken is not None:
         raise PolicyError(broken)
+    if kept is not None and kept != (tally.active, tally.pages, tally.reserved, tally.host):
+        raise PolicyError(contract.changed_view(who, "the engine's totals, view.tally"))
     return batch
 
 

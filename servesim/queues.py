@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from collections.abc import Sequence as SequenceABC
 from itertools import chain, islice
 
+from .contract import GUARD, LIST_EDITS, edit
 from .sequence import Sequence
 
 
@@ -28,14 +29,16 @@ class SeqView(SequenceABC):
 
     Behaves like the tuple it stands for: ``len``, truth, iteration, ``[i]``, slices and ``+``
     (which return tuples), ``in``, ``index``, ``==``. It reflects the engine's state at the
-    moment of the call: keep the items, not the view.
+    moment of the call: keep the items, not the view. A list's edits (``append``, ``sort``,
+    item assignment, ...) stop the policy with a message naming the view (``contract``).
     """
 
-    __slots__ = ("_parts",)
+    __slots__ = ("_name", "_parts")
     __hash__ = None  # compares by content, like the tuples it stands for
 
-    def __init__(self, *parts):
+    def __init__(self, *parts, name: str = "a list of the view"):
         self._parts = parts
+        self._name = name
 
     def __len__(self) -> int:
         return sum(len(part) for part in self._parts)
@@ -70,6 +73,20 @@ class SeqView(SequenceABC):
         return f"SeqView({[s.id for s in islice(self, 8)]}{'...' if len(self) > 8 else ''})"
 
 
+def _refusing(method: str):
+    def refuse(self, *args, **kwargs):
+        GUARD.refuse(f"{self._name}: {edit(method)}")
+
+    refuse.__name__ = method
+    return refuse
+
+
+# a policy that edits a list it was given learns which one, not that a method is missing
+for _method in LIST_EDITS:
+    if _method not in ("__iadd__", "__imul__"):  # ``+=`` on a name makes a new tuple
+        setattr(SeqView, _method, _refusing(_method))
+
+
 class WaitingQueue:
     def __init__(self):
         self.front: deque[Sequence] = deque()
@@ -77,7 +94,7 @@ class WaitingQueue:
         self.unstarted = 0  # fresh requests that never started prefill (what queueCap counts)
 
     def view(self) -> SeqView:
-        return SeqView(self.front, self.fresh)
+        return SeqView(self.front, self.fresh, name="view.waiting")
 
     def __len__(self) -> int:
         return len(self.front) + len(self.fresh)

@@ -6,7 +6,13 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from . import rules
+from .contract import GUARD, LIST_EDITS, edit
 from .trace import Request
+
+# The engine's writes on the hot path: the plain list and object operations, which skip the
+# refusals below (a policy that calls them on purpose is not what the guard is for).
+_APPEND = list.append
+_SET = object.__setattr__
 
 
 class Phase(Enum):
@@ -23,6 +29,36 @@ class Status(Enum):
     COMPLETED = "completed"
     REJECTED = "rejected"  # at arrival: queue full, could never fit, or refused by admit()
     CANCELLED = "cancelled"  # its deadline passed before its first token
+
+
+class TokenTimes(list):
+    """A sequence's token times: a list for every reader, which refuses changes while a policy
+    runs (``contract.Guard``). The engine appends with ``list.append`` itself."""
+
+    __slots__ = ("owner",)
+
+    def __init__(self, times=(), owner: str = "?"):
+        super().__init__(times)
+        self.owner = owner
+
+    def __reduce__(self):  # a copy (pickle, deepcopy) keeps the type and the owner
+        return (TokenTimes, (list(self), self.owner))
+
+
+def _refusing(name: str):
+    plain = getattr(list, name)
+
+    def method(self, *args, **kwargs):
+        if GUARD.who is not None:
+            GUARD.refuse(f"token_times_ms of request {self.owner!r}: {edit(name)}")
+        return plain(self, *args, **kwargs)
+
+    method.__name__ = name
+    return method
+
+
+for _name in LIST_EDITS:
+    setattr(TokenTimes, _name, _refusing(_name))
 
 
 @dataclass
@@ -59,6 +95,13 @@ class Sequence:
     def __post_init__(self):
         self.max_output_tokens = self.max_output_tokens or self.output_tokens
         self.prefill_target = self.prefill_target or self.input_tokens
+        self.token_times_ms = TokenTimes(self.token_times_ms, self.id)
+
+    def __setattr__(self, name: str, value) -> None:
+        """Refused while a policy runs (``contract.Guard``): policies read sequences."""
+        if GUARD.who is not None:
+            GUARD.refuse(f"{name} of request {self.id!r}")
+        _SET(self, name, value)
 
     @classmethod
     def of(cls, request: Request, order: int) -> Sequence:
@@ -120,15 +163,16 @@ class Sequence:
         """``tokens`` more of the prefill target, in a step ending at ``end_ms``; True when the
         chunk completes the target and so emits the next token."""
         before = self.prefilled
-        self.prefilled += tokens
+        _SET(self, "prefilled", before + tokens)
         emits = rules.emits_on_prefill(before, tokens, self.prefill_target)
         if emits:
-            self.token_times_ms.append(end_ms)
+            _APPEND(self.token_times_ms, end_ms)
         return emits
 
     def take_decode(self, end_ms: float) -> bool:
         """One decode: the newest token's position enters the cache, the next token comes out.
         True when that was the last token of its output."""
-        self.decodes += 1
-        self.token_times_ms.append(end_ms)
-        return len(self.token_times_ms) == self.output_tokens
+        _SET(self, "decodes", self.decodes + 1)
+        times = self.token_times_ms
+        _APPEND(times, end_ms)
+        return len(times) == self.output_tokens

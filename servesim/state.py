@@ -10,6 +10,7 @@ pages held, pages reserved) are kept as running sums in a ``Tally``.
 from __future__ import annotations
 
 import heapq
+from types import MappingProxyType
 
 from . import rules
 from .arrivals import Arrivals
@@ -37,15 +38,15 @@ class EngineState:
         self._view = SchedulerView(
             0.0,
             self.waiting.view(),
-            SeqView(self.running),
+            SeqView(self.running, name="view.running"),
             None,
             device,
             budget,
             {},  # the policy's memo, one per run
             self.tally,
-            self.live,
-            SeqView(self.holding.values()),
-            SeqView(self.swapped),
+            MappingProxyType(self.live),  # read-only, and always the engine's current one
+            SeqView(self.holding.values(), name="view.holders"),
+            SeqView(self.swapped, name="view.swapped"),
         )
 
     def view(self, clock: float, previous: Batch | None) -> SchedulerView:

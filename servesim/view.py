@@ -38,9 +38,9 @@ class Tally:
 
 @dataclass(frozen=True)
 class SchedulerView:
-    """What a policy sees at a decision point. Every sequence in it is read-only: a policy that
-    changes one is stopped (``contract.Guard``; the engine watches the first thousand steps of
-    a run and one in every thousand after).
+    """What a policy sees at a decision point. All of it is read-only: a policy that changes
+    the view, a list of it, a sequence or its token times is stopped with a message naming
+    what it changed (``contract.Guard``, on every call).
 
     ``waiting``: arrived, prefill not finished, in queue order: preempted sequences at the front
     (the latest preemption first: the engine puts each victim of a batch at the front in turn,

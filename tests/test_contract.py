@@ -221,3 +221,89 @@ def test_the_guard_is_off_between_calls():
     assert contract.GUARD.stop() is not None
     seq.prefilled = 1
     assert seq.prefilled == 1
+
+
+# -- a policy that changes its view, in either unit -------------------------------------------
+
+HEAD = "view.waiting[0]"
+MUTATIONS = {  # kind: (what the policy does first, what the message names)
+    "append": ("view.waiting.append(view.waiting[0])", "(view.waiting: .append())"),
+    "item assignment": ("view.waiting[0] = view.waiting[0]", "(view.waiting: an item assigned)"),
+    "sort": ("view.waiting.sort(key=lambda s: s.id)", "(view.waiting: .sort())"),
+    "attribute of a request": (f"{HEAD}.prefill_target = 1", "(prefill_target of request '"),
+    "token times of a request": (
+        f"{HEAD}.token_times_ms.append(0.0)",
+        "(token_times_ms of request '",
+    ),
+    "the id mapping": ("view.live['x'] = view.waiting[0]", "(view.live: 'mappingproxy' object"),
+    "the engine's totals": ("view.tally.active += 1", "(the engine's totals, view.tally)"),
+}
+UNITS = {"unit07": ("fcfs", "mixed"), "unit08": ("paged", "kv-pages")}
+
+
+@pytest.fixture(scope="module")
+def unit_labs(tmp_path_factory) -> dict[str, Path]:
+    base = tmp_path_factory.mktemp("mutations")
+    return {u: copy_lab(base / u, solution=True, unit=load_unit(u)) for u in UNITS}
+
+
+@pytest.mark.parametrize("unit_id", sorted(UNITS))
+@pytest.mark.parametrize("kind", sorted(MUTATIONS))
+def test_a_policy_that_changes_its_view_is_stopped(unit_labs, unit_id, kind):
+    """The lab's own policy, changed to edit its view first: one sentence naming the function
+    and what it changed, no traceback, in both units' labs."""
+    lab, (policy, trace) = unit_labs[unit_id], UNITS[unit_id]
+    action, named = MUTATIONS[kind]
+    policies = lab / "policies.py"
+    original = policies.read_text(encoding="utf-8")
+    try:
+        policies.write_text(
+            f"{original}\n\n_reference = {policy}\n\n\ndef {policy}(view, *args, **kwargs):\n"
+            f"    if view.waiting:\n        {action}\n"
+            f"    return _reference(view, *args, **kwargs)\n",
+            encoding="utf-8",
+        )
+        done = simulate_cli(lab, "--trace", trace, "--policy", policy)
+    finally:
+        policies.write_text(original, encoding="utf-8")
+    assert done.returncode == 1, done.stdout + done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
+    assert lines[0].startswith("simulate.py: error: "), lines
+    assert f"{policy}() changed its view {named}" in lines[0], lines
+    assert "expected a policy that only reads the view" in lines[0]
+
+
+@pytest.mark.parametrize("kind", sorted(MUTATIONS))
+def test_a_late_change_is_stopped_too(kind):
+    """Every call is guarded, not a sample: a change after the 2,500th call stops the run at
+    the call that makes it."""
+    from servesim import Batch, DeviceProfile, PolicyError, PrefillChunk, parse_trace, simulate
+
+    rows = [  # one request at a time, 50 steps each
+        {"id": f"r{i}", "arrivalMs": 100 * i, "inputTokens": 4, "outputTokens": 50}
+        for i in range(60)
+    ]
+    action = MUTATIONS[kind][0]
+    calls = []
+
+    def fcfs(view):
+        calls.append(view.now_ms)
+        if len(calls) >= 2500 and view.waiting:
+            exec(action, {"view": view})
+        decode = [s.id for s in view.running]
+        return Batch(decode, [PrefillChunk(s.id, s.remaining_prefill) for s in view.waiting])
+
+    trace = parse_trace({"requests": rows})
+    with pytest.raises(PolicyError) as info:
+        simulate(trace, fcfs, DeviceProfile(decode_batch_ms=0.5), name="fcfs")
+    assert 2500 <= len(calls) < 2600
+    assert str(info.value).startswith(f"fcfs() changed its view {MUTATIONS[kind][1]}")
+
+
+def test_the_view_lists_refuse_edits_outside_a_call_too():
+    from servesim import contract
+    from servesim.queues import SeqView
+
+    with pytest.raises(contract.PolicyError, match=r"the policy changed its view \(view.x: "):
+        SeqView([1], name="view.x").append(2)

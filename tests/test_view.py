@@ -5,16 +5,26 @@ failing public test prints. The browser and axe-core check is tests/site/test_vi
 from __future__ import annotations
 
 import json
+import random
 import subprocess
 import sys
+from dataclasses import astuple
 from pathlib import Path
 
 import pytest
 from labtools import copy_lab, run_ref
+from servesim import DeviceProfile, PolicyError, compact, parse_trace, simulate
+from servesim import cli as lab_cli
+from servesim.compact import expand_run
+from servesim.runfile import build_run
 from servesim.runview import chrome, diff, model, page
 from servesim.runview.cli import main
 from servesim.runview.hint import show_command
+from servesim.swapping import swap_long
 from unit08.u08tools import cache_after_steps, device, pages, run08
+
+from grader import reference
+from grader.units import load_unit
 
 EXPECTED07 = Path(__file__).resolve().parent.parent / "starter/unit07/tests/expected"
 
@@ -298,3 +308,97 @@ def test_infralab_view_is_the_same_command(tmp_path, capsys, paged_burst):
     assert (tmp_path / "staff.html").read_text() == (tmp_path / "lab.html").read_text()
     assert infralab(["view", str(tmp_path / "missing.json")]) == 2
     assert "infralab view: error: " in capsys.readouterr().err
+
+
+# -- a compact run is drawn from its columns, as its expansion would be ----------------------
+
+
+def _fields(step: model.Step) -> tuple:
+    return tuple(tuple(v) if isinstance(v, list | tuple) else v for v in astuple(step))
+
+
+def _same_picture(compact: dict) -> model.Picture:
+    """The picture of a compact entry, held equal to the picture of its expansion: columns,
+    lanes, steps, the page and the Chrome trace."""
+    fast, full = model.replay(compact), model.replay(expand_run(compact))
+    assert fast.columns == full.columns
+    assert fast.lanes == full.lanes
+    assert [_fields(s) for s in fast.steps] == [_fields(s) for s in full.steps]
+    assert page.render(fast, "t", None, None) == page.render(full, "t", None, None)
+    assert chrome.trace_events(fast) == chrome.trace_events(full)
+    return fast
+
+
+def _compact_runs(unit, tmp_path: Path, *argv: str) -> list[dict]:
+    out = tmp_path / "run.json"
+    policies = reference.solution_policies(unit)
+    argv = (*argv, "--format", "compact", "--output", str(out))
+    assert lab_cli.main(list(argv), policies_module=policies, lab_dir=unit.lab_dir) == 0
+    runs = json.loads(out.read_text(encoding="utf-8"))["runs"]
+    assert all(compact.is_compact(run) for run in runs)
+    return runs
+
+
+@pytest.mark.parametrize(
+    ("unit_id", "argv"),
+    [
+        ("unit07", ("--trace", "mixed", "--policy", "both")),
+        ("unit07", ("--trace", "unseen", "--policy", "both")),
+        (
+            "unit08",
+            ("--trace", "kv-pages", "--device-profile", "kv-64-pages.json", "--policy", "all"),
+        ),
+        ("unit08", ("--trace", "burst", "--device-profile", "pool-256.json", "--policy", "paged")),
+        ("unit08", ("--trace", "tenants", "--policy", "all")),
+        ("unit08", ("--trace", "unseen", "--policy", "all")),
+    ],
+)
+def test_compact_runs_draw_as_their_expansion(tmp_path, unit_id, argv):
+    unit = load_unit(unit_id)
+    if "--device-profile" in argv:
+        at = argv.index("--device-profile") + 1
+        argv = (*argv[:at], str(unit.lab_dir / "devices" / argv[at]), *argv[at + 1 :])
+    pictures = [_same_picture(run) for run in _compact_runs(unit, tmp_path, *argv)]
+    if "burst" in argv:  # the cases the columns are built for: moves and early leavers
+        assert any(p.columns.preempt for p in pictures)
+        assert any(p.columns.cancelled or p.columns.rejected for p in pictures)
+
+
+def test_compact_runs_with_swaps_and_partial_preemptions_draw_as_their_expansion():
+    """A run that swaps (``swap_long`` around ``paged``), and seeded traces on tight pools,
+    where ``paged`` preempts (running requests, and requests part-way through a prefill)."""
+    paged = reference.solution_policies(load_unit("unit08")).paged
+    rows = [{"id": f"r{i}", "arrivalMs": 5 * i, "inputTokens": 200, "outputTokens": 100}
+            for i in range(4)]  # fmt: skip
+    dev = DeviceProfile(
+        prefill_ms_per_token=0.1, decode_batch_ms=20, kv_pages=64, swap_ms_per_page=0.05,
+        swap_sync_ms=0.5, host_pages=64,
+    )  # fmt: skip
+    timeline = simulate(
+        parse_trace({"requests": rows}), swap_long(lambda v: paged(v, 512), 0), dev, budget=512
+    )
+    run = build_run("paged", {"budget": 512}, dev, timeline, None, extended=True)
+    picture = _same_picture(compact.compact_run(run, timeline))
+    assert picture.columns.swap_out and picture.columns.swap_in
+    rng, preempting = random.Random(3), 0
+    for _ in range(40):
+        rows = [
+            {"id": f"R{i}", "arrivalMs": rng.randint(0, 40) / 4}
+            | {"inputTokens": rng.randint(1, 60), "outputTokens": rng.randint(1, 30)}
+            for i in range(rng.randint(2, 10))
+        ]
+        need = max(-(-(r["inputTokens"] + r["outputTokens"]) // 16) for r in rows)
+        dev = DeviceProfile(decode_batch_ms=2.0, kv_pages=need + rng.randint(0, 3))
+        budget = rng.randint(4, 64)
+        try:
+            timeline = simulate(
+                parse_trace({"requests": rows}), lambda v, b=budget: paged(v, b), dev, budget=budget
+            )
+        except PolicyError:
+            continue
+        run = build_run("paged", {"budget": budget}, dev, timeline, None, extended=True)
+        entry = compact.compact_run(run, timeline)
+        if entry is None:
+            continue
+        preempting += bool(_same_picture(entry).columns.preempt)
+    assert preempting >= 5

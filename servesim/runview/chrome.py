@@ -10,6 +10,11 @@ Times are in microseconds, as the format requires.
 
 from __future__ import annotations
 
+import bisect
+from itertools import compress
+from operator import ne, not_
+
+from .columns import Columns
 from .model import Picture
 
 DEVICE, REQUESTS = 1, 2
@@ -26,34 +31,47 @@ def trace_events(picture: Picture) -> dict:
         _meta(REQUESTS, 0, "process_name", "requests"),
     ]
     tids = {lane.id: n + 1 for n, lane in enumerate(picture.lanes)}
-    last_counters = None
-    for first, last in _stretches(picture.steps):
-        step = picture.steps[first]
-        name = f"prefill x{len(step.prefill)} + decode x{len(step.decode)}"
+    cols = picture.columns
+    # a counter event at the first step and at each step whose queue or KV pages change
+    changed = [0, *cols.changes(cols.queue, cols.kv_pages)] if len(cols) else []
+    counters = [
+        {
+            "ph": "C",
+            "pid": DEVICE,
+            "ts": _us(cols.start_ms[n]),
+            "name": "load",
+            "args": {"queue": cols.queue[n], "kv pages": cols.kv_pages[n]},
+        }
+        for n in changed
+    ]
+    shown = 0  # counter events placed so far
+    moves = [
+        (key, getattr(cols, key))
+        for key in ("preempt", "swap_out", "swap_in", "rejected", "cancelled")
+    ]
+    for first, last in stretches(cols):
+        prefill, decodes = cols.prefill.get(first, ()), cols.decodes[first]
+        name = f"prefill x{len(prefill)} + decode x{decodes}"
         args = {
-            "step": step.index,
-            "prefill": [f"{rid}[{start}:{start + n}]" for rid, start, n in step.prefill],
-            "decode": len(step.decode),
+            "step": first,
+            "prefill": [f"{rid}[{start}:{start + n}]" for rid, start, n in prefill],
+            "decode": decodes,
         }
         if last > first:
-            name = f"decode x{len(step.decode)} ({last - first + 1} steps)"
-            args["step"] = f"{step.index}..{picture.steps[last].index}"
-        for key in ("preempt", "swap_out", "swap_in", "rejected", "cancelled"):
-            if getattr(step, key):
-                args[key] = list(getattr(step, key))
-        start, end = _us(step.start_ms), _us(picture.steps[last].end_ms)
+            name = f"decode x{decodes} ({last - first + 1} steps)"
+            args["step"] = f"{first}..{last}"
+        for key, table in moves:
+            if first in table:
+                args[key] = list(table[first])
+        start, end = _us(cols.start_ms[first]), _us(cols.end_ms[last])
         events.append(
             {"ph": "X", "pid": DEVICE, "tid": 0, "ts": start, "dur": end - start, "name": name}
             | {"args": args}
         )
-        for n in range(first, last + 1):
-            counters = (picture.steps[n].queue, picture.steps[n].kv_pages)
-            if counters != last_counters:
-                ts = _us(picture.steps[n].start_ms)
-                values = {"queue": counters[0], "kv pages": counters[1]}
-                events.append({"ph": "C", "pid": DEVICE, "ts": ts, "name": "load", "args": values})
-                last_counters = counters
-        for rid in step.preempt:
+        upto = bisect.bisect_right(changed, last, shown)
+        events += counters[shown:upto]
+        shown = upto
+        for rid in cols.preempt.get(first, ()):
             events.append(_instant(tids[rid], start, "preempted"))
     for lane in picture.lanes:
         tid = tids[lane.id]
@@ -70,35 +88,21 @@ def trace_events(picture: Picture) -> dict:
     return {"traceEvents": events, "displayTimeUnit": "ms"}
 
 
-def _plain_decode(step) -> bool:
-    return not (
-        step.prefill
-        or step.preempt
-        or step.swap_out
-        or step.swap_in
-        or step.rejected
-        or step.cancelled
-    )
-
-
-def _stretches(steps) -> list[tuple[int, int]]:
+def stretches(cols: Columns) -> list[tuple[int, int]]:
     """Steps as ``(first, last)`` slices: consecutive decode-only steps back to back with the
-    same batch size share one slice (a steady decode stretch of a long run is one event)."""
-    out: list[tuple[int, int]] = []
-    for n, step in enumerate(steps):
-        if out and _plain_decode(step):
-            first, last = out[-1]
-            before = steps[last]
-            if (
-                _plain_decode(before)
-                and before.decode
-                and len(before.decode) == len(step.decode)
-                and step.start_ms == before.end_ms
-            ):
-                out[-1] = (first, n)
-                continue
-        out.append((n, n))
-    return out
+    same batch size share one slice (a steady decode stretch of a long run is one event).
+
+    A step starts a slice of its own when it or the step before is not a plain decode step,
+    the step before decodes nothing or another number of requests, or the device idled
+    between them."""
+    total = len(cols)
+    busy = cols.eventful()
+    starts = {0, *busy, *(n + 1 for n in busy if n + 1 < total)}
+    starts.update(compress(range(1, total), map(not_, cols.decodes)))  # after no decodes
+    starts.update(cols.changes(cols.decodes))
+    starts.update(compress(range(1, total), map(ne, cols.start_ms[1:], cols.end_ms)))
+    firsts = sorted(n for n in starts if n < total)
+    return list(zip(firsts, [n - 1 for n in firsts[1:]] + [total - 1]))
 
 
 def _meta(pid: int, tid: int, kind: str, name: str) -> dict:

@@ -9,6 +9,7 @@ page and printed. Bad input: one line naming what is wrong, exit 2, nothing writ
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import sys
 from pathlib import Path
@@ -93,6 +94,10 @@ def make(args: argparse.Namespace) -> list[Path]:
 
 def main(argv: list[str] | None = None, prog: str = "view.py") -> int:
     args = build_parser(prog).parse_args(argv)
+    # A long run is millions of small lists and numbers, none in a reference cycle: the
+    # collector's passes over them would only add time (about a sixth of a 20,000-request run).
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         written = make(args)
     except ViewError as exc:
@@ -101,6 +106,9 @@ def main(argv: list[str] | None = None, prog: str = "view.py") -> int:
     except OSError as exc:
         print(f"{prog}: error: cannot write ({exc})", file=sys.stderr)
         return 2
+    finally:
+        if collecting:
+            gc.enable()
     for path in written:
         print(f"wrote {path}")
     return 0

@@ -9,6 +9,7 @@ which keeps only token times and statuses, the steps that emit tokens are compar
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import zip_longest
 
 from .model import Picture, Snapshot, Step
 
@@ -73,9 +74,7 @@ def _phrase(actions: list[_Action]) -> tuple[str, str]:
 
 
 def _against_run(mine: Picture, other: Picture) -> Difference | None:
-    for k in range(max(len(mine.steps), len(other.steps))):
-        a = mine.steps[k] if k < len(mine.steps) else None
-        b = other.steps[k] if k < len(other.steps) else None
+    for k, (a, b) in enumerate(zip_longest(mine.steps, other.steps)):
         if a is not None and b is not None and _same(a, b):
             continue
         if a is None or b is None:
@@ -213,7 +212,7 @@ def _against_snapshot(mine: Picture, snapshot: Snapshot) -> Difference | None:
     for lane in mine.lanes:
         want = snapshot.status.get(lane.id)
         if want is not None and want != lane.status:
-            ends = [s.end_ms for s in mine.steps]
+            ends = mine.columns.end_ms
             step = next(
                 (
                     n

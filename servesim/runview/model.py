@@ -15,13 +15,13 @@ one full run entry into ``Step`` and ``Lane`` records:
 
 from __future__ import annotations
 
-import bisect
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..compact import expand_run, is_compact
+from ..compact import is_compact
+from .columns import Columns, StepList, left_early, of_steps, replay_compact
 
 
 class ViewError(ValueError):
@@ -65,14 +65,17 @@ class Lane:
 
 @dataclass
 class Picture:
-    """One run, replayed."""
+    """One run, replayed: ``columns`` holds every step (what the page and the trace draw from),
+    ``steps`` the same as ``Step`` records (a full entry's own, or made as a compact entry's
+    are read)."""
 
     policy: str
     params: dict
     device: dict
     summary: dict
-    steps: list[Step]
+    steps: Sequence[Step]
     lanes: list[Lane]
+    columns: Columns
 
     @property
     def pool(self) -> int | None:
@@ -106,14 +109,14 @@ def read_json(path: Path) -> dict:
 
 
 def runs_of(doc: dict, path: Path) -> list[dict]:
-    """The full run entries of a run file."""
+    """The run entries of a run file, full or compact (``replay`` takes both)."""
     if not isinstance(doc["runs"], list) or not doc["runs"]:
         raise ViewError(f"{path}: 'runs' must be a non-empty list of run entries")
     runs = []
     for n, run in enumerate(doc["runs"]):
         if not isinstance(run, dict) or not ("events" in run or is_compact(run)):
             raise ViewError(f"{path}: runs[{n}] has no events (not a simulate.py run entry)")
-        runs.append(expand_run(run) if is_compact(run) else run)
+        runs.append(run)
     return runs
 
 
@@ -145,8 +148,20 @@ def _policy(item) -> str:
 
 
 def replay(run: dict) -> Picture:
-    """``run`` (a full entry) as steps and lanes."""
+    """``run`` (a full or compact entry) as steps and lanes."""
     try:
+        if is_compact(run):
+            cols, lanes = replay_compact(run)
+            picture = Picture(
+                run["policy"],
+                dict(run.get("params") or {}),
+                run["device"],
+                run["summary"],
+                StepList(cols, Step),
+                [Lane(*lane) for lane in lanes],
+                cols,
+            )
+            return picture
         return _replay(run)
     except (KeyError, TypeError, IndexError, ValueError) as exc:
         raise ViewError(f"run {run.get('policy', '?')!r}: malformed run entry ({exc!r})") from None
@@ -171,13 +186,11 @@ def _replay(run: dict) -> Picture:
         for e in run["events"]
     ]
     left = [(r["statusMs"], r["id"], r["status"]) for r in run["requests"] if _left_early(r)]
-    for when, rid, status in sorted(left):
-        if steps:
-            step = steps[min(bisect.bisect_left(ends, when - 1e-9), len(steps) - 1)]
-            if status == "rejected":
-                step.rejected = [*step.rejected, rid]
-            else:
-                step.cancelled = [*step.cancelled, rid]
+    landed = Columns([], [], [], [], [])
+    left_early(left, ends, landed)
+    for table, key in ((landed.rejected, "rejected"), (landed.cancelled, "cancelled")):
+        for n, rids in table.items():
+            setattr(steps[n], key, rids)
 
     arrivals = sorted((r["arrivalMs"], n) for n, r in enumerate(run["requests"]))
     cancels = sorted((when, rid) for when, rid, status in left if status == "cancelled")
@@ -249,7 +262,13 @@ def _replay(run: dict) -> Picture:
             set_cache(rid, 0)
     lanes = [_lane(r) for r in run["requests"]]
     return Picture(
-        run["policy"], dict(run.get("params") or {}), device, run["summary"], steps, lanes
+        run["policy"],
+        dict(run.get("params") or {}),
+        device,
+        run["summary"],
+        steps,
+        lanes,
+        of_steps(steps),
     )
 
 

@@ -7,10 +7,14 @@ most ``COLUMNS`` columns (the maximum of each).
 
 from __future__ import annotations
 
+import bisect
 import html
 import json
+from itertools import chain, compress, repeat
+from operator import mul, ne, sub
 from pathlib import Path
 
+from .columns import Columns
 from .diff import Difference
 from .model import Picture
 
@@ -32,15 +36,15 @@ def _r(value: float | None) -> float | None:
 def run_lengths(values) -> list[int]:
     """``values`` as the run lengths of their differences: ``[delta, repeats, ...]`` (a run of
     steady decode steps, each as long as the last and with the same queue, takes 2 numbers)."""
+    values = values if isinstance(values, list) else list(values)
+    if not values:
+        return []
+    deltas = list(map(sub, values, chain((0,), values)))
+    # where a new delta begins (C-level passes; the loop below is over runs, not values)
+    begins = [0, *compress(range(1, len(deltas)), map(ne, deltas[1:], deltas)), len(deltas)]
     out: list[int] = []
-    previous = 0
-    for value in values:
-        delta = value - previous
-        previous = value
-        if out and out[-2] == delta:
-            out[-1] += 1
-        else:
-            out += [delta, 1]
+    for begin, end in zip(begins, begins[1:]):
+        out += (deltas[begin], end - begin)
     return out
 
 
@@ -54,84 +58,81 @@ def from_run_lengths(encoded: list[int]) -> list[int]:
     return values
 
 
-def step_columns(steps) -> dict:
+def step_columns(cols: Columns) -> dict:
     """Each step's end (µs), queue length, KV pages and decode count, run-length encoded;
     its start is the previous end (0 for the first) unless ``idle`` lists it (``[step, µs]``)."""
-    ends = [round(s.end_ms * 1000) for s in steps]
+    ends = list(map(float.__round__, map(mul, cols.end_ms, repeat(1000.0))))
+    # most steps start exactly at the previous end: only the others are rounded and compared
+    moved = compress(range(len(ends)), map(ne, cols.start_ms, chain((0,), cols.end_ms)))
     idle = []
-    previous = 0
-    for n, s in enumerate(steps):
-        start = round(s.start_ms * 1000)
-        if start != previous:
+    for n in moved:
+        start = round(cols.start_ms[n] * 1000)
+        if start != (ends[n - 1] if n else 0):
             idle.append([n, start])
-        previous = ends[n]
     return {
         "t1": run_lengths(ends),
         "idle": idle,
-        "q": run_lengths(s.queue for s in steps),
-        "kv": run_lengths(s.kv_pages for s in steps),
-        "nd": run_lengths(len(s.decode) for s in steps),
+        "q": run_lengths(cols.queue),
+        "kv": run_lengths(cols.kv_pages),
+        "nd": run_lengths(cols.decodes),
     }
 
 
 def page_data(picture: Picture, difference: Difference | None) -> dict:
     """What the script draws from; ids appear once (``ids``), everything else by index."""
     index = {lane.id: n for n, lane in enumerate(picture.lanes)}
-    steps = picture.steps
-    cols: dict[str, list] = {k: [] for k in ("pf", "din", "dout", "pe", "so", "si", "rj", "cc")}
-    previous: list[str] = []  # the last step's decode list that was not empty
-    for n, step in enumerate(steps):
-        if step.prefill:
-            cols["pf"] += [[n, index[rid], start, tokens] for rid, start, tokens in step.prefill]
-        if step.decode and step.decode != previous:
-            now, before = set(step.decode), set(previous)
-            cols["dout"] += [[n, index[rid]] for rid in previous if rid not in now]
-            cols["din"] += [[n, index[rid]] for rid in step.decode if rid not in before]
-            previous = [rid for rid in previous if rid in now]
-            previous += [rid for rid in step.decode if rid not in before]
-        if not (step.preempt or step.swap_out or step.swap_in or step.rejected or step.cancelled):
-            continue
-        for key, ids in (
-            ("pe", step.preempt),
-            ("so", step.swap_out),
-            ("si", step.swap_in),
-            ("rj", step.rejected),
-            ("cc", step.cancelled),
-        ):
-            cols[key] += [[n, index[rid]] for rid in ids]
+    cols = picture.columns
+    found: dict[str, list] = {}
+    for key, table in (
+        ("din", cols.enter),
+        ("dout", cols.leave),
+        ("pe", cols.preempt),
+        ("so", cols.swap_out),
+        ("si", cols.swap_in),
+        ("rj", cols.rejected),
+        ("cc", cols.cancelled),
+    ):
+        found[key] = [[n, index[rid]] for n in sorted(table) for rid in table[n]]
+    prefill = cols.prefill
+    found["pf"] = [
+        [n, index[rid], start, tokens] for n in sorted(prefill) for rid, start, tokens in prefill[n]
+    ]
     tokens = sum(len(lane.token_times_ms) for lane in picture.lanes)
     ticks = tokens <= TICKS_UP_TO
+    lanes = picture.lanes
     return {
-        "ids": [lane.id for lane in picture.lanes],
-        "n": len(steps),
-        **step_columns(steps),
-        **cols,
-        "la": [_r(lane.arrival_ms) for lane in picture.lanes],
-        "le": [_r(lane.end_ms) for lane in picture.lanes],
-        "ls": [STATUS.get(lane.status, 3) for lane in picture.lanes],
-        "lt": [_r(lane.ttft_ms) for lane in picture.lanes],
-        "lm": [_r(lane.max_itl_ms) for lane in picture.lanes],
-        "lk": [[_r(t) for t in lane.token_times_ms] if ticks else [] for lane in picture.lanes],
-        "lf": [
-            _r(lane.token_times_ms[0]) if lane.token_times_ms else None for lane in picture.lanes
-        ],
+        "ids": [lane.id for lane in lanes],
+        "n": len(cols),
+        **step_columns(cols),
+        **{key: found[key] for key in ("pf", "din", "dout", "pe", "so", "si", "rj", "cc")},
+        "la": [_r(lane.arrival_ms) for lane in lanes],
+        "le": [_r(lane.end_ms) for lane in lanes],
+        "ls": [STATUS.get(lane.status, 3) for lane in lanes],
+        "lt": [_r(lane.ttft_ms) for lane in lanes],
+        "lm": [_r(lane.max_itl_ms) for lane in lanes],
+        "lk": [[_r(t) for t in lane.token_times_ms] if ticks else [] for lane in lanes],
+        "lf": [_r(lane.token_times_ms[0]) if lane.token_times_ms else None for lane in lanes],
         "pool": picture.pool,
-        "end": _r(max([s.end_ms for s in steps] + [lane.end_ms or 0 for lane in picture.lanes])),
+        "end": _r(max(cols.end_ms + [lane.end_ms or 0 for lane in lanes])),
         "diff": None if difference is None else {"step": difference.step, "text": difference.zh},
     }
 
 
 def overview_svg(picture: Picture) -> str:
     """Queue length and KV pages over time, the maximum per column; the pool as a dashed line."""
-    steps = picture.steps
-    if not steps:
+    cols = picture.columns
+    if not len(cols):
         return "<p>这次运行没有任何步。</p>"
-    end = max(s.end_ms for s in steps) or 1.0
-    queue, pages = [0] * COLUMNS, [0] * COLUMNS
-    for s in steps:
-        col = min(int(s.start_ms / end * COLUMNS), COLUMNS - 1)
-        queue[col] = max(queue[col], s.queue)
-        pages[col] = max(pages[col], s.kv_pages)
+    end = max(cols.end_ms) or 1.0
+
+    def column(start_ms: float) -> int:
+        return min(int(start_ms / end * COLUMNS), COLUMNS - 1)
+
+    # steps start in time order, so each column's steps are one slice of the step columns
+    bounds = [bisect.bisect_left(cols.start_ms, c, key=column) for c in range(COLUMNS + 1)]
+    slices = [slice(a, b) for a, b in zip(bounds, bounds[1:])]
+    queue = [max(cols.queue[part], default=0) for part in slices]
+    pages = [max(cols.kv_pages[part], default=0) for part in slices]
     top = max(*queue, *pages, picture.pool or 0, 1)
 
     def line(values: list[int]) -> str:
@@ -171,7 +172,7 @@ def _summary(picture: Picture) -> str:
     s = picture.summary
     rows = [
         ("请求数", s.get("requests")),
-        ("步数", len(picture.steps)),
+        ("步数", len(picture.columns)),
         ("全部完成 (ms)", _fmt(s.get("allDoneMs"))),
     ]
     for key, name in (("ttftMs", "TTFT"), ("itlMs", "ITL")):
