@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..compact import is_compact
-from .columns import Columns, StepList, left_early, of_steps, replay_compact
+from .columns import Columns, StepList, left_early, of_steps
+from .compact_replay import replay_compact
 
 
 class ViewError(ValueError):
