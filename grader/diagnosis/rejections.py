@@ -67,8 +67,8 @@ TEXTS = {  # what a student reads when the catalogue has nothing more specific
     "(str) and PrefillChunk objects (sequences instead of their ids, for instance)",
     "rejected-unknown-id": "named a request id in a Batch that no request of the trace has",
     "rejected-admit-type": "returned something other than True or False from the admission hook",
-    "rejected-changed-view": "changed a sequence of its view (policies only read the view; "
-    "the engine changes the sequences when it runs the batch)",
+    "rejected-changed-view": "changed its view (a list, a sequence or its token times; policies "
+    "only read the view, and the engine updates its state when it runs the batch)",
 }
 
 
