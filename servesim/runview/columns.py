@@ -3,8 +3,8 @@ thing only some steps have (step index -> its list), so that drawing a run of mi
 costs C-level passes over lists, not a Python object per step.
 
 ``of_steps(steps)`` turns ``Step`` records (a full run entry, replayed by ``model``) into
-columns; ``compact_replay.replay_compact(run)`` reads a compact run entry (``servesim.compact``) straight into
-the same columns and lanes, without expanding it to per-token records. Both follow the rules
+columns; ``compact_replay.replay_compact(run)`` reads a compact run entry
+(``servesim.compact``) straight into the same columns and lanes, without expanding it to per-token records. Both follow the rules
 ``model`` states (queue length, KV pages, where rejections and cancellations land; the compact
 reader is ``compact_replay``), and
 ``tests/test_view.py`` holds them equal on compact runs and their expansions.
