@@ -4,10 +4,10 @@ costs C-level passes over lists, not a Python object per step.
 
 ``of_steps(steps)`` turns ``Step`` records (a full run entry, replayed by ``model``) into
 columns; ``compact_replay.replay_compact(run)`` reads a compact run entry
-(``servesim.compact``) straight into the same columns and lanes, without expanding it to per-token records. Both follow the rules
-``model`` states (queue length, KV pages, where rejections and cancellations land; the compact
-reader is ``compact_replay``), and
-``tests/test_view.py`` holds them equal on compact runs and their expansions.
+(``servesim.compact``) straight into the same columns and lanes, without expanding it to
+per-token records. Both follow the rules ``model`` states (queue length, KV pages, where
+rejections and cancellations land), and ``tests/test_view.py`` holds them equal on compact runs
+and their expansions.
 
 The decode sets are kept as changes, as the page's script replays them: ``enter[n]`` are the
 requests that decode at step ``n`` and did not at the last step that decoded, in batch order;
