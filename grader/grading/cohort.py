@@ -41,6 +41,7 @@ from .cohort_csv import csv_text
 from .fingerprint import grader_version, inputs_fingerprint, submission_hash
 from .grade import GradingError, warm
 from .limits import hidden_material
+from .verdict_memo import remembered
 
 REPORTS = "reports"
 STAFF = "staff"
@@ -178,7 +179,8 @@ def grade_batch(
         text = csv_text(parts, list(names), lambda n: read_report(report_path(out, n)))
         write_text_atomic(out / CSV_NAME, text, mode=PRIVATE_FILE)
 
-    _run_workers(todo, jobs, len(names), progress, result, write_csv, on_done)
+    with remembered(unit, cases) if len(todo) > 1 else contextlib.nullcontext():
+        _run_workers(todo, jobs, len(names), progress, result, write_csv, on_done)
     _count_rows(result, out, list(names))
     return result
 

@@ -47,7 +47,9 @@ def run_in_process(
             try:
                 source = submission_files["policies.py"].decode("utf-8")
                 exec(compile(source, "policies.py", "exec"), module.__dict__)
-                code = simulate_main(argv, policies_module=module, lab_dir=Path(lab_dir))
+                code = simulate_main(
+                    argv, policies_module=module, lab_dir=Path(lab_dir), encode=compact_text
+                )
             except SystemExit as exc:
                 code = exc.code if isinstance(exc.code, int) else 1
             except BaseException:
@@ -58,6 +60,14 @@ def run_in_process(
 
 
 run_in_process.in_process = True
+
+
+def compact_text(doc: dict, indent: int | None = None) -> str:
+    """The run file's text as the sandboxed child writes it (``case_runner``: no whitespace,
+    whatever ``--format`` asks), so a case run here and there gives the same bytes."""
+    from servesim.runfile import dumps
+
+    return dumps(doc, None)
 
 
 def _fresh_module(name: str, source: bytes, filename: str, saved: dict) -> types.ModuleType:
