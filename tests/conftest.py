@@ -50,6 +50,47 @@ LONGEST_FIRST = (
 )
 
 
+# The fast tier (``bash scripts/test.sh --fast``, marker ``fast``): for every package of the
+# project, test files of its own that finish in seconds, chosen by measured durations (pytest
+# --durations=0 per file); together a few minutes on 2 cores. tests/test_fast_tier.py checks
+# that every package has an entry and that each file imports (or, for a lab, loads) it.
+FAST = {
+    "servesim": (
+        "tests/test_engine_general.py",
+        "tests/test_compact.py",
+        "tests/test_contract.py",
+        "tests/test_context_costs.py",
+        "tests/test_swap.py",
+        "tests/test_faults.py",
+        "tests/test_fault_table.py",
+    ),
+    "servesim.runview": ("tests/test_view.py",),
+    "grader": ("tests/grader/test_case_options.py", "tests/grader/test_checkcache.py"),
+    "grader.cli": ("tests/grader/test_cli_inputs.py",),
+    "grader.course": ("tests/nbgrader/test_nbcheck.py", "tests/grader/test_golden.py"),
+    "grader.diagnosis": ("tests/grader/test_diagnosis.py",),
+    "grader.fastpath": ("tests/grader/test_fastpath.py",),
+    "grader.grading": (
+        "tests/grader/test_hidden_feedback.py",
+        "tests/grader/test_report_order.py",
+        "tests/grader/test_verdict_memo.py",
+    ),
+    "grader.sandbox": ("tests/sandbox/test_sandbox.py", "tests/sandbox/test_template.py"),
+    "grader.sitebuild": (
+        "tests/site/test_charts.py",
+        "tests/site/test_glossary_formula.py",
+        "tests/site/test_html_rules.py",
+        "tests/site/test_plugins.py",
+    ),
+    "grader.traces": ("tests/grader/test_tracegen.py", "tests/grader/test_metamorphic.py"),
+    "grader.verify": ("tests/grader/test_verify.py", "tests/grader/test_runschema.py"),
+    "realdevice": ("tests/runner/test_model.py", "tests/runner/test_fit.py"),
+    "labs/unit07": ("tests/test_starter.py",),
+    "labs/unit08": ("tests/unit08/test_u08_schemas.py", "tests/unit08/test_u08_mm1.py"),
+}
+_FAST_FILES = {path for paths in FAST.values() for path in paths}
+
+
 def _rank(item) -> int:
     path = item.nodeid.split("::")[0]
     return LONGEST_FIRST.index(path) if path in LONGEST_FIRST else len(LONGEST_FIRST)
@@ -60,6 +101,8 @@ def pytest_collection_modifyitems(config, items):
         mark = item.get_closest_marker("serial")
         if mark is not None and not mark.kwargs.get("reason"):
             raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.serial needs reason=...")
+        if item.nodeid.split("::")[0] in _FAST_FILES:
+            item.add_marker(pytest.mark.fast)
     items.sort(key=_rank)  # stable: the rest keep their order
 
 
