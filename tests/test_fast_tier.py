@@ -7,7 +7,7 @@ import re
 import subprocess
 import sys
 
-from conftest import FAST
+from conftest import FAST, SLOW_IN_FAST
 
 from grader.units import REPO_ROOT
 
@@ -51,6 +51,15 @@ def test_every_package_has_fast_tests_of_its_own():
         for path in paths:
             source = (REPO_ROOT / path).read_text(encoding="utf-8")
             assert uses(source, package), f"{path} does not use {package}"
+
+
+def test_every_slow_test_left_out_is_a_test_of_a_fast_file():
+    files = {path for paths in FAST.values() for path in paths}
+    for entry in SLOW_IN_FAST:
+        path, name = entry.split("::")
+        assert path in files, entry
+        source = (REPO_ROOT / path).read_text(encoding="utf-8")
+        assert re.search(rf"^def {name}\(", source, re.MULTILINE), entry
 
 
 def test_the_fast_marker_selects_the_fast_files_only():
