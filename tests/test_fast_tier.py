@@ -7,7 +7,7 @@ import re
 import subprocess
 import sys
 
-from conftest import FAST, SLOW_IN_FAST
+from fasttier import FAST, SLOW_IN_FAST
 
 from grader.units import REPO_ROOT
 
