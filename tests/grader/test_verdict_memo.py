@@ -50,10 +50,12 @@ def test_the_reference_bytes_get_the_verdict_judging_gives_without_a_judging_chi
     children = CountedChildren(monkeypatch)
     with verdict_memo.remembered(unit, CASES):
         children.judged.clear()  # the reference's own judging, made by ``remembered``
-        again = judge_cases(unit, _reference_jobs(unit))
+        jobs = _reference_jobs(unit)
+        again = judge_cases(unit, jobs)
         assert children.judged == []
+        charged = [verdict_memo.lookup(unit, job)[1] for job in jobs]
     assert [j.verdict for j in again] == [j.verdict for j in judged]
-    assert all(j.cpu_s > 0 for j in again)  # charged what judging took, as before
+    assert [j.cpu_s for j in again] == charged  # what judging took, as before
 
 
 def test_a_sandboxed_childs_run_file_is_the_in_process_ones(unit):
@@ -120,8 +122,9 @@ def test_remembered_verdicts_are_charged_their_judging_time(unit):
     judging time is used up, the cases after it are 'not checked' as they would be."""
     with verdict_memo.remembered(unit, CASES):
         job = _reference_jobs(unit)[0]
-        cpu_s = verdict_memo.lookup(unit, job)[1]
-        tight = judging.JudgeLimits(total_cpu_s=cpu_s + judging.MIN_SLICE_S)
+        verdict, _ = verdict_memo.lookup(unit, job)
+        verdict_memo.remember(unit, job, verdict, 1.0)  # as if judging it had taken 1 s
+        tight = judging.JudgeLimits(total_cpu_s=1.0 + judging.MIN_SLICE_S / 2)
         out = judge_cases(unit, [job, job], tight)
     assert out[0].verdict.status is Status.PASSED
     assert out[1].verdict.summary == judging.NOT_CHECKED
