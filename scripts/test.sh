@@ -1,11 +1,30 @@
 #!/usr/bin/env bash
 # Set up everything the tests need, check style, and run the whole test suite on every core.
-#   bash scripts/test.sh [PYTEST ARGS...]
+#   bash scripts/test.sh [PYTEST ARGS...]         the whole suite (what CI runs: .ci/run)
+#   bash scripts/test.sh --fast [PYTEST ARGS...]  the fast tier: the tests marked `fast` (each
+#                                                 package's own unit tests), a few minutes
 # Two pytest passes: every test not marked `serial` on all cores (pytest-xdist), then the
 # `serial` ones one at a time (they cannot share the machine; each says why: pytest --markers,
-# and the reason on its mark). Together they are the whole suite.
+# and the reason on its mark). Together they are the whole suite; the whole run ends with its
+# slowest 20 tests and their times. The fast tier is one pass of `fast and not serial` on a
+# set-up machine (no setup step: run the whole suite once first).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+if [ "${1:-}" = "--fast" ]; then
+  shift
+  [ -x .venv/bin/python ] || { echo "test.sh --fast: no .venv here; run bash scripts/test.sh once" >&2; exit 2; }
+  started=$(date +%s)
+  echo "[test] ruff format --check"
+  .venv/bin/ruff format --check .
+  echo "[test] ruff check"
+  .venv/bin/ruff check .
+  echo "[test] pytest -n auto --dist loadgroup -m 'fast and not serial' $* (the fast tier)"
+  code=0
+  .venv/bin/python -m pytest -n auto --dist loadgroup -m "fast and not serial" "$@" || code=$?
+  echo "[test] the fast tier took $(( $(date +%s) - started )) s"
+  exit "$code"
+fi
 
 # The estimate, before anything starts: the last whole passing run on this machine, else what a
 # fresh clone took on 2 otherwise idle cores (measured; the setup is mostly installs: PyTorch).
@@ -32,11 +51,15 @@ echo "[test] ruff check"
 
 started=$(date +%s)
 parallel=0 serial=0
+times=.pytest_cache/infralab-times
+mkdir -p "$times" && rm -f "$times"/*.xml
 echo "[test] pytest -n auto --dist loadgroup -m 'not serial' $*"
-.venv/bin/python -m pytest -n auto --dist loadgroup -m "not serial" "$@" || parallel=$?
+.venv/bin/python -m pytest -n auto --dist loadgroup -m "not serial" \
+  --junitxml="$times/parallel.xml" "$@" || parallel=$?
 echo "[test] pytest -m serial $* (one at a time)"
-.venv/bin/python -m pytest -p no:xdist -m serial "$@" || serial=$?
+.venv/bin/python -m pytest -p no:xdist -m serial --junitxml="$times/serial.xml" "$@" || serial=$?
 elapsed=$(( $(date +%s) - started ))
+.venv/bin/python scripts/slowest_tests.py 20 "$times"/*.xml || true  # a report, not a check
 echo "[test] pytest took ${elapsed} s"
 # 5 is pytest's "no test selected": fine for one pass, not for both
 if [ "$parallel" = 5 ] && [ "$serial" = 5 ]; then exit 5; fi

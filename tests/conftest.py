@@ -10,6 +10,7 @@ import shutil
 import tempfile
 
 import pytest
+from fasttier import is_fast
 from labtools import UNIT, copy_lab
 
 from grader.checkcache import CACHE_ENV
@@ -60,6 +61,8 @@ def pytest_collection_modifyitems(config, items):
         mark = item.get_closest_marker("serial")
         if mark is not None and not mark.kwargs.get("reason"):
             raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.serial needs reason=...")
+        if is_fast(item.nodeid):
+            item.add_marker(pytest.mark.fast)
     items.sort(key=_rank)  # stable: the rest keep their order
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import sys
 
 from grader.units import REPO_ROOT
 
@@ -23,3 +24,29 @@ def test_scripts_parse():
     for name in ("setup.sh", "test.sh"):
         result = subprocess.run(["bash", "-n", str(REPO_ROOT / "scripts" / name)])
         assert result.returncode == 0, name
+
+
+def test_the_whole_run_prints_its_slowest_tests_across_both_passes(tmp_path):
+    """test.sh's last lines: the slowest tests of the parallel and the serial pass together."""
+    for name, times in (("parallel", [0.5, 3.25]), ("serial", [7.0, 0.25])):
+        cases = "".join(
+            f'<testcase classname="tests.test_{name}" name="t{n}" time="{t}"/>'
+            for n, t in enumerate(times)
+        )
+        (tmp_path / f"{name}.xml").write_text(
+            f"<testsuites><testsuite>{cases}</testsuite></testsuites>"
+        )
+    script = REPO_ROOT / "scripts" / "slowest_tests.py"
+    reports = [str(tmp_path / "parallel.xml"), str(tmp_path / "serial.xml")]
+    out = subprocess.run(
+        [sys.executable, str(script), "3", *reports], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    assert out[0] == "[test] the slowest 3 tests (setup + call + teardown):"
+    assert [line.split()[-1] for line in out[1:]] == [
+        "tests.test_serial::t0",
+        "tests.test_parallel::t1",
+        "tests.test_parallel::t0",
+    ]
+    assert "7.00 s" in out[1]
+    text = (REPO_ROOT / "scripts" / "test.sh").read_text(encoding="utf-8")
+    assert "slowest_tests.py 20" in text

@@ -23,6 +23,7 @@ the batch. The summary counts the error rows.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Callable
@@ -48,6 +49,7 @@ from .errors import GradingError
 from .fingerprint import grader_version, inputs_fingerprint, submission_hash
 from .grade import warm
 from .limits import hidden_material
+from .verdict_memo import remembered
 
 CSV_NAME = "scores.csv"
 
@@ -114,7 +116,8 @@ def grade_batch(
         text = csv_text(parts, list(names), lambda n: read_report(report_path(out, n)))
         write_text_atomic(out / CSV_NAME, text, mode=PRIVATE_FILE)
 
-    run_workers(todo, jobs or default_jobs(), len(names), progress, result, write_csv, on_done)
+    with remembered(unit, cases) if len(todo) > 1 else contextlib.nullcontext():
+        run_workers(todo, jobs or default_jobs(), len(names), progress, result, write_csv, on_done)
     _count_rows(result, out, list(names))
     return result
 

@@ -8,6 +8,7 @@ code: there is no isolation and no timeout here.
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import sys
 import tempfile
@@ -45,9 +46,10 @@ def run_in_process(
         argv = ["--trace", str(trace_path), *argv, "--output", str(output)]
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             try:
-                source = submission_files["policies.py"].decode("utf-8")
-                exec(compile(source, "policies.py", "exec"), module.__dict__)
-                code = simulate_main(argv, policies_module=module, lab_dir=Path(lab_dir))
+                exec(_compiled(submission_files["policies.py"], "policies.py"), module.__dict__)
+                code = simulate_main(
+                    argv, policies_module=module, lab_dir=Path(lab_dir), encode=compact_text
+                )
             except SystemExit as exc:
                 code = exc.code if isinstance(exc.code, int) else 1
             except BaseException:
@@ -60,13 +62,27 @@ def run_in_process(
 run_in_process.in_process = True
 
 
+def compact_text(doc: dict, indent: int | None = None) -> str:
+    """The run file's text as the sandboxed child writes it (``case_runner``: no whitespace,
+    whatever ``--format`` asks), so a case run here and there gives the same bytes."""
+    from servesim.runfile import dumps
+
+    return dumps(doc, None)
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled(source: bytes, filename: str) -> types.CodeType:
+    """The code of a file, compiled once per process (a mutant runs every case of a unit)."""
+    return compile(source.decode("utf-8"), filename, "exec")
+
+
 def _fresh_module(name: str, source: bytes, filename: str, saved: dict) -> types.ModuleType:
     """A module made from ``source``, registered as ``sys.modules[name]`` (old one in ``saved``)."""
     module = types.ModuleType(name)
     module.__file__ = filename
     saved.setdefault(name, sys.modules.get(name))
     sys.modules[name] = module  # dataclasses look their module up while it executes
-    exec(compile(source.decode("utf-8"), filename, "exec"), module.__dict__)
+    exec(_compiled(source, filename), module.__dict__)
     return module
 
 

@@ -33,6 +33,7 @@ from dataclasses import dataclass, replace
 from ..cases import Case
 from ..sandbox import ChildResult
 from ..units import Unit
+from . import verdict_memo
 from .hidden import Note
 from .judge import judge
 from .report import Status
@@ -92,7 +93,12 @@ def judge_cases(unit: Unit, jobs: list[JudgeJob], limits: JudgeLimits | None = N
 
 
 def _judge_tier(unit: Unit, jobs: list[JudgeJob], limits: JudgeLimits) -> list[Judged]:
-    """Every job's verdict, in order, all of them under ``limits.total_cpu_s``."""
+    """Every job's verdict, in order, all of them under ``limits.total_cpu_s``.
+
+    A job whose run file was judged before (``verdict_memo``, only inside a batch's
+    ``remembered``) takes that verdict and is charged the CPU time it took then; the jobs
+    between two such are judged in a child as always."""
+    known = [verdict_memo.lookup(unit, job) for job in jobs]
     judged: list[Judged] = []
     while len(judged) < len(jobs):
         spent = sum(j.cpu_s for j in judged)
@@ -103,7 +109,12 @@ def _judge_tier(unit: Unit, jobs: list[JudgeJob], limits: JudgeLimits) -> list[J
                 Judged(Verdict(Status.INVALID_SCHEDULE, Note.NOT_CHECKED), 0.0) for _ in range(rest)
             ]
             break
-        judged += _one_child(unit, jobs[len(judged) :], limits, left)
+        start = len(judged)
+        if known[start] is not None:
+            judged.append(Judged(*known[start]))
+            continue
+        end = next((n for n in range(start, len(jobs)) if known[n] is not None), len(jobs))
+        judged += _one_child(unit, jobs[start:end], limits, left)
     return judged
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from ..grading.grade import GradeReport, Status, grade_submission
 from ..grading.inprocess import run_in_process
 from ..grading.submission import Submission
+from ..grading.verdict_memo import remembered
 from ..units import Unit
 
 
@@ -97,8 +98,17 @@ def kill_matrix(
 ) -> list[MutantResult]:
     """Every mutant graded on every case, in the order given; ``jobs`` mutants at once (one
     forked worker process each; the cases of one mutant run one after another), ``on_done``
-    called in the parent as each one finishes."""
+    called in the parent as each one finishes. A case whose run file is byte for byte the
+    reference's takes the reference's verdict (``verdict_memo``), judged once before the
+    workers fork."""
     mutants = list_mutants(unit) if mutants is None else mutants
+    if len(mutants) <= 1:
+        return _kill_rows(unit, mutants, jobs, on_done)
+    with remembered(unit):  # most cases of a mutant write the reference's run file
+        return _kill_rows(unit, mutants, jobs, on_done)
+
+
+def _kill_rows(unit: Unit, mutants: list[Mutant], jobs: int, on_done) -> list[MutantResult]:
     if jobs <= 1 or len(mutants) <= 1:
         results = []
         for mutant in mutants:

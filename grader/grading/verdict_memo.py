@@ -1,0 +1,134 @@
+"""Verdicts remembered by the run file they were decided from: the reference's run of a case is
+judged once per batch, not once per submission that writes the same bytes.
+
+    with remembered(unit, cases):      # the batch's parent, before its workers fork
+        ...                            # judge_cases finds a remembered verdict by ``lookup``
+
+When a case's child ended normally (exit 0, within every limit, a run file written),
+``verdict.judge`` decides from the case, its trace and golden documents and the run file's bytes
+alone. So ``remembered`` runs the unit's reference solution on every case in this process
+(trusted staff code, ``inprocess.run_in_process``, which writes its run files as the sandboxed
+child does), judges those run files as any submission's are (``judging.judge_cases``: the
+judging child, its ceilings, the replay, the golden comparison) and keeps each verdict under
+the case and the SHA-256 of the bytes judged. A submission whose child wrote exactly those
+bytes for a case gets that verdict without a judging child: the same checks on the same input
+have the same result. Anything else (another byte, another exit, a limit hit, another case,
+trace or golden document) is judged as before. Only verdicts the checks reached are kept, never
+one a judging ceiling decided. Outside ``remembered`` nothing is remembered.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+
+from ..cases import Case
+from ..sandbox import ChildResult
+from ..units import Unit
+from .hidden import Note
+
+# Verdicts a judging ceiling decided: they say how the checking went this time, not what the
+# run file is, so they are never remembered.
+CEILING_NOTES = frozenset({Note.CHECK_TIME, Note.CHECK_MEMORY, Note.NOT_CHECKED})
+
+
+@dataclass(frozen=True)
+class _Entry:
+    unit: Unit
+    trace_doc: dict
+    golden: dict
+    verdict: object  # verdict.Verdict
+    cpu_s: float  # what judging it took: charged again to the submission's judging time
+
+
+_MEMO: dict[tuple[str, str], _Entry] = {}
+ENABLED = True  # benchmarks/grade_unit08.py turns it off to measure grading without it
+
+
+def _key(case: Case, child: ChildResult) -> tuple[str, str] | None:
+    """(case, digest of its run file) for a child whose verdict depends on its run file alone;
+    None for any other ending (those verdicts are cheap and read the child's other fields)."""
+    ended_normally = (
+        child.returncode == 0
+        and child.output is not None
+        and not (child.skipped or child.out_of_time or child.limit or child.output_error)
+    )
+    if not ended_normally:
+        return None
+    return repr(case), hashlib.sha256(child.output).hexdigest()
+
+
+def lookup(unit: Unit, job) -> tuple[object, float] | None:
+    """(a copy of the remembered verdict, its judging CPU seconds) for a ``judging.JudgeJob``
+    whose run file was judged before with the same unit, case, trace and golden documents;
+    None otherwise."""
+    key = _key(job.case, job.child)
+    entry = _MEMO.get(key) if key is not None else None
+    if entry is None:
+        return None
+    same = _same_unit(entry.unit, unit)
+    same = same and entry.trace_doc is job.trace_doc and entry.golden is job.golden
+    return (_copy(entry.verdict), entry.cpu_s) if same else None
+
+
+def _same_unit(kept: Unit, unit: Unit) -> bool:
+    """The same unit: a batch's workers load it again from the same unit.yaml."""
+    if kept is unit:
+        return True
+    same_place = (kept.id, kept.course_root, kept.unit_dir) == (
+        unit.id,
+        unit.course_root,
+        unit.unit_dir,
+    )
+    return same_place and kept.doc == unit.doc
+
+
+def remember(unit: Unit, job, verdict, cpu_s: float) -> None:
+    """Keep the verdict a ``judging.JudgeJob`` got, unless a judging ceiling decided it."""
+    key = _key(job.case, job.child)
+    if key is None or any(verdict.note is note for note in CEILING_NOTES):
+        return
+    _MEMO[key] = _Entry(unit, job.trace_doc, job.golden, _copy(verdict), cpu_s)
+
+
+def _copy(verdict):
+    return replace(verdict, metrics=dict(verdict.metrics))
+
+
+@contextlib.contextmanager
+def remembered(unit: Unit, cases: list[str] | None = None) -> Iterator[None]:
+    """The reference's verdict of every case (all, or the ids in ``cases``) remembered while
+    the block runs; forgotten after it. Raises ``GradingError`` as grading would."""
+    from .judging import judge_cases
+
+    have_reference = all((unit.solutions_dir / name).is_file() for name in unit.editable)
+    if not (ENABLED and have_reference):  # a course bundle has none: every run file is judged
+        yield
+        return
+    jobs = _reference_jobs(unit, cases)
+    for job, judged in zip(jobs, judge_cases(unit, jobs), strict=True):
+        remember(unit, job, judged.verdict, judged.cpu_s)
+    try:
+        yield
+    finally:
+        _MEMO.clear()
+
+
+def _reference_jobs(unit: Unit, cases: list[str] | None) -> list:
+    """A ``judging.JudgeJob`` per case for the reference solution's run, made in this process."""
+    from ..cases import case_trace_doc
+    from .case_runs import run_with
+    from .grade import _inputs
+    from .inprocess import run_in_process
+    from .judging import JudgeJob
+    from .limits import limits_for
+    from .submission import Submission
+
+    files = {name: (unit.solutions_dir / name).read_bytes() for name in unit.editable}
+    unit, selected, goldens, reference = _inputs(unit, cases, Submission(files))
+    children = run_with(
+        run_in_process, unit, selected, reference.files, limits_for(unit), goldens, 1
+    )
+    return [JudgeJob(c, case_trace_doc(unit, c), goldens[c.id], children[c.id]) for c in selected]
