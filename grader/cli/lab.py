@@ -63,13 +63,13 @@ def fast_runner(unit, engine: str):
     """
     from servesim.cli import UsageError
 
-    from ..jsonio import dumps_run_file
+    from ..jsonio import run_file_chunks
 
     to_expand: set[int] = set()  # id() of the compact entries to write in the full format
 
     def encode(document: dict, indent: int | None = 2):
         if not any(id(run) in to_expand for run in document["runs"]):
-            return dumps_run_file(document, indent)
+            return run_file_chunks(document, indent)
         from ..fastpath import fullwrite
 
         return fullwrite.chunks(document)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 import tracemalloc
 
 import pytest
@@ -205,3 +206,20 @@ def test_command_line_full_files_are_identical(tmp_path, policy):
     run = json.loads(files["lab"].read_text(encoding="utf-8"))["runs"][0]
     assert "format" not in run and run["events"]
     assert run["summary"]["recomputes"] > 0 or policy == "budgeted"  # paged preempts here
+
+
+@pytest.mark.parametrize("orjson", [True, False], ids=["orjson", "json"])
+def test_compact_files_in_pieces(tmp_path, monkeypatch, orjson):
+    """Unindented run files come a block of list members at a time: the pieces join to the
+    one-call text, with orjson and with the standard library."""
+    from grader import jsonio
+
+    if not orjson:
+        monkeypatch.setitem(sys.modules, "orjson", None)  # its import fails
+    monkeypatch.setattr(jsonio, "_BLOCK_ITEMS", 7)
+    doc = simulate(U08, tmp_path, "--trace", "azure-conv-slice", "--policy", "paged")
+    pieces = list(jsonio.run_file_chunks(doc, None))
+    assert max(map(len, pieces)) < len("".join(pieces)) / 10  # no piece holds a table
+    assert "".join(pieces) == jsonio.dumps_run_file(doc, None)
+    assert "".join(pieces) == dumps(doc, None)  # the standard library's spelling
+    assert "".join(jsonio.run_file_chunks(doc, 2)) == dumps(doc, 2)
