@@ -20,13 +20,12 @@ import json
 import math
 from collections.abc import Iterable, Iterator
 
-from servesim.compact import _NO_METRICS, is_compact, step_starts
+from servesim.compact import _AFTER_EVENTS, _NO_METRICS, is_compact, step_starts
 from servesim.metrics import request_metrics
 
 _INDENT = "  "
 _SCALARS = (str, int, float, bool, type(None))
 _HEAD = ("policy", "params", "device", "fault")  # a full entry's keys before "requests"
-_AFTER_EVENTS = ("limits",)
 
 _scalar = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
 _FLAT: dict[int, object] = {}  # level -> encoder of a container of scalars at that level
@@ -65,8 +64,9 @@ def encode(value, level: int = 0) -> str:
     return _scalar(value)
 
 
-def _key(key) -> str:
-    return _scalar(str(key)) + ": "
+def _key(key: str) -> str:
+    """A member's key and its colon (run files have string keys only)."""
+    return _scalar(key) + ": "
 
 
 def _container(members: Iterable[Iterable[str]], level: int, brackets: str) -> Iterator[str]:
