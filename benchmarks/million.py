@@ -37,23 +37,25 @@ from vs_vidur import BUDGET, DEFAULT_CSV, PROFILE, timed_child  # noqa: E402
 POLICIES = ("budgeted", "paged")
 
 
-def tiled(doc: dict, size: int) -> dict:
-    """``size`` requests: copies of ``doc``'s requests, each copy after the previous one."""
+def write_tiled(doc: dict, size: int, path: Path) -> None:
+    """A trace of ``size`` requests: copies of ``doc``'s requests, each copy after the previous
+    one. Written request by request, so that this process stays small: a child's peak RSS as
+    the kernel reports it is at least its parent's at the moment it starts."""
     base = doc["requests"]
     span = base[-1]["arrivalMs"]
-    requests = []
-    for n in range(size):
-        copy, row = divmod(n, len(base))
-        r = base[row]
-        requests.append(
-            {
+    with path.open("w", encoding="utf-8") as out:
+        out.write(json.dumps({"name": f"azure-conv-x{size}"})[:-1] + ', "requests": [')
+        for n in range(size):
+            copy, row = divmod(n, len(base))
+            r = base[row]
+            request = {
                 "id": f"t{copy}-{r['id']}",
                 "arrivalMs": round(r["arrivalMs"] + copy * span, 3),
                 "inputTokens": r["inputTokens"],
                 "outputTokens": r["outputTokens"],
             }
-        )
-    return {"name": f"azure-conv-x{size}", "requests": requests}
+            out.write(("" if n == 0 else ", ") + json.dumps(request))
+        out.write("]}\n")
 
 
 def load() -> str:
@@ -82,7 +84,7 @@ def main() -> int:
         traces = {}
         for size in sizes:
             traces[size] = folder / f"trace-{size}.json"
-            traces[size].write_text(json.dumps(tiled(doc, size)), encoding="utf-8")
+            write_tiled(doc, size, traces[size])
         print(f"job: the Azure trace ({len(doc['requests'])} requests) tiled; {load()}")
         for _ in range(args.repeat):  # rounds, so that a change in machine load hits every row
             for policy in policies:
