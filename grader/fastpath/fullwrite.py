@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+import operator
 from collections.abc import Iterable, Iterator
 
 from servesim.compact import _AFTER_EVENTS, _NO_METRICS, is_compact, step_starts
@@ -149,10 +150,10 @@ class _Texts:
         self.inner = "\n" + _INDENT * (level + 2)  # before each key of a prefill chunk
         self.close = "\n" + _INDENT * (level - 1)  # before a record's closing brace
         self.ends, self.decode_steps = run["stepEndMs"], run["decodeSteps"]
-        self.end_text = [_number(end) for end in self.ends]
+        self.end_text = list(map(_value, self.ends))
         decode_ends = [self.ends[s] for s in self.decode_steps]
-        self.gaps = [0.0, *(b - a for a, b in zip(decode_ends, decode_ends[1:]))]
-        self.gap_text = [float.__repr__(gap) for gap in self.gaps]
+        self.gaps = [0.0, *map(operator.sub, decode_ends[1:], decode_ends[:-1])]
+        self.gap_text = list(map(_value, self.gaps))
         self.ids = [_scalar(rid) for rid in run["requests"]["id"]]
 
     def _list(self, texts: list[str]) -> str:
@@ -204,7 +205,7 @@ class _Texts:
         tokens = 0
         for _, step, at, count in slices:
             if last is not None:  # a preempted request's gap to its recomputed first token
-                itl.append(_number(ends[step] - last))
+                itl.append(_value(ends[step] - last))
                 most = ends[step] - last if most is None else max(most, ends[step] - last)
             times.append(self.end_text[step])
             times += [self.end_text[s] for s in decode_steps[at : at + count]]
@@ -213,7 +214,7 @@ class _Texts:
                 first = last
             if count:
                 entry = ends[decode_steps[at]] - last
-                itl.append(_number(entry))
+                itl.append(_value(entry))
                 itl += self.gap_text[at + 1 : at + count]
                 most = entry if most is None else max(most, entry)
                 if count > 1:
@@ -240,7 +241,7 @@ class _Texts:
         for _, _step, at, count in resumes:
             times += [ends[s] for s in decode_steps[at : at + count]]
         times.sort()
-        members = [_key("tokenTimesMs") + self._list([_number(t) for t in times])]
+        members = [_key("tokenTimesMs") + self._list([_value(t) for t in times])]
         return members + self._figures(
             request_metrics(arrival, times) if completed else _NO_METRICS
         )
@@ -251,10 +252,10 @@ class _Texts:
         for key, value in figures.items():
             if key == "itlMs":
                 members.append(
-                    _key(key) + self._list(value if spelled else [_number(v) for v in value])
+                    _key(key) + self._list(value if spelled else [_value(v) for v in value])
                 )
             else:
-                members.append(_key(key) + ("null" if value is None else _number(value)))
+                members.append(_key(key) + ("null" if value is None else _value(value)))
         return members
 
     def events(self) -> Iterator[str]:
@@ -310,7 +311,7 @@ class _Texts:
             moved = "".join(key + lists.get(step, "[]") for key, lists in moves)
             yield (
                 f'{{{pad}"index": {step},{pad}"startMs": '
-                f"{end_text[step - 1] if after else _number(start)},{pad}"
+                f"{end_text[step - 1] if after else _value(start)},{pad}"
                 f'"endMs": {end_text[step]},{pad}"decode": {decode},{pad}'
                 f'"prefill": {self._list(prefill)}{moved}{self.close}}}'
             )

@@ -223,3 +223,12 @@ def test_compact_files_in_pieces(tmp_path, monkeypatch, orjson):
     assert "".join(pieces) == jsonio.dumps_run_file(doc, None)
     assert "".join(pieces) == dumps(doc, None)  # the standard library's spelling
     assert "".join(jsonio.run_file_chunks(doc, 2)) == dumps(doc, 2)
+
+
+def test_integer_times_are_spelled_as_json_spells_them(tmp_path):
+    """A compact file written by hand may hold whole-number times as integers: the gaps and
+    figures made of them stay integers in the text, as ``json`` writes them."""
+    doc = simulate(U07, tmp_path, "--trace", "mixed", "--policy", "both", "--chunk", "2")
+    for run in doc["runs"]:
+        run["stepEndMs"] = [math.ceil(end) for end in run["stepEndMs"]]
+    assert_streams(doc)
