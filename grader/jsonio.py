@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
@@ -60,6 +60,61 @@ def dumps_run_file(doc: dict, indent: int | None = 2) -> str:
     from servesim.runfile import dumps as json_dumps
 
     return json_dumps(doc, indent)
+
+
+_BLOCK_ITEMS = 4096  # members of a long list encoded per call by ``run_file_chunks``
+
+
+def run_file_chunks(doc: dict, indent: int | None = 2) -> Iterator[str]:
+    """``dumps_run_file(doc, indent)`` in pieces, for ``write_atomic``.
+
+    Unindented (compact runs), a long list is encoded a block of members at a time and a dict
+    key by key, so that no more than a block's text exists at once besides the document: the
+    pieces join to exactly the one-call text, which has no whitespace to differ in. Indented
+    documents come in one piece.
+    """
+    if indent is not None:
+        yield dumps_run_file(doc, indent)
+        return
+    try:
+        import orjson
+    except ImportError:
+        from servesim.runfile import dumps as json_dumps
+
+        def encode(value) -> str:
+            return json_dumps(value, None)[:-1]
+    else:
+
+        def encode(value) -> str:
+            return orjson.dumps(value).decode()
+
+    yield from _pieces(doc, encode)
+    yield "\n"
+
+
+def _pieces(value, encode: Callable[[object], str]) -> Iterator[str]:
+    if isinstance(value, dict) and value:
+        opening = "{"
+        for key, member in value.items():
+            yield opening + encode(key) + ":"
+            yield from _pieces(member, encode)
+            opening = ","
+        yield "}"
+    elif isinstance(value, list) and len(value) > _BLOCK_ITEMS:
+        opening = "["
+        for at in range(0, len(value), _BLOCK_ITEMS):
+            yield opening + encode(value[at : at + _BLOCK_ITEMS])[1:-1]
+            opening = ","
+        yield "]"
+    elif isinstance(value, list) and value and isinstance(value[0], dict | list):
+        opening = "["  # a few large members (the runs): each in pieces
+        for member in value:
+            yield opening
+            yield from _pieces(member, encode)
+            opening = ","
+        yield "]"
+    else:
+        yield encode(value)
 
 
 def write_text_atomic(path: Path, text: str, mode: int = 0o644) -> None:

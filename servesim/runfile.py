@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 from .device import DeviceProfile
@@ -128,14 +129,15 @@ def default_format(trace: Trace, runs: int) -> str:
     return "compact" if tokens > COMPACT_ABOVE_TOKENS else "full"
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so that readers see the old file or the new one, never half."""
+def write_atomic(path: Path, text: str | Iterable[str]) -> None:
+    """Write ``text`` (or its pieces, in order) to ``path`` so that readers see the old file or
+    the new one, never half."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+            handle.writelines([text] if isinstance(text, str) else text)
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(tmp, 0o644)  # mkstemp makes the file private; a run file is not

@@ -41,28 +41,46 @@ def _run_script(command: str, load_main: Callable, args, extra: list[str]) -> in
     engine = getattr(args, "engine", None)
     if engine is None or args.help:
         return _help_exit(script_main, extra, policies, unit)
-    from ..jsonio import dumps_run_file
-
-    run_one = fast_runner(unit, engine)
+    run_one, encode = fast_runner(unit, engine)
     return script_main(
         extra,
         policies_module=policies,
         lab_dir=unit.lab_dir,
         run_one=run_one,
-        encode=dumps_run_file,
+        encode=encode,
     )
 
 
 def fast_runner(unit, engine: str):
-    """``simulate.py``'s ``run_one`` hook for ``--engine``: the fast path where it applies.
+    """``simulate.py``'s ``run_one`` and ``encode`` hooks for ``--engine``: the fast path where
+    it applies, and the run file's text.
 
-    ``auto`` uses it when it covers the run and numpy is installed (the ``traces`` extra), the
-    lab engine otherwise; ``fast`` insists (one error line when it cannot run); ``lab`` never
-    uses it.
+    ``auto`` uses the fast path when it covers the run and numpy is installed (the ``traces``
+    extra), the lab engine otherwise; ``fast`` insists (one error line when it cannot run);
+    ``lab`` never uses it. The fast path makes compact entries; those asked for in the full
+    format are expanded while the file is written (``fastpath.fullwrite``), one request and
+    one event at a time, so the expanded run never exists as objects.
     """
     from servesim.cli import UsageError
 
+    from ..jsonio import run_file_chunks
+
+    to_expand: set[int] = set()  # id() of the compact entries to write in the full format
+
+    def encode(document: dict, indent: int | None = 2):
+        if not any(id(run) in to_expand for run in document["runs"]):
+            return run_file_chunks(document, indent)
+        from ..fastpath import fullwrite
+
+        return fullwrite.chunks(document)
+
     def run_one(spec, params, trace, device, fmt, extended):
+        run = _fast_run(spec, params, trace, device, extended)
+        if run is not None and fmt != "compact":
+            to_expand.add(id(run))
+        return run
+
+    def _fast_run(spec, params, trace, device, extended):
         if engine == "lab":
             return None
         try:
@@ -74,7 +92,7 @@ def fast_runner(unit, engine: str):
                 ) from None
             return None
 
-        run = fastpath.reference_run(unit, spec.name, params, trace, device, fmt, extended)
+        run = fastpath.reference_run(unit, spec.name, params, trace, device, "compact", extended)
         if run is None and engine == "fast":
             raise UsageError(
                 f"--engine fast does not cover policy {spec.name} of {unit.id} on this trace "
@@ -82,7 +100,7 @@ def fast_runner(unit, engine: str):
             )
         return run
 
-    return run_one
+    return run_one, encode
 
 
 def _simulate_main():

@@ -13,26 +13,26 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import os
 import sys
 from pathlib import Path
 
 from ..units import ROOT_ENV, UnitError
-from . import grade, lab, release, site, trace, units, view
 
-# in the order ``infralab --help`` lists them
+# (command, module of grader/cli, its adder), in the order ``infralab --help`` lists them
 _SUBCOMMANDS = (
-    units.add_units,
-    lab.add_simulate,
-    lab.add_run_gpu,
-    lab.add_starter,
-    lab.add_lab,
-    site.add_site,
-    grade.add_golden,
-    release.add_release,
-    grade.add_grade,
-    trace.add_trace,
-    view.add_view,
+    ("units", "units", "add_units"),
+    ("simulate", "lab", "add_simulate"),
+    ("run-gpu", "lab", "add_run_gpu"),
+    ("starter", "lab", "add_starter"),
+    ("lab", "lab", "add_lab"),
+    ("site", "site", "add_site"),
+    ("golden", "grade", "add_golden"),
+    ("release", "release", "add_release"),
+    ("grade", "grade", "add_grade"),
+    ("trace", "trace", "add_trace"),
+    ("view", "view", "add_view"),
 )
 
 
@@ -49,7 +49,9 @@ def user_errors() -> tuple[type[Exception], ...]:
     return (UnitError, GradingError, SpecError, TraceError, OSError)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line, or (``only``) the parser of one command alone: a command then
+    imports only its own module (``infralab simulate`` never loads the release tools)."""
     parser = argparse.ArgumentParser(prog="infralab", description="infra-lab staff tools")
     parser.add_argument(
         "--root",
@@ -57,9 +59,24 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"course root holding labs/<unit>/unit.yaml (default: ${ROOT_ENV} or this checkout)",
     )
     commands = parser.add_subparsers(dest="command", required=True)
-    for add in _SUBCOMMANDS:
-        add(commands)
+    for name, module, adder in _SUBCOMMANDS:
+        if only in (None, name):
+            getattr(importlib.import_module(f"{__package__}.{module}"), adder)(commands)
     return parser
+
+
+def _command(argv: list[str]) -> str | None:
+    """The command ``argv`` names, if it names one (what follows ``--root DIR`` or the first
+    word that is not an option)."""
+    words = iter(argv)
+    for word in words:
+        if word == "--root":
+            next(words, None)
+        elif not word.startswith("-"):
+            return word if word in {name for name, _, _ in _SUBCOMMANDS} else None
+        elif not word.startswith("--root="):
+            return None  # -h and the like: the whole parser answers
+    return None
 
 
 @contextlib.contextmanager
@@ -95,7 +112,8 @@ def main(argv=None) -> int:
 
 
 def _run(argv) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(_command(argv))
     args, extra = parser.parse_known_args(argv)
     if extra and not getattr(args, "passthrough", False):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")

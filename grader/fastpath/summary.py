@@ -13,8 +13,10 @@ last bit as the lab's summary of the same run.
 
 from __future__ import annotations
 
+import itertools
 import math
 import sys
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,17 +44,25 @@ def distribution(values: np.ndarray) -> dict | None:
 
 
 def python_sum(values: np.ndarray) -> float:
-    """What Python's ``sum`` returns for these floats in this order.
+    """What Python's ``sum`` returns for these floats in this order."""
+    return python_sum_blocks([values])
+
+
+def python_sum_blocks(blocks: Iterable[np.ndarray]) -> float:
+    """What Python's ``sum`` returns for the floats of ``blocks``, one after the other.
 
     Before 3.12 ``sum`` adds floats one by one, as ``numpy.add.accumulate`` does; from 3.12 on
-    it compensates rounding, so the values go through ``sum`` itself.
+    it compensates rounding, so the values go through one ``sum`` itself. Either way only one
+    block (and its running sums, ``_BLOCK`` at a time) is in memory at once.
     """
     if sys.version_info >= (3, 12):
-        return sum(values.tolist())
-    total = 0  # Python's start value; blocks bound the memory of the running sums
-    for block in range(0, len(values), _BLOCK):
-        head = np.array([total], dtype=np.float64)
-        total = float(np.add.accumulate(np.concatenate((head, values[block : block + _BLOCK])))[-1])
+        return sum(itertools.chain.from_iterable(block.tolist() for block in blocks))
+    total = 0  # Python's start value
+    for values in blocks:
+        for at in range(0, len(values), _BLOCK):
+            head = np.array([total], dtype=np.float64)
+            part = np.concatenate((head, values[at : at + _BLOCK]))
+            total = float(np.add.accumulate(part)[-1])
     return total
 
 
@@ -63,19 +73,20 @@ _BLOCK = 1 << 18
 class Gaps:
     """Every inter-token gap of a run, in two forms.
 
-    ``ordered``: request by request in trace order (what the lab's mean adds up);
+    ``ordered()``: blocks of the gaps request by request in trace order (what the lab's mean
+    adds up), made on demand so that the millions of gaps never sit in memory at once;
     ``values`` with ``weights``: each distinct source of a gap (a step-to-step gap or a
     request's entry gap) and how many gaps it stands for (what the order statistics read).
     """
 
-    ordered: np.ndarray
+    count: int
+    ordered: Callable[[], Iterator[np.ndarray]]
     values: np.ndarray
     weights: np.ndarray
 
     def distribution(self) -> dict | None:
         """``servesim.metrics.distribution`` of every gap."""
-        count = len(self.ordered)
-        if not count:
+        if not self.count:
             return None
         order = np.argsort(self.values, kind="stable")
         values, reach = self.values[order], np.cumsum(self.weights[order])
@@ -83,11 +94,11 @@ class Gaps:
         def nth(rank: int) -> float:  # the first value whose cumulated weight passes ``rank``
             return float(values[np.searchsorted(reach, rank, side="right")])
 
-        return _stats(count, python_sum(self.ordered) / count, nth)
+        return _stats(self.count, python_sum_blocks(self.ordered()) / self.count, nth)
 
     @property
     def max(self) -> float | None:
-        return float(self.values[self.weights > 0].max()) if len(self.ordered) else None
+        return float(self.values[self.weights > 0].max()) if self.count else None
 
 
 def request_tokens(ends, decode_steps, slices, output):
@@ -117,27 +128,48 @@ def request_tokens(ends, decode_steps, slices, output):
 
     step_gaps = np.zeros_like(decode_ends)  # decode step k's end minus decode step k-1's
     np.subtract(decode_ends[1:], decode_ends[:-1], out=step_gaps[1:])
-    resume = opened[resumes] - closed[np.flatnonzero(resumes) - 1]
-    entry = decode_ends[start[has]] - opened[has]
-    # each slice's gaps in the lab's order: [resume], [entry, step gaps start+1 .. start+span-1]
-    width = span + resumes
-    offset = np.cumsum(width) - width
-    ordered = np.empty(int(width.sum()))
-    ordered[offset[resumes]] = resume
-    ordered[(offset + resumes)[has]] = entry
-    inner = np.maximum(span - 1, 0)
-    which = np.repeat(np.arange(len(rows)), inner)
-    within = np.arange(int(inner.sum())) - np.repeat(np.cumsum(inner) - inner, inner)
-    ordered[(offset + resumes + 1)[which] + within] = step_gaps[(start + 1)[which] + within]
+    lead = np.zeros(len(rows))  # each slice's resume gap (if it resumes), then its entry gap
+    lead_resume = np.zeros(len(rows))
+    lead_resume[resumes] = opened[resumes] - closed[np.flatnonzero(resumes) - 1]
+    lead[has] = decode_ends[start[has]] - opened[has]
+    width = span + resumes  # each slice's gaps: [resume], [entry, step gaps start+1 ..]
+    total = int(width.sum())
+
+    def ordered() -> Iterator[np.ndarray]:
+        """The gaps in the lab's order, a block of slices at a time."""
+        reach = np.cumsum(width)
+        cuts = np.searchsorted(reach, np.arange(_BLOCK, total, _BLOCK), side="left")
+        for a, b in zip([0, *cuts.tolist()], [*cuts.tolist(), len(rows)]):
+            yield _slice_gaps(
+                step_gaps, start[a:b], span[a:b], resumes[a:b], lead_resume[a:b], lead[a:b]
+            )
 
     steps = len(decode_ends)
     spanning = np.cumsum(  # how many slices have the gap ending at decode step k
         np.bincount(start[has] + 1, minlength=steps + 1)
         - np.bincount(start[has] + span[has], minlength=steps + 1)
     )[1:steps]
-    values = np.concatenate((step_gaps[1:], entry, resume))
-    weights = np.concatenate((spanning, np.ones(len(entry) + len(resume), dtype=np.int64)))
-    return first, last, count, Gaps(ordered, values, weights)
+    values = np.concatenate((step_gaps[1:], lead[has], lead_resume[resumes]))
+    weights = np.concatenate((spanning, np.ones(int(has.sum() + resumes.sum()), dtype=np.int64)))
+    return first, last, count, Gaps(total, ordered, values, weights)
+
+
+def _slice_gaps(step_gaps, start, span, resumes, resume_gap, entry_gap) -> np.ndarray:
+    """The gaps of consecutive slices in order: per slice its resume gap (if it resumes),
+    its entry gap (if it decodes) and the step gaps of its decode range after the first.
+
+    One copy of each range (a few thousand slices, millions of gaps): cheaper than index
+    arrays as long as the gaps."""
+    has = span > 0
+    leads = np.stack((resume_gap, entry_gap), axis=1)[np.stack((resumes, has), axis=1)]
+    reach = np.cumsum(resumes.astype(np.int64) + has)
+    pieces, done = [], 0
+    for at, count, upto in zip(start.tolist(), span.tolist(), reach.tolist()):
+        pieces.append(leads[done:upto])
+        done = upto
+        if count > 1:
+            pieces.append(step_gaps[at + 1 : at + count])
+    return np.concatenate(pieces) if pieces else np.empty(0)
 
 
 def summarize(arrival, starts, ends, decode_steps, chunk_steps, tokens) -> dict:

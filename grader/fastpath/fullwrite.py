@@ -1,0 +1,356 @@
+"""The full-format run file, written piece by piece from compact run entries.
+
+``runfile.dumps(expand_document(doc), indent=2)`` builds every token time and every batch of
+a run as Python objects and then walks them with ``json``'s pure-Python indenting encoder: on a
+run of a few thousand requests that is hundreds of megabytes of objects and most of the
+process's time. ``chunks(doc)`` yields the same text, byte for byte, one request and one event
+at a time: memory holds the compact tables and one record, never the expanded run.
+
+The bytes agree because every scalar goes through ``json``'s own C encoder (the same ``repr``
+of floats, the same string escapes with ``ensure_ascii=False``) and the layout is the one
+``json.dumps(indent=2)`` writes: a container whose members are all scalars is encoded in one
+call, with the newline and the next level's indent as its item separator.
+``tests/grader/test_fullwrite.py`` holds the text equal to ``runfile.dumps`` of the expanded
+document.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import operator
+from collections.abc import Iterable, Iterator
+
+from servesim.compact import _AFTER_EVENTS, _NO_METRICS, is_compact, step_starts
+from servesim.metrics import request_metrics
+
+_INDENT = "  "
+_SCALARS = (str, int, float, bool, type(None))
+_HEAD = ("policy", "params", "device", "fault")  # a full entry's keys before "requests"
+
+_scalar = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
+_FLAT: dict[int, object] = {}  # level -> encoder of a container of scalars at that level
+
+
+def _flat(container, level: int) -> str:
+    """``container`` (not empty, every member a scalar) as ``json.dumps(indent=2)`` writes it
+    at nesting ``level``."""
+    encoder = _FLAT.get(level)
+    if encoder is None:
+        pad = "\n" + _INDENT * (level + 1)
+        encoder = json.JSONEncoder(
+            ensure_ascii=False, allow_nan=False, separators=("," + pad, ": ")
+        )
+        encoder = _FLAT[level] = encoder.encode
+    text = encoder(container)
+    return f"{text[0]}\n{_INDENT * (level + 1)}{text[1:-1]}\n{_INDENT * level}{text[-1]}"
+
+
+def encode(value, level: int = 0) -> str:
+    """``value`` as ``json.dumps(value, indent=2, ensure_ascii=False)`` writes it at ``level``."""
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        if all(isinstance(v, _SCALARS) for v in value.values()):
+            return _flat(value, level)
+        return "".join(
+            _container(([_key(k), encode(v, level + 1)] for k, v in value.items()), level, "{}")
+        )
+    if isinstance(value, list | tuple):
+        if not value:
+            return "[]"
+        if all(isinstance(v, _SCALARS) for v in value):
+            return _flat(value, level)
+        return "".join(_container(([encode(v, level + 1)] for v in value), level, "[]"))
+    return _scalar(value)
+
+
+def _key(key: str) -> str:
+    """A member's key and its colon (run files have string keys only)."""
+    return _scalar(key) + ": "
+
+
+def _container(members: Iterable[Iterable[str]], level: int, brackets: str) -> Iterator[str]:
+    """A container at ``level`` whose members come as pieces of text (each member's own)."""
+    pad = "\n" + _INDENT * (level + 1)
+    first = True
+    for pieces in members:
+        yield (brackets[0] if first else ",") + pad
+        yield from pieces
+        first = False
+    yield brackets if first else "\n" + _INDENT * level + brackets[1]
+
+
+def chunks(doc: dict) -> Iterator[str]:
+    """``runfile.dumps(expand_document(doc), indent=2)`` in pieces, compact runs expanded as
+    they are written."""
+
+    def member(key, value) -> Iterator[str]:
+        yield _key(key)
+        if key == "runs" and isinstance(value, list):
+            yield from _container((_run(run, 2) for run in value), 1, "[]")
+        else:
+            yield encode(value, 1)
+
+    yield from _container((member(k, v) for k, v in doc.items()), 0, "{}")
+    yield "\n"
+
+
+def _run(run: dict, level: int) -> Iterator[str]:
+    """A run entry at ``level``: a full one as it is, a compact one expanded."""
+    if not is_compact(run):
+        yield encode(run, level)
+        return
+    inner = level + 1
+    text = _Texts(run, level + 3)
+
+    def value(key: str) -> Iterator[str]:
+        yield _key(key)
+        yield encode(run[key], inner)
+
+    def rows(key: str, texts: Iterable[str]) -> Iterator[str]:
+        yield _key(key)
+        yield from _container(([t] for t in texts), inner, "[]")
+
+    members = [value(k) for k in _HEAD if k in run]
+    members += [rows("requests", text.records()), rows("events", text.events())]
+    members += [value(k) for k in (*_AFTER_EVENTS, "summary") if k in run]
+    yield from _container(members, level, "{}")
+
+
+def _number(value: float) -> str:
+    """A float's JSON text; like ``json`` with ``allow_nan=False``, refuses NaN and infinities."""
+    if not math.isfinite(value):
+        raise ValueError(f"Out of range float values are not JSON compliant: {value!r}")
+    return float.__repr__(value)
+
+
+def _value(value) -> str:
+    """A scalar's JSON text, as ``json``'s C encoder writes it."""
+    kind = type(value)
+    if kind is float:
+        return _number(value)
+    if kind is int:
+        return int.__repr__(value)
+    return _scalar(value)
+
+
+class _Texts:
+    """The text of a compact run's requests and events, one record at a time.
+
+    ``level`` is the nesting of a record's keys. Every step end time is spelled once, and so
+    is every gap between consecutive decode steps: a request's token times and most of its
+    inter-token gaps are those spellings, joined (the same floats the lab's subtractions give).
+    """
+
+    def __init__(self, run: dict, level: int):
+        self.run = run
+        self.pad = "\n" + _INDENT * level  # before each key of a record
+        self.item = "\n" + _INDENT * (level + 1)  # before each member of a record's lists
+        self.inner = "\n" + _INDENT * (level + 2)  # before each key of a prefill chunk
+        self.close = "\n" + _INDENT * (level - 1)  # before a record's closing brace
+        self.ends, self.decode_steps = run["stepEndMs"], run["decodeSteps"]
+        self.end_text = list(map(_value, self.ends))
+        decode_ends = [self.ends[s] for s in self.decode_steps]
+        self.gaps = [0.0, *map(operator.sub, decode_ends[1:], decode_ends[:-1])]
+        self.gap_text = list(map(_value, self.gaps))
+        self.ids = [_scalar(rid) for rid in run["requests"]["id"]]
+
+    def _list(self, texts: list[str]) -> str:
+        if not texts:
+            return "[]"
+        return "[" + self.item + ("," + self.item).join(texts) + self.pad + "]"
+
+    def _record(self, members: list[str]) -> str:
+        return "{" + self.pad + ("," + self.pad).join(members) + self.close + "}"
+
+    def records(self) -> Iterator[str]:
+        """``expand_run(run)["requests"]``, record by record, in trace order."""
+        columns = self.run["requests"]
+        total = len(columns["id"])
+        for name, column in columns.items():
+            if len(column) != total:
+                raise ValueError(
+                    f"compact run: requests.{name} has {len(column)} entries, not {total}"
+                )
+        keys = [_key(name) for name in columns]
+        arrival, status = columns["arrivalMs"], columns.get("status")
+        for n, (row, rows) in enumerate(zip(zip(*columns.values()), self._rows(total))):
+            members = [key + _value(v) for key, v in zip(keys, row) if v is not None]
+            completed = status is None or status[n] == "completed"
+            members += self._tokens(*rows, arrival[n], completed)
+            yield self._record(members)
+
+    def _rows(self, total: int) -> Iterator[tuple[list, list]]:
+        """Each request's slices and resumes (grouped by request, as the format keeps them)."""
+        slices, resumes = self.run["slices"], self.run.get("resumes", ())
+        at_slice = at_resume = 0
+        for n in range(total):
+            start, begin = at_slice, at_resume
+            while at_slice < len(slices) and slices[at_slice][0] == n:
+                at_slice += 1
+            while at_resume < len(resumes) and resumes[at_resume][0] == n:
+                at_resume += 1
+            yield slices[start:at_slice], resumes[begin:at_resume]
+        if at_slice != len(slices) or at_resume != len(resumes):
+            raise ValueError("compact run: slices or resumes out of request order")
+
+    def _tokens(self, slices, resumes, arrival: float, completed: bool) -> list[str]:
+        """A record's token fields: its token times, then ``request_metrics`` of them."""
+        if resumes:  # rows of both kinds, merged in time order: spelled one by one
+            return self._merged(slices, resumes, arrival, completed)
+        ends, decode_steps, gaps = self.ends, self.decode_steps, self.gaps
+        times, itl, most = [], [], None
+        first = last = None
+        tokens = 0
+        for _, step, at, count in slices:
+            if last is not None:  # a preempted request's gap to its recomputed first token
+                itl.append(_value(ends[step] - last))
+                most = ends[step] - last if most is None else max(most, ends[step] - last)
+            times.append(self.end_text[step])
+            times += [self.end_text[s] for s in decode_steps[at : at + count]]
+            last = ends[step]
+            if first is None:
+                first = last
+            if count:
+                entry = ends[decode_steps[at]] - last
+                itl.append(_value(entry))
+                itl += self.gap_text[at + 1 : at + count]
+                most = entry if most is None else max(most, entry)
+                if count > 1:
+                    most = max(most, *gaps[at + 1 : at + count])
+                last = ends[decode_steps[at + count - 1]]
+            tokens += 1 + count
+        members = [_key("tokenTimesMs") + self._list(times)]
+        if not completed:
+            return members + self._figures(_NO_METRICS)
+        if first is None:
+            raise ValueError("compact run: a completed request has no token times")
+        figures = {"firstTokenMs": first, "finishMs": last, "ttftMs": first - arrival}
+        figures |= {"itlMs": itl, "maxItlMs": most}
+        figures["tpotMs"] = (last - first) / (tokens - 1) if tokens > 1 else None
+        figures["e2eMs"] = last - arrival
+        return members + self._figures(figures, spelled=True)
+
+    def _merged(self, slices, resumes, arrival: float, completed: bool) -> list[str]:
+        ends, decode_steps = self.ends, self.decode_steps
+        times = []
+        for _, step, at, count in slices:
+            times.append(ends[step])
+            times += [ends[s] for s in decode_steps[at : at + count]]
+        for _, _step, at, count in resumes:
+            times += [ends[s] for s in decode_steps[at : at + count]]
+        times.sort()
+        members = [_key("tokenTimesMs") + self._list([_value(t) for t in times])]
+        return members + self._figures(
+            request_metrics(arrival, times) if completed else _NO_METRICS
+        )
+
+    def _figures(self, figures: dict, spelled: bool = False) -> list[str]:
+        """``figures`` as members; ``spelled``: ``itlMs`` already holds texts."""
+        members = []
+        for key, value in figures.items():
+            if key == "itlMs":
+                members.append(
+                    _key(key) + self._list(value if spelled else [_value(v) for v in value])
+                )
+            else:
+                members.append(_key(key) + ("null" if value is None else _value(value)))
+        return members
+
+    def events(self) -> Iterator[str]:
+        """``expand_run(run)["events"]``, event by event.
+
+        The decode batch is the running set in the order its members entered it
+        (``servesim.compact``): a resume (swap-in) joins at the start of its step, before the
+        step's decode, a slice after its step's prefill; each leaves after its ``count``-th
+        decode.
+        """
+        run, ids, ends, end_text = self.run, self.ids, self.ends, self.end_text
+        decode_steps, chunks = self.decode_steps, run["chunks"]
+        pad, item, inner = self.pad, self.item, self.inner
+        moves = [  # each table's lists, as text, by step
+            ("," + pad + _key(key), {s: self._list([ids[n] for n in v]) for s, v in by.items()})
+            for table, key in _MOVES
+            if table in run
+            for by in [_by_step(run[table])]
+        ]
+        running: dict[int, None] = {}
+        leaving: dict[int, list[int]] = {}
+        entries = _entries(run)
+        entry = next(entries, None)
+        at_chunk = decoded = 0  # chunks and decode steps written so far
+        batch = None  # the running set as text (None: it changed since)
+        for step, start in enumerate(step_starts(run)):
+            prefill = []
+            while at_chunk < len(chunks) and chunks[at_chunk][0] == step:
+                _, n, at, tokens = chunks[at_chunk]
+                fields = f'"id": {ids[n]},{inner}"fromToken": {at},{inner}"tokens": {tokens}'
+                prefill.append("{" + inner + fields + item + "}")
+                at_chunk += 1
+            while entry is not None and entry[0] == step and entry[1] == 0:
+                if _join(entry, running, leaving):
+                    batch = None
+                entry = next(entries, None)
+            decode = "[]"
+            if decoded < len(decode_steps) and decode_steps[decoded] == step:
+                if batch is None:
+                    batch = self._list([ids[n] for n in running])
+                decode = batch
+                gone = leaving.pop(decoded, None)
+                if gone:
+                    for n in gone:
+                        del running[n]
+                    batch = None
+                decoded += 1
+            while entry is not None and entry[0] == step:
+                if _join(entry, running, leaving):
+                    batch = None
+                entry = next(entries, None)
+            after = step and start is ends[step - 1]  # no idle wait before it
+            moved = "".join(key + lists.get(step, "[]") for key, lists in moves)
+            yield (
+                f'{{{pad}"index": {step},{pad}"startMs": '
+                f"{end_text[step - 1] if after else _value(start)},{pad}"
+                f'"endMs": {end_text[step]},{pad}"decode": {decode},{pad}'
+                f'"prefill": {self._list(prefill)}{moved}{self.close}}}'
+            )
+
+
+_MOVES = (("preempts", "preempt"), ("swapOuts", "swapOut"), ("swapIns", "swapIn"))
+
+
+def _by_step(rows: list[list[int]]) -> dict[int, list[int]]:
+    table: dict[int, list[int]] = {}
+    for step, n in rows:
+        table.setdefault(step, []).append(n)
+    return table
+
+
+def _entries(run: dict) -> Iterator[tuple]:
+    """Every entry into the running set as ``(step, kind, place, request, first, count)``, in
+    the order of entry: kind 0 a resume (by its place among the step's swap-ins), kind 1 a
+    slice (by its chunk's place in the step's batch)."""
+    position, seen = {}, {}
+    for step, n, _start, _tokens in run["chunks"]:
+        position[step, n] = seen[step] = seen.get(step, -1) + 1
+    swapped_in, taken = {}, {}
+    for step, n in run.get("swapIns", ()):
+        swapped_in[step, n] = taken[step] = taken.get(step, -1) + 1
+    rows = [(step, 1, position[step, n], n, at, count) for n, step, at, count in run["slices"]]
+    rows += [
+        (step, 0, swapped_in[step, n], n, at, count)
+        for n, step, at, count in run.get("resumes", ())
+    ]
+    rows.sort()
+    return iter(rows)
+
+
+def _join(entry: tuple, running: dict, leaving: dict) -> bool:
+    """Add ``entry``'s request to the running set (if it decodes); whether the set changed."""
+    *_, n, at, count = entry
+    if not count:
+        return False
+    running[n] = None
+    leaving.setdefault(at + count - 1, []).append(n)
+    return True
