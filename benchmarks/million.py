@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from azure_trace import import_azure  # noqa: E402
-from vs_vidur import BUDGET, DEFAULT_CSV, PROFILE, timed_child  # noqa: E402
+from vidur_job import BUDGET, DEFAULT_CSV, PROFILE, timed_child  # noqa: E402
 
 POLICIES = ("budgeted", "paged")
 

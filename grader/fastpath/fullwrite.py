@@ -1,4 +1,5 @@
-"""The full-format run file, written piece by piece from compact run entries.
+"""The full-format run file, written piece by piece from compact run entries (its JSON layout
+is ``jsonlayout``'s).
 
 ``runfile.dumps(expand_document(doc), indent=2)`` builds every token time and every batch of
 a run as Python objects and then walks them with ``json``'s pure-Python indenting encoder: on a
@@ -16,69 +17,15 @@ document.
 
 from __future__ import annotations
 
-import json
-import math
 import operator
 from collections.abc import Iterable, Iterator
 
 from servesim.compact import _AFTER_EVENTS, _NO_METRICS, is_compact, step_starts
 from servesim.metrics import request_metrics
 
-_INDENT = "  "
-_SCALARS = (str, int, float, bool, type(None))
+from .jsonlayout import INDENT, container, encode, key_text, scalar, value_text
+
 _HEAD = ("policy", "params", "device", "fault")  # a full entry's keys before "requests"
-
-_scalar = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
-_FLAT: dict[int, object] = {}  # level -> encoder of a container of scalars at that level
-
-
-def _flat(container, level: int) -> str:
-    """``container`` (not empty, every member a scalar) as ``json.dumps(indent=2)`` writes it
-    at nesting ``level``."""
-    encoder = _FLAT.get(level)
-    if encoder is None:
-        pad = "\n" + _INDENT * (level + 1)
-        encoder = json.JSONEncoder(
-            ensure_ascii=False, allow_nan=False, separators=("," + pad, ": ")
-        )
-        encoder = _FLAT[level] = encoder.encode
-    text = encoder(container)
-    return f"{text[0]}\n{_INDENT * (level + 1)}{text[1:-1]}\n{_INDENT * level}{text[-1]}"
-
-
-def encode(value, level: int = 0) -> str:
-    """``value`` as ``json.dumps(value, indent=2, ensure_ascii=False)`` writes it at ``level``."""
-    if isinstance(value, dict):
-        if not value:
-            return "{}"
-        if all(isinstance(v, _SCALARS) for v in value.values()):
-            return _flat(value, level)
-        return "".join(
-            _container(([_key(k), encode(v, level + 1)] for k, v in value.items()), level, "{}")
-        )
-    if isinstance(value, list | tuple):
-        if not value:
-            return "[]"
-        if all(isinstance(v, _SCALARS) for v in value):
-            return _flat(value, level)
-        return "".join(_container(([encode(v, level + 1)] for v in value), level, "[]"))
-    return _scalar(value)
-
-
-def _key(key: str) -> str:
-    """A member's key and its colon (run files have string keys only)."""
-    return _scalar(key) + ": "
-
-
-def _container(members: Iterable[Iterable[str]], level: int, brackets: str) -> Iterator[str]:
-    """A container at ``level`` whose members come as pieces of text (each member's own)."""
-    pad = "\n" + _INDENT * (level + 1)
-    first = True
-    for pieces in members:
-        yield (brackets[0] if first else ",") + pad
-        yield from pieces
-        first = False
-    yield brackets if first else "\n" + _INDENT * level + brackets[1]
 
 
 def chunks(doc: dict) -> Iterator[str]:
@@ -86,13 +33,13 @@ def chunks(doc: dict) -> Iterator[str]:
     they are written."""
 
     def member(key, value) -> Iterator[str]:
-        yield _key(key)
+        yield key_text(key)
         if key == "runs" and isinstance(value, list):
-            yield from _container((_run(run, 2) for run in value), 1, "[]")
+            yield from container((_run(run, 2) for run in value), 1, "[]")
         else:
             yield encode(value, 1)
 
-    yield from _container((member(k, v) for k, v in doc.items()), 0, "{}")
+    yield from container((member(k, v) for k, v in doc.items()), 0, "{}")
     yield "\n"
 
 
@@ -105,34 +52,17 @@ def _run(run: dict, level: int) -> Iterator[str]:
     text = _Texts(run, level + 3)
 
     def value(key: str) -> Iterator[str]:
-        yield _key(key)
+        yield key_text(key)
         yield encode(run[key], inner)
 
     def rows(key: str, texts: Iterable[str]) -> Iterator[str]:
-        yield _key(key)
-        yield from _container(([t] for t in texts), inner, "[]")
+        yield key_text(key)
+        yield from container(([t] for t in texts), inner, "[]")
 
     members = [value(k) for k in _HEAD if k in run]
     members += [rows("requests", text.records()), rows("events", text.events())]
     members += [value(k) for k in (*_AFTER_EVENTS, "summary") if k in run]
-    yield from _container(members, level, "{}")
-
-
-def _number(value: float) -> str:
-    """A float's JSON text; like ``json`` with ``allow_nan=False``, refuses NaN and infinities."""
-    if not math.isfinite(value):
-        raise ValueError(f"Out of range float values are not JSON compliant: {value!r}")
-    return float.__repr__(value)
-
-
-def _value(value) -> str:
-    """A scalar's JSON text, as ``json``'s C encoder writes it."""
-    kind = type(value)
-    if kind is float:
-        return _number(value)
-    if kind is int:
-        return int.__repr__(value)
-    return _scalar(value)
+    yield from container(members, level, "{}")
 
 
 class _Texts:
@@ -145,16 +75,16 @@ class _Texts:
 
     def __init__(self, run: dict, level: int):
         self.run = run
-        self.pad = "\n" + _INDENT * level  # before each key of a record
-        self.item = "\n" + _INDENT * (level + 1)  # before each member of a record's lists
-        self.inner = "\n" + _INDENT * (level + 2)  # before each key of a prefill chunk
-        self.close = "\n" + _INDENT * (level - 1)  # before a record's closing brace
+        self.pad = "\n" + INDENT * level  # before each key of a record
+        self.item = "\n" + INDENT * (level + 1)  # before each member of a record's lists
+        self.inner = "\n" + INDENT * (level + 2)  # before each key of a prefill chunk
+        self.close = "\n" + INDENT * (level - 1)  # before a record's closing brace
         self.ends, self.decode_steps = run["stepEndMs"], run["decodeSteps"]
-        self.end_text = list(map(_value, self.ends))
+        self.end_text = list(map(value_text, self.ends))
         decode_ends = [self.ends[s] for s in self.decode_steps]
         self.gaps = [0.0, *map(operator.sub, decode_ends[1:], decode_ends[:-1])]
-        self.gap_text = list(map(_value, self.gaps))
-        self.ids = [_scalar(rid) for rid in run["requests"]["id"]]
+        self.gap_text = list(map(value_text, self.gaps))
+        self.ids = [scalar(rid) for rid in run["requests"]["id"]]
 
     def _list(self, texts: list[str]) -> str:
         if not texts:
@@ -173,10 +103,10 @@ class _Texts:
                 raise ValueError(
                     f"compact run: requests.{name} has {len(column)} entries, not {total}"
                 )
-        keys = [_key(name) for name in columns]
+        keys = [key_text(name) for name in columns]
         arrival, status = columns["arrivalMs"], columns.get("status")
         for n, (row, rows) in enumerate(zip(zip(*columns.values()), self._rows(total))):
-            members = [key + _value(v) for key, v in zip(keys, row) if v is not None]
+            members = [key + value_text(v) for key, v in zip(keys, row) if v is not None]
             completed = status is None or status[n] == "completed"
             members += self._tokens(*rows, arrival[n], completed)
             yield self._record(members)
@@ -205,7 +135,7 @@ class _Texts:
         tokens = 0
         for _, step, at, count in slices:
             if last is not None:  # a preempted request's gap to its recomputed first token
-                itl.append(_value(ends[step] - last))
+                itl.append(value_text(ends[step] - last))
                 most = ends[step] - last if most is None else max(most, ends[step] - last)
             times.append(self.end_text[step])
             times += [self.end_text[s] for s in decode_steps[at : at + count]]
@@ -214,14 +144,14 @@ class _Texts:
                 first = last
             if count:
                 entry = ends[decode_steps[at]] - last
-                itl.append(_value(entry))
+                itl.append(value_text(entry))
                 itl += self.gap_text[at + 1 : at + count]
                 most = entry if most is None else max(most, entry)
                 if count > 1:
                     most = max(most, *gaps[at + 1 : at + count])
                 last = ends[decode_steps[at + count - 1]]
             tokens += 1 + count
-        members = [_key("tokenTimesMs") + self._list(times)]
+        members = [key_text("tokenTimesMs") + self._list(times)]
         if not completed:
             return members + self._figures(_NO_METRICS)
         if first is None:
@@ -241,7 +171,7 @@ class _Texts:
         for _, _step, at, count in resumes:
             times += [ends[s] for s in decode_steps[at : at + count]]
         times.sort()
-        members = [_key("tokenTimesMs") + self._list([_value(t) for t in times])]
+        members = [key_text("tokenTimesMs") + self._list([value_text(t) for t in times])]
         return members + self._figures(
             request_metrics(arrival, times) if completed else _NO_METRICS
         )
@@ -252,10 +182,10 @@ class _Texts:
         for key, value in figures.items():
             if key == "itlMs":
                 members.append(
-                    _key(key) + self._list(value if spelled else [_value(v) for v in value])
+                    key_text(key) + self._list(value if spelled else [value_text(v) for v in value])
                 )
             else:
-                members.append(_key(key) + ("null" if value is None else _value(value)))
+                members.append(key_text(key) + ("null" if value is None else value_text(value)))
         return members
 
     def events(self) -> Iterator[str]:
@@ -270,7 +200,7 @@ class _Texts:
         decode_steps, chunks = self.decode_steps, run["chunks"]
         pad, item, inner = self.pad, self.item, self.inner
         moves = [  # each table's lists, as text, by step
-            ("," + pad + _key(key), {s: self._list([ids[n] for n in v]) for s, v in by.items()})
+            ("," + pad + key_text(key), {s: self._list([ids[n] for n in v]) for s, v in by.items()})
             for table, key in _MOVES
             if table in run
             for by in [_by_step(run[table])]
@@ -311,7 +241,7 @@ class _Texts:
             moved = "".join(key + lists.get(step, "[]") for key, lists in moves)
             yield (
                 f'{{{pad}"index": {step},{pad}"startMs": '
-                f"{end_text[step - 1] if after else _value(start)},{pad}"
+                f"{end_text[step - 1] if after else value_text(start)},{pad}"
                 f'"endMs": {end_text[step]},{pad}"decode": {decode},{pad}'
                 f'"prefill": {self._list(prefill)}{moved}{self.close}}}'
             )

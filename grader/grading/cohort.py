@@ -49,7 +49,7 @@ from .errors import GradingError
 from .fingerprint import grader_version, inputs_fingerprint, submission_hash
 from .grade import warm
 from .limits import hidden_material
-from .verdict_memo import remembered
+from .reference_memo import remembered
 
 CSV_NAME = "scores.csv"
 

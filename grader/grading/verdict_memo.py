@@ -1,7 +1,7 @@
 """Verdicts remembered by the run file they were decided from: the reference's run of a case is
 judged once per batch, not once per submission that writes the same bytes.
 
-    with remembered(unit, cases):      # the batch's parent, before its workers fork
+    with remembered(unit, cases):      # reference_memo: the batch's parent, before it forks
         ...                            # judge_cases finds a remembered verdict by ``lookup``
 
 When a case's child ended normally (exit 0, within every limit, a run file written),
@@ -19,9 +19,7 @@ one a judging ceiling decided. Outside ``remembered`` nothing is remembered.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 from ..cases import Case
@@ -97,38 +95,6 @@ def _copy(verdict):
     return replace(verdict, metrics=dict(verdict.metrics))
 
 
-@contextlib.contextmanager
-def remembered(unit: Unit, cases: list[str] | None = None) -> Iterator[None]:
-    """The reference's verdict of every case (all, or the ids in ``cases``) remembered while
-    the block runs; forgotten after it. Raises ``GradingError`` as grading would."""
-    from .judging import judge_cases
-
-    have_reference = all((unit.solutions_dir / name).is_file() for name in unit.editable)
-    if not (ENABLED and have_reference):  # a course bundle has none: every run file is judged
-        yield
-        return
-    jobs = _reference_jobs(unit, cases)
-    for job, judged in zip(jobs, judge_cases(unit, jobs), strict=True):
-        remember(unit, job, judged.verdict, judged.cpu_s)
-    try:
-        yield
-    finally:
-        _MEMO.clear()
-
-
-def _reference_jobs(unit: Unit, cases: list[str] | None) -> list:
-    """A ``judging.JudgeJob`` per case for the reference solution's run, made in this process."""
-    from ..cases import case_trace_doc
-    from .case_runs import run_with
-    from .grade import _inputs
-    from .inprocess import run_in_process
-    from .judging import JudgeJob
-    from .limits import limits_for
-    from .submission import Submission
-
-    files = {name: (unit.solutions_dir / name).read_bytes() for name in unit.editable}
-    unit, selected, goldens, reference = _inputs(unit, cases, Submission(files))
-    children = run_with(
-        run_in_process, unit, selected, reference.files, limits_for(unit), goldens, 1
-    )
-    return [JudgeJob(c, case_trace_doc(unit, c), goldens[c.id], children[c.id]) for c in selected]
+def forget() -> None:
+    """Forget every remembered verdict (the end of a ``reference_memo.remembered`` block)."""
+    _MEMO.clear()

@@ -17,8 +17,8 @@ from pathlib import Path
 
 from ..grading.grade import GradeReport, Status, grade_submission
 from ..grading.inprocess import run_in_process
+from ..grading.reference_memo import remembered
 from ..grading.submission import Submission
-from ..grading.verdict_memo import remembered
 from ..units import Unit
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from grader.cases import case_trace_doc, load_grading
 from grader.course.golden import load_golden
-from grader.grading import judging, verdict_memo
+from grader.grading import judging, reference_memo, verdict_memo
 from grader.grading.hidden import Note
 from grader.grading.inprocess import run_in_process
 from grader.grading.judging import JudgeJob, judge_cases
@@ -24,7 +24,7 @@ CASES = ["fcfs-mixed", "chunked-unseen-chunk4"]  # a public and a hidden case of
 
 def _reference_jobs(unit) -> list[JudgeJob]:
     """Jobs for the reference's run of ``CASES`` (made in this process)."""
-    return verdict_memo._reference_jobs(unit, CASES)
+    return reference_memo._reference_jobs(unit, CASES)
 
 
 class CountedChildren:
@@ -48,7 +48,7 @@ def test_the_reference_bytes_get_the_verdict_judging_gives_without_a_judging_chi
     judged = judge_cases(unit, jobs)  # outside ``remembered``: judged as always
     assert [j.verdict.status for j in judged] == [Status.PASSED, Status.PASSED]
     children = CountedChildren(monkeypatch)
-    with verdict_memo.remembered(unit, CASES):
+    with reference_memo.remembered(unit, CASES):
         children.judged.clear()  # the reference's own judging, made by ``remembered``
         jobs = _reference_jobs(unit)
         again = judge_cases(unit, jobs)
@@ -73,7 +73,7 @@ def test_a_sandboxed_childs_run_file_is_the_in_process_ones(unit):
 
 def test_one_byte_more_is_judged_again(unit, monkeypatch):
     children = CountedChildren(monkeypatch)
-    with verdict_memo.remembered(unit, CASES):
+    with reference_memo.remembered(unit, CASES):
         children.judged.clear()
         jobs = _reference_jobs(unit)
         spaced = replace(jobs[0].child, output=jobs[0].child.output + b" ")
@@ -88,7 +88,7 @@ def test_one_byte_more_is_judged_again(unit, monkeypatch):
     ids=["exit-1", "limit", "timed-out", "skipped"],
 )
 def test_the_same_bytes_after_another_ending_are_not_remembered(unit, ending):
-    with verdict_memo.remembered(unit, CASES):
+    with reference_memo.remembered(unit, CASES):
         job = _reference_jobs(unit)[0]
         assert verdict_memo.lookup(unit, job) is not None
         other = replace(job, child=replace(job.child, **ending))
@@ -96,7 +96,7 @@ def test_the_same_bytes_after_another_ending_are_not_remembered(unit, ending):
 
 
 def test_another_golden_document_is_not_the_remembered_one(unit):
-    with verdict_memo.remembered(unit, CASES):
+    with reference_memo.remembered(unit, CASES):
         job = _reference_jobs(unit)[0]
         assert verdict_memo.lookup(unit, job) is not None
         other = replace(job, golden=dict(job.golden))  # equal, but not the document judged
@@ -106,7 +106,7 @@ def test_another_golden_document_is_not_the_remembered_one(unit):
 def test_nothing_is_remembered_outside_a_batch_or_from_a_judging_ceiling(unit):
     job = _reference_jobs(unit)[0]
     assert verdict_memo.lookup(unit, job) is None
-    with verdict_memo.remembered(unit, CASES):
+    with reference_memo.remembered(unit, CASES):
         assert verdict_memo.lookup(unit, job) is not None
     assert verdict_memo.lookup(unit, job) is None  # forgotten after the block
     ceiling = judging.Verdict(Status.INVALID_SCHEDULE, Note.CHECK_TIME)
@@ -120,7 +120,7 @@ def test_nothing_is_remembered_outside_a_batch_or_from_a_judging_ceiling(unit):
 def test_remembered_verdicts_are_charged_their_judging_time(unit):
     """A remembered verdict is charged the CPU time judging it took: once a submission's
     judging time is used up, the cases after it are 'not checked' as they would be."""
-    with verdict_memo.remembered(unit, CASES):
+    with reference_memo.remembered(unit, CASES):
         job = _reference_jobs(unit)[0]
         verdict, _ = verdict_memo.lookup(unit, job)
         verdict_memo.remember(unit, job, verdict, 1.0)  # as if judging it had taken 1 s

@@ -1,0 +1,85 @@
+"""JSON text laid out exactly as ``json.dumps(value, indent=2, ensure_ascii=False)`` lays it
+out, built from pieces: ``encode`` for a whole value, ``container`` for a container whose
+members come as text, ``key_text`` and ``value_text`` for one member. Every scalar goes through
+``json``'s own C encoder, so floats and strings are spelled as ``json`` spells them; a container
+of scalars only is encoded in one call, with the newline and the next level's indent as its item
+separator.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Iterator
+
+INDENT = "  "
+SCALARS = (str, int, float, bool, type(None))
+
+scalar = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
+FLAT: dict[int, object] = {}  # level -> encoder of a container of scalars at that level
+
+
+def flat(container, level: int) -> str:
+    """``container`` (not empty, every member a scalar) as ``json.dumps(indent=2)`` writes it
+    at nesting ``level``."""
+    encoder = FLAT.get(level)
+    if encoder is None:
+        pad = "\n" + INDENT * (level + 1)
+        encoder = json.JSONEncoder(
+            ensure_ascii=False, allow_nan=False, separators=("," + pad, ": ")
+        )
+        encoder = FLAT[level] = encoder.encode
+    text = encoder(container)
+    return f"{text[0]}\n{INDENT * (level + 1)}{text[1:-1]}\n{INDENT * level}{text[-1]}"
+
+
+def encode(value, level: int = 0) -> str:
+    """``value`` as ``json.dumps(value, indent=2, ensure_ascii=False)`` writes it at ``level``."""
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        if all(isinstance(v, SCALARS) for v in value.values()):
+            return flat(value, level)
+        return "".join(
+            container(([key_text(k), encode(v, level + 1)] for k, v in value.items()), level, "{}")
+        )
+    if isinstance(value, list | tuple):
+        if not value:
+            return "[]"
+        if all(isinstance(v, SCALARS) for v in value):
+            return flat(value, level)
+        return "".join(container(([encode(v, level + 1)] for v in value), level, "[]"))
+    return scalar(value)
+
+
+def key_text(key: str) -> str:
+    """A member's key and its colon (run files have string keys only)."""
+    return scalar(key) + ": "
+
+
+def container(members: Iterable[Iterable[str]], level: int, brackets: str) -> Iterator[str]:
+    """A container at ``level`` whose members come as pieces of text (each member's own)."""
+    pad = "\n" + INDENT * (level + 1)
+    first = True
+    for pieces in members:
+        yield (brackets[0] if first else ",") + pad
+        yield from pieces
+        first = False
+    yield brackets if first else "\n" + INDENT * level + brackets[1]
+
+
+def number(value: float) -> str:
+    """A float's JSON text; like ``json`` with ``allow_nan=False``, refuses NaN and infinities."""
+    if not math.isfinite(value):
+        raise ValueError(f"Out of range float values are not JSON compliant: {value!r}")
+    return float.__repr__(value)
+
+
+def value_text(value) -> str:
+    """A scalar's JSON text, as ``json``'s C encoder writes it."""
+    kind = type(value)
+    if kind is float:
+        return number(value)
+    if kind is int:
+        return int.__repr__(value)
+    return scalar(value)
