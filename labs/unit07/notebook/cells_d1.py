@@ -14,16 +14,16 @@ def cells() -> list:
             """
 ## 交付 1 · 逐 token 重算 `mixed`
 
-`mixed` 里有三条请求:A 在 0 ms 到达(输入 2,输出 12),L 在 2 ms 带着 12 个输入 token
-到达(输出 2),S 在 4 ms 到达(输入 1,输出 4)。下面的单元格用两种策略运行它
-(`chunked` 取 `--chunk 2`),并把原始时序写进 `runs/mixed.json`。
+`mixed` 里有三条请求：A 在 0 ms 到达（输入 2，输出 12），L 在 2 ms 带着 12 个输入 token
+到达（输出 2），S 在 4 ms 到达（输入 1，输出 4）。下面的单元格用两种策略运行它
+（`chunked` 取 `--chunk 2`），并把原始时序写进 `runs/mixed.json`。
 
-请**只根据运行文件里的 `arrivalMs` 和 `tokenTimesMs`** 重算,不要照抄打印出来的表:
+请**只根据运行文件里的 `arrivalMs` 和 `tokenTimesMs`** 重算，不要照抄打印出来的表：
 
-- `arrival`:请求的到达时刻;`first`:第一个 token 的时刻;`finish`:最后一个 token 的时刻;
+- `arrival`：请求的到达时刻；`first`：第一个 token 的时刻；`finish`：最后一个 token 的时刻；
 - A 的最长 ITL:A 相邻两个 token 时刻之差的最大值。
 
-答案的形状:
+答案的形状：
 
 ```python
 d1_times = {"fcfs": {"A": {"arrival": ..., "first": ..., "finish": ...}, "L": {...}, "S": {...}},
@@ -61,30 +61,30 @@ for policy, run in mixed.items():
         test_code(
             "d1_fcfs",
             2,
-            "fcfs 下 A、L、S 的三个时刻。本地只检查答案的形状;",
+            "fcfs 下 A、L、S 的三个时刻。本地只检查答案的形状；",
             f'check_numbers(d1_times, shape(POLICIES, shape("ALS", {times})), "d1_times")',
             ("d1_times",),
         ),
         test_code(
             "d1_chunked",
             2,
-            "chunked 下 A、L、S 的三个时刻。本地只检查答案的形状;",
+            "chunked 下 A、L、S 的三个时刻。本地只检查答案的形状；",
             f'check_numbers(d1_times, shape(POLICIES, shape("ALS", {times})), "d1_times")',
             ("d1_times",),
         ),
         test_code(
             "d1_itl",
             2,
-            "A 的最长 ITL。本地只检查答案的形状;",
+            "A 的最长 ITL。本地只检查答案的形状；",
             'check_numbers(d1_a_max_itl, shape(POLICIES), "d1_a_max_itl")',
             ("d1_a_max_itl",),
         ),
         text(
             "d1_explain_prompt",
             """
-**问题 1(人工评分)**:用 `runs/mixed.json` 里的 `events`(每次提交的开始、结束时刻和内容)
-说明:为什么换成 `chunked` 之后 A 的最长 ITL 变短了,而 S 的首 token 反而更晚?请至少引用
-两次具体的提交,并说明 A 的 TTFT 为什么在两种策略下相同。
+**问题 1（人工评分）**：用 `runs/mixed.json` 里的 `events`（每次提交的开始、结束时刻和内容）
+说明：为什么换成 `chunked` 之后 A 的最长 ITL 变短了，而 S 的首 token 反而更晚？请至少引用
+两次具体的提交，并说明 A 的 TTFT 为什么在两种策略下相同。
 """,
         ),
         manual_answer(
@@ -92,12 +92,12 @@ for policy, run in mixed.items():
             3,
             """
 ### BEGIN SOLUTION
-在 `fcfs` 下,A 在 2.25 ms 得到首 token 后,下一次提交是 L 的整段 prefill(2.25→14.50 ms),
-接着是 S 的 prefill(14.50→15.75 ms),直到 15.75→17.00 ms 的 decode batch A 才拿到第二个
-token,中间隔了 14.75 ms。`chunked` 每个周期先提交一个 decode batch(1.25 ms),再做 L 的
-2 个 token(2.25 ms),A 两个 token 之间最多只隔一个块加一个 decode,即 3.50 ms。代价是 L
-被拆成六块、每块前面都插了 decode,L 的 prefill 直到 23.25 ms 才完成;S 排在 L 之后
-(FIFO 不变),首 token 推迟到 25.75 ms。A 的首 token 在 L 到达之前就已经发生,调度策略
+在 `fcfs` 下，A 在 2.25 ms 得到首 token 后，下一次提交是 L 的整段 prefill(2.25→14.50 ms),
+接着是 S 的 prefill(14.50→15.75 ms)，直到 15.75→17.00 ms 的 decode batch A 才拿到第二个
+token，中间隔了 14.75 ms。`chunked` 每个周期先提交一个 decode batch(1.25 ms)，再做 L 的
+2 个 token(2.25 ms),A 两个 token 之间最多只隔一个块加一个 decode，即 3.50 ms。代价是 L
+被拆成六块、每块前面都插了 decode,L 的 prefill 直到 23.25 ms 才完成；S 排在 L 之后
+（FIFO 不变），首 token 推迟到 25.75 ms。A 的首 token 在 L 到达之前就已经发生，调度策略
 改不了已经发生的 TTFT。
 ### END SOLUTION
 """,

@@ -11,11 +11,11 @@ def cells() -> list:
         text(
             "d3_intro",
             """
-## 交付 3 · 陌生负载:`unseen`,`--chunk 4`
+## 交付 3 · 陌生负载：`unseen`,`--chunk 4`
 
-`unseen` 的请求见 `traces/unseen.json`。这次不要沿用 `mixed` 的答案,先根据它的到达时刻和
-token 数手算:**U2 的首 token 时刻**(绝对时刻,不是 TTFT)和 **U1 的最长停顿**(U1 相邻
-两个 token 之间的最长间隔),两种策略各一个值(`chunked` 取 `--chunk 4`)。
+`unseen` 的请求见 `traces/unseen.json`。这次不要沿用 `mixed` 的答案，先根据它的到达时刻和
+token 数手算：**U2 的首 token 时刻**（绝对时刻，不是 TTFT）和 **U1 的最长停顿**（U1 相邻
+两个 token 之间的最长间隔），两种策略各一个值（`chunked` 取 `--chunk 4`）。
 
 ```python
 d3_prediction = {"U2_first": {"fcfs": ..., "chunked": ...},
@@ -53,8 +53,8 @@ d3_prediction = {
         text(
             "d3_verified_intro",
             """
-用 `runs/unseen.json` 的 `tokenTimesMs` 核对,填进同样形状的 `d3_verified`。如果实测和预测
-不一样,不要改预测,在下面的文字题里说明差在哪一步。
+用 `runs/unseen.json` 的 `tokenTimesMs` 核对，填进同样形状的 `d3_verified`。如果实测和预测
+不一样，不要改预测，在下面的文字题里说明差在哪一步。
 """,
         ),
         answer_code(
@@ -77,7 +77,7 @@ for policy, run in unseen.items():
         test_code(
             "d3_verified",
             2,
-            "unseen 的实测值。本地只检查答案的形状;",
+            "unseen 的实测值。本地只检查答案的形状；",
             'check_numbers(d3_verified, shape(["U2_first", "U1_stall"], shape(POLICIES)),'
             ' "d3_verified")',
             ("d3_verified",),
@@ -85,10 +85,10 @@ for policy, run in unseen.items():
         text(
             "d3_explain_prompt",
             """
-**问题 3(人工评分)**:
-(a) 写出一个条件:它一旦改变,你在这条 trace 上对两种策略的排名就需要重新测量。说明它会通过
+**问题 3（人工评分）**:
+(a) 写出一个条件：它一旦改变，你在这条 trace 上对两种策略的排名就需要重新测量。说明它会通过
 哪条时间线改变结果。
-(b) 说出本实验的虚拟设备**没有**建模、而真实推理引擎里会影响这个排名的两个机制,
+(b) 说出本实验的虚拟设备**没有**建模、而真实推理引擎里会影响这个排名的两个机制，
 并各用一句话说明它们可能怎样改变结论。
 """,
         ),
@@ -97,11 +97,11 @@ for policy, run in unseen.items():
             3,
             """
 ### BEGIN SOLUTION
-(a) 每次提交的开销:如果它从 0.25 ms 增大到几毫秒,`chunk=4` 多出的提交次数会让 U2、U3、U4
-的首 token 继续推后,而 U1 的停顿收益不变,排名可能翻转;请求长度比例、到达间隔、chunk 大小
+(a) 每次提交的开销：如果它从 0.25 ms 增大到几毫秒，`chunk=4` 多出的提交次数会让 U2、U3、U4
+的首 token 继续推后，而 U1 的停顿收益不变，排名可能翻转；请求长度比例、到达间隔、chunk 大小
 改变时同样要重测。
-(b) 一是 decode 的真实耗时随 batch 大小、序列长度和 kernel 变化,不是固定 1 ms,插入的
-decode 不再「便宜」;二是 KV cache 容量有限,引擎可能拒绝接纳、抢占并重算请求,
+(b) 一是 decode 的真实耗时随 batch 大小、序列长度和 kernel 变化，不是固定 1 ms，插入的
+decode 不再「便宜」；二是 KV cache 容量有限，引擎可能拒绝接纳、抢占并重算请求，
 此时谁先拿到首 token 还取决于显存水位。前缀缓存也会让部分 prefill 直接跳过。
 ### END SOLUTION
 """,
