@@ -73,7 +73,7 @@ def test_only_and_most_that_claim_nothing_are_not_read():
         "最长一步是 71 ms。只有全部预留都放得下，才让新请求开始。在最高负载上重扫。"
         "给 prefill 留一个最低份额。哪个档位最便宜？</p>"
         '<button data-correct="false">开环的长尾只有噪声。</button>'
-        "<div data-names><td>交付 3 · 工作点:最便宜的可行档位</td></div>"
+        "<div data-names><td>交付 3 · 工作点：最便宜的可行档位</td></div>"
     )
     assert unchecked(html) == []
 
