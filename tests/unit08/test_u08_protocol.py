@@ -91,7 +91,13 @@ CODE = [
 ]
 PROSE = {
     "starter/unit08/README.md": ["measurement_window", "[start, end)", "预热", "冷却"],
-    "labs/unit08/lesson.html.j2": ["测量窗口只有一种定义", "左闭右开", "预热", "冷却"],
+    "labs/unit08/lesson.html.j2": [
+        "测量窗口全课统一定义",
+        "同一个函数",
+        "左闭右开",
+        "预热",
+        "冷却",
+    ],
     "docs/grading.md": ["measurement_window", "[first arrival,", "by arrival"],
     "grader/casekinds.py": ["measurement_window", "[start, end)"],
     "servesim/protocol.py": ["[start, end)", "warm-up", "cool-down"],
