@@ -19,13 +19,15 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Iterable, Iterator
+from itertools import chain, islice, repeat
 
-from servesim.compact import _AFTER_EVENTS, _NO_METRICS, is_compact, step_starts
+from servesim.compact import _AFTER_EVENTS, _NO_METRICS, is_compact
 from servesim.metrics import request_metrics
 
-from .jsonlayout import INDENT, container, encode, key_text, scalar, value_text
+from .jsonlayout import INDENT, array, container, encode, key_text, scalar, texts, value_text
 
 _HEAD = ("policy", "params", "device", "fault")  # a full entry's keys before "requests"
+_EVENTS = 256  # events joined per piece written
 
 
 def chunks(doc: dict) -> Iterator[str]:
@@ -57,10 +59,11 @@ def _run(run: dict, level: int) -> Iterator[str]:
 
     def rows(key: str, texts: Iterable[str]) -> Iterator[str]:
         yield key_text(key)
-        yield from container(([t] for t in texts), inner, "[]")
+        yield from texts
 
     members = [value(k) for k in _HEAD if k in run]
-    members += [rows("requests", text.records()), rows("events", text.events())]
+    members += [rows("requests", array(text.records(), inner, 8))]
+    members += [rows("events", text.events(inner))]
     members += [value(k) for k in (*_AFTER_EVENTS, "summary") if k in run]
     yield from container(members, level, "{}")
 
@@ -80,10 +83,11 @@ class _Texts:
         self.inner = "\n" + INDENT * (level + 2)  # before each key of a prefill chunk
         self.close = "\n" + INDENT * (level - 1)  # before a record's closing brace
         self.ends, self.decode_steps = run["stepEndMs"], run["decodeSteps"]
-        self.end_text = list(map(value_text, self.ends))
-        decode_ends = [self.ends[s] for s in self.decode_steps]
+        self.end_text = texts(self.ends)
+        self.decode_text = list(map(self.end_text.__getitem__, self.decode_steps))
+        decode_ends = list(map(self.ends.__getitem__, self.decode_steps))
         self.gaps = [0.0, *map(operator.sub, decode_ends[1:], decode_ends[:-1])]
-        self.gap_text = list(map(value_text, self.gaps))
+        self.gap_text = texts(self.gaps)
         self.ids = [scalar(rid) for rid in run["requests"]["id"]]
 
     def _list(self, texts: list[str]) -> str:
@@ -138,7 +142,7 @@ class _Texts:
                 itl.append(value_text(ends[step] - last))
                 most = ends[step] - last if most is None else max(most, ends[step] - last)
             times.append(self.end_text[step])
-            times += [self.end_text[s] for s in decode_steps[at : at + count]]
+            times += self.decode_text[at : at + count]
             last = ends[step]
             if first is None:
                 first = last
@@ -188,63 +192,133 @@ class _Texts:
                 members.append(key_text(key) + ("null" if value is None else value_text(value)))
         return members
 
-    def events(self) -> Iterator[str]:
-        """``expand_run(run)["events"]``, event by event.
+    def events(self, level: int) -> Iterator[str]:
+        """``expand_run(run)["events"]``, the list at ``level``, in pieces of ``_EVENTS``
+        events.
+
+        An event's text is its columns (index, start, end, decode batch, prefill chunks, moves)
+        interleaved with the constant text between them, all lazy C-level iterators over the
+        steps: the start is the previous step's end text or the idle wait's start; the decode
+        batches and prefill lists are made from their own tables (running-set changes,
+        chunks), one text per change, repeated over the steps it holds for.
+        """
+        run, pad, count = self.run, self.pad, len(self.ends)
+        if not count:
+            yield "[]"
+            return
+        moves = [(table, "," + pad + key_text(key)) for table, key in _MOVES if table in run]
+        moved = self._moved(moves)
+        idle = {step: value_text(start) for step, start in run["idleStarts"]}
+        starts = map(idle.get, range(count), chain([value_text(0.0)], self.end_text))
+        between = "\n" + INDENT * (level + 1)  # before each event
+        constants = (
+            between + "{" + pad + '"index": ',
+            "," + pad + '"startMs": ',
+            "," + pad + '"endMs": ',
+            "," + pad + '"decode": ',
+            "," + pad + '"prefill": ',
+            "",  # the moves, if any
+            self.close + "}",
+        )
+        columns = (
+            map(int.__repr__, range(count)),
+            starts,
+            self.end_text,
+            self._batches(count),
+            self._prefills(count),
+            map(moved.get, range(count), repeat("".join(key + "[]" for _, key in moves))),
+        )
+        pieces = chain.from_iterable(
+            zip(
+                chain(["[" + constants[0]], repeat("," + constants[0])),
+                *(x for pair in zip(columns, map(repeat, constants[1:])) for x in pair),
+            )
+        )
+        width = 2 * len(columns) + 1
+        while block := list(islice(pieces, width * _EVENTS)):
+            yield "".join(block)
+        yield "\n" + INDENT * level + "]"
+
+    def _moved(self, moves: list[tuple[str, str]]) -> dict[int, str]:
+        """The text of each step's move lists (``preempt``, ``swapOut``, ``swapIn``), for the
+        steps that move a request (the others have empty lists)."""
+        by = [_by_step(self.run[table]) for table, _ in moves]
+        ids = self.ids
+        return {
+            step: "".join(
+                key + (self._list([ids[n] for n in lists[step]]) if step in lists else "[]")
+                for lists, (_, key) in zip(by, moves)
+            )
+            for step in set().union(*by)
+        }
+
+    def _prefills(self, count: int) -> Iterator[str]:
+        """Each step's prefill list, step by step (a step without chunks: ``[]``)."""
+        return chain.from_iterable(self._prefill_runs(count))
+
+    def _prefill_runs(self, count: int) -> Iterator[Iterable[str]]:
+        ids, item, inner = self.ids, self.item, self.inner
+        done = -1  # the last step given
+        group: list[str] = []
+        for step, n, at, tokens in self.run["chunks"]:
+            if step != done:
+                if group:
+                    yield (self._list(group),)
+                    group = []
+                yield repeat("[]", step - done - 1)
+                done = step
+            fields = f'"id": {ids[n]},{inner}"fromToken": {at},{inner}"tokens": {tokens}'
+            group.append("{" + inner + fields + item + "}")
+        if group:
+            yield (self._list(group),)
+        yield repeat("[]", count - done - 1)
+
+    def _batches(self, count: int) -> Iterator[str]:
+        """Each step's decode batch, step by step (a step that does not decode: ``[]``)."""
+        return chain.from_iterable(self._batch_runs(count))
+
+    def _batch_runs(self, count: int) -> Iterator[Iterable[str]]:
+        batches = chain.from_iterable(self._batch_texts())  # one per decode step
+        done = -1  # the last step given
+        streak = 0  # decode steps in a row since then
+        for step in self.decode_steps:
+            if step != done + 1:
+                yield islice(batches, streak)
+                yield repeat("[]", step - done - 1)
+                streak = 0
+            streak += 1
+            done = step
+        yield islice(batches, streak)
+        yield repeat("[]", count - done - 1)
+
+    def _batch_texts(self) -> Iterator[Iterable[str]]:
+        """The batch of each decode step, as runs of one text.
 
         The decode batch is the running set in the order its members entered it
-        (``servesim.compact``): a resume (swap-in) joins at the start of its step, before the
-        step's decode, a slice after its step's prefill; each leaves after its ``count``-th
-        decode.
+        (``servesim.compact``): a slice or resume with ``count`` decodes from decode index
+        ``at`` holds a place for decode steps ``at`` to ``at + count - 1``; entries are made
+        in time order (``_entries``), and at one decode index those leaving go before those
+        entering.
         """
-        run, ids, ends, end_text = self.run, self.ids, self.ends, self.end_text
-        decode_steps, chunks = self.decode_steps, run["chunks"]
-        pad, item, inner = self.pad, self.item, self.inner
-        moves = [  # each table's lists, as text, by step
-            ("," + pad + key_text(key), {s: self._list([ids[n] for n in v]) for s, v in by.items()})
-            for table, key in _MOVES
-            if table in run
-            for by in [_by_step(run[table])]
-        ]
+        joins: dict[int, list[int]] = {}
+        leaves: dict[int, list[int]] = {}
+        for *_, n, at, count in _entries(self.run):
+            if count:
+                joins.setdefault(at, []).append(n)
+                leaves.setdefault(at + count, []).append(n)
+        ids, total = self.ids, len(self.decode_steps)
         running: dict[int, None] = {}
-        leaving: dict[int, list[int]] = {}
-        entries = _entries(run)
-        entry = next(entries, None)
-        at_chunk = decoded = 0  # chunks and decode steps written so far
-        batch = None  # the running set as text (None: it changed since)
-        for step, start in enumerate(step_starts(run)):
-            prefill = []
-            while at_chunk < len(chunks) and chunks[at_chunk][0] == step:
-                _, n, at, tokens = chunks[at_chunk]
-                fields = f'"id": {ids[n]},{inner}"fromToken": {at},{inner}"tokens": {tokens}'
-                prefill.append("{" + inner + fields + item + "}")
-                at_chunk += 1
-            while entry is not None and entry[0] == step and entry[1] == 0:
-                if _join(entry, running, leaving):
-                    batch = None
-                entry = next(entries, None)
-            decode = "[]"
-            if decoded < len(decode_steps) and decode_steps[decoded] == step:
-                if batch is None:
-                    batch = self._list([ids[n] for n in running])
-                decode = batch
-                gone = leaving.pop(decoded, None)
-                if gone:
-                    for n in gone:
-                        del running[n]
-                    batch = None
-                decoded += 1
-            while entry is not None and entry[0] == step:
-                if _join(entry, running, leaving):
-                    batch = None
-                entry = next(entries, None)
-            after = step and start is ends[step - 1]  # no idle wait before it
-            moved = "".join(key + lists.get(step, "[]") for key, lists in moves)
-            yield (
-                f'{{{pad}"index": {step},{pad}"startMs": '
-                f"{end_text[step - 1] if after else value_text(start)},{pad}"
-                f'"endMs": {end_text[step]},{pad}"decode": {decode},{pad}'
-                f'"prefill": {self._list(prefill)}{moved}{self.close}}}'
-            )
+        text, since = "[]", 0
+        for at in sorted(joins.keys() | leaves.keys()):
+            if at >= total:
+                break
+            yield repeat(text, at - since)
+            for n in leaves.get(at, ()):
+                del running[n]
+            for n in joins.get(at, ()):
+                running[n] = None
+            text, since = self._list([ids[n] for n in running]), at
+        yield repeat(text, total - since)
 
 
 _MOVES = (("preempts", "preempt"), ("swapOuts", "swapOut"), ("swapIns", "swapIn"))
@@ -274,13 +348,3 @@ def _entries(run: dict) -> Iterator[tuple]:
     ]
     rows.sort()
     return iter(rows)
-
-
-def _join(entry: tuple, running: dict, leaving: dict) -> bool:
-    """Add ``entry``'s request to the running set (if it decodes); whether the set changed."""
-    *_, n, at, count = entry
-    if not count:
-        return False
-    running[n] = None
-    leaving.setdefault(at + count - 1, []).append(n)
-    return True

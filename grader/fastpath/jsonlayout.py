@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Iterator
+from itertools import islice
 
 INDENT = "  "
 SCALARS = (str, int, float, bool, type(None))
@@ -68,11 +69,48 @@ def container(members: Iterable[Iterable[str]], level: int, brackets: str) -> It
     yield brackets if first else "\n" + INDENT * level + brackets[1]
 
 
+def array(texts: Iterable[str], level: int, block: int) -> Iterator[str]:
+    """A list at ``level`` whose members come as texts, ``block`` members joined per piece
+    (few pieces to write, and no more than a block's text held at once)."""
+    pad = "\n" + INDENT * (level + 1)
+    texts = iter(texts)
+    opening, separator = "[" + pad, "," + pad
+    while members := list(islice(texts, block)):
+        yield opening + separator.join(members)
+        opening = separator
+    yield "[]" if opening[0] == "[" else "\n" + INDENT * level + "]"
+
+
 def number(value: float) -> str:
     """A float's JSON text; like ``json`` with ``allow_nan=False``, refuses NaN and infinities."""
     if not math.isfinite(value):
         raise ValueError(f"Out of range float values are not JSON compliant: {value!r}")
     return float.__repr__(value)
+
+
+def texts(values: list) -> list[str]:
+    """The JSON text of each scalar of ``values``, as ``value_text`` spells it.
+
+    A list of finite floats (a run's times) or of integers is spelled by C-level ``map``s, and a
+    float that recurs (the gaps between steps) once; anything else, or a value ``json``
+    refuses, takes ``value_text`` one by one (which raises as ``json`` does).
+    """
+    kinds = set(map(type, values))
+    if kinds == {float} and all(map(math.isfinite, values)):
+        distinct = set(values)
+        if len(distinct) > len(values) // 4:
+            return list(map(float.__repr__, values))
+        # few distinct values (the gaps between steps): each spelled once; 0.0 and -0.0 are
+        # one key but two spellings, so zeros are spelled one by one
+        spelled = {value: float.__repr__(value) for value in distinct}
+        spelled[0.0] = None
+        out = list(map(spelled.__getitem__, values))
+        if 0.0 in distinct:
+            out = [float.__repr__(v) if t is None else t for t, v in zip(out, values)]
+        return out
+    if kinds == {int}:
+        return list(map(int.__repr__, values))
+    return list(map(value_text, values))
 
 
 def value_text(value) -> str:
