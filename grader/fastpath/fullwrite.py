@@ -87,7 +87,7 @@ class _Texts:
         self.decode_text = list(map(self.end_text.__getitem__, self.decode_steps))
         decode_ends = list(map(self.ends.__getitem__, self.decode_steps))
         self.gaps = [0.0, *map(operator.sub, decode_ends[1:], decode_ends[:-1])]
-        self.gap_text = texts(self.gaps)
+        self.gap_text = texts(self.gaps, recurring=True)
         self.ids = [scalar(rid) for rid in run["requests"]["id"]]
 
     def _list(self, texts: list[str]) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Iterator
-from itertools import islice
+from itertools import islice, repeat
 
 INDENT = "  "
 SCALARS = (str, int, float, bool, type(None))
@@ -88,26 +88,24 @@ def number(value: float) -> str:
     return float.__repr__(value)
 
 
-def texts(values: list) -> list[str]:
+def texts(values: list, recurring: bool = False) -> list[str]:
     """The JSON text of each scalar of ``values``, as ``value_text`` spells it.
 
-    A list of finite floats (a run's times) or of integers is spelled by C-level ``map``s, and a
-    float that recurs (the gaps between steps) once; anything else, or a value ``json``
-    refuses, takes ``value_text`` one by one (which raises as ``json`` does).
+    A list of finite floats (a run's times) or of integers is spelled by C-level ``map``s;
+    ``recurring`` (few distinct values, e.g. the gaps between steps): each distinct float is
+    spelled once. Anything else, or a value ``json`` refuses, takes ``value_text`` one by one
+    (which raises as ``json`` does).
     """
     kinds = set(map(type, values))
     if kinds == {float} and all(map(math.isfinite, values)):
-        distinct = set(values)
-        if len(distinct) > len(values) // 4:
+        if not recurring:
             return list(map(float.__repr__, values))
-        # few distinct values (the gaps between steps): each spelled once; 0.0 and -0.0 are
-        # one key but two spellings, so zeros are spelled one by one
-        spelled = {value: float.__repr__(value) for value in distinct}
-        spelled[0.0] = None
-        out = list(map(spelled.__getitem__, values))
-        if 0.0 in distinct:
-            out = [float.__repr__(v) if t is None else t for t, v in zip(out, values)]
-        return out
+        spelled = {value: float.__repr__(value) for value in set(values)}
+        if 0.0 in spelled and min(map(math.copysign, repeat(1.0), values)) < 0:
+            spelled[0.0] = None  # 0.0 and -0.0: one key, two spellings
+            out = list(map(spelled.__getitem__, values))
+            return [float.__repr__(v) if t is None else t for t, v in zip(out, values)]
+        return list(map(spelled.__getitem__, values))
     if kinds == {int}:
         return list(map(int.__repr__, values))
     return list(map(value_text, values))
