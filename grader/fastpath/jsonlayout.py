@@ -8,6 +8,7 @@ separator.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Iterable, Iterator
@@ -99,8 +100,9 @@ def texts(values: list, recurring: bool = False) -> list[str]:
     kinds = set(map(type, values))
     if kinds == {float} and all(map(math.isfinite, values)):
         if not recurring:
-            return list(map(float.__repr__, values))
-        spelled = {value: float.__repr__(value) for value in set(values)}
+            return floats_text(values)
+        distinct = list(set(values))
+        spelled = dict(zip(distinct, floats_text(distinct)))
         if 0.0 in spelled and min(map(math.copysign, repeat(1.0), values)) < 0:
             spelled[0.0] = None  # 0.0 and -0.0: one key, two spellings
             out = list(map(spelled.__getitem__, values))
@@ -109,6 +111,38 @@ def texts(values: list, recurring: bool = False) -> list[str]:
     if kinds == {int}:
         return list(map(int.__repr__, values))
     return list(map(value_text, values))
+
+
+def floats_text(values: list[float]) -> list[str]:
+    """``float.__repr__`` of each of ``values`` (finite floats), by orjson where it spells
+    them the same.
+
+    orjson writes the shortest text that reads back as the same float, as ``repr`` does, and
+    lays it out as ``repr`` does except below 1e-4 (``0.00005``, ``1e-9`` for ``5e-05``,
+    ``1e-09``): it is used when no value is that small (zero aside) and the orjson installed
+    spells ``_PROBES`` as ``repr`` does; ``tests/grader/test_fullwrite.py`` compares the two.
+    """
+    orjson = _orjson()
+    if orjson and min(map(abs, filter(None, values)), default=1.0) >= 1e-4:
+        text = orjson.dumps(values).decode()
+        return text[1:-1].split(",") if len(text) > 2 else []
+    return list(map(float.__repr__, values))
+
+
+# floats whose spellings show a layout: exponents, integral values, the shortest round trip
+_PROBES = [0.0, -0.0, 1e-4, 0.1, 1.5, 100.0, 123.456, 5652005.528996588, 1e15, 1e16]
+_PROBES += [1.2345e17, -2.5e22, 1.7976931348623157e308, 1e-10, 2.5e-300, 20.299999999813735]
+
+
+@functools.cache
+def _orjson():
+    """orjson, where it is installed and spells ``_PROBES`` as ``repr`` does (else None)."""
+    try:
+        import orjson
+    except ImportError:
+        return None
+    same = orjson.dumps(_PROBES).decode() == "[" + ",".join(map(repr, _PROBES)) + "]"
+    return orjson if same else None
 
 
 def value_text(value) -> str:

@@ -232,3 +232,30 @@ def test_integer_times_are_spelled_as_json_spells_them(tmp_path):
     for run in doc["runs"]:
         run["stepEndMs"] = [math.ceil(end) for end in run["stepEndMs"]]
     assert_streams(doc)
+
+
+finite = st.floats(allow_nan=False, allow_infinity=False)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    values=st.lists(finite | st.sampled_from([0.0, -0.0, 1e-4, 9.9e-5, 1e16]), max_size=40),
+    recurring=st.booleans(),
+)
+def test_number_texts_are_json_spellings(values, recurring):
+    """``texts`` (by orjson where it agrees, else ``repr``) spells floats as ``json`` does,
+    tiny ones, huge ones and negative zeros included, and with the standard library alone."""
+    from grader.fastpath import jsonlayout
+
+    expected = [json.dumps(v) for v in values]
+    assert jsonlayout.texts(values, recurring) == expected
+    assert jsonlayout.texts([*values, *values], True) == expected * 2
+    assert jsonlayout._orjson() is not None  # the traces extra installs it
+    try:
+        jsonlayout._orjson.cache_clear()
+        sys.modules["orjson"], saved = None, sys.modules.get("orjson")  # its import fails
+        assert jsonlayout._orjson() is None
+        assert jsonlayout.texts(values, recurring) == expected
+    finally:
+        sys.modules["orjson"] = saved
+        jsonlayout._orjson.cache_clear()
