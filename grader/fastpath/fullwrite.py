@@ -18,13 +18,14 @@ document.
 from __future__ import annotations
 
 import operator
+from array import array
 from collections.abc import Iterable, Iterator
 from itertools import chain, islice, repeat
 
 from servesim.compact import _AFTER_EVENTS, _NO_METRICS, is_compact
 from servesim.metrics import request_metrics
 
-from .jsonlayout import INDENT, array, container, encode, key_text, scalar, texts, value_text
+from .jsonlayout import INDENT, container, encode, json_list, key_text, scalar, texts, value_text
 
 _HEAD = ("policy", "params", "device", "fault")  # a full entry's keys before "requests"
 _EVENTS = 256  # events joined per piece written
@@ -62,7 +63,7 @@ def _run(run: dict, level: int) -> Iterator[str]:
         yield from texts
 
     members = [value(k) for k in _HEAD if k in run]
-    members += [rows("requests", array(text.records(), inner, 8))]
+    members += [rows("requests", json_list(text.records(), inner, 8))]
     members += [rows("events", text.events(inner))]
     members += [value(k) for k in (*_AFTER_EVENTS, "summary") if k in run]
     yield from container(members, level, "{}")
@@ -86,7 +87,11 @@ class _Texts:
         self.end_text = texts(self.ends)
         self.decode_text = list(map(self.end_text.__getitem__, self.decode_steps))
         decode_ends = list(map(self.ends.__getitem__, self.decode_steps))
-        self.gaps = [0.0, *map(operator.sub, decode_ends[1:], decode_ends[:-1])]
+        gaps = chain([0.0], map(operator.sub, islice(decode_ends, 1, None), decode_ends))
+        # 8 bytes a gap where the times are floats (a file written by hand may hold integers)
+        floats = set(map(type, decode_ends)) <= {float}
+        self.gaps = array("d", gaps) if floats else list(gaps)
+        del decode_ends
         self.gap_text = texts(self.gaps, recurring=True)
         self.ids = [scalar(rid) for rid in run["requests"]["id"]]
 

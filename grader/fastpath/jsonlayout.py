@@ -70,7 +70,7 @@ def container(members: Iterable[Iterable[str]], level: int, brackets: str) -> It
     yield brackets if first else "\n" + INDENT * level + brackets[1]
 
 
-def array(texts: Iterable[str], level: int, block: int) -> Iterator[str]:
+def json_list(texts: Iterable[str], level: int, block: int) -> Iterator[str]:
     """A list at ``level`` whose members come as texts, ``block`` members joined per piece
     (few pieces to write, and no more than a block's text held at once)."""
     pad = "\n" + INDENT * (level + 1)
