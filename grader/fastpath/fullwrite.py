@@ -4,13 +4,17 @@ is ``jsonlayout``'s).
 ``runfile.dumps(expand_document(doc), indent=2)`` builds every token time and every batch of
 a run as Python objects and then walks them with ``json``'s pure-Python indenting encoder: on a
 run of a few thousand requests that is hundreds of megabytes of objects and most of the
-process's time. ``chunks(doc)`` yields the same text, byte for byte, one request and one event
-at a time: memory holds the compact tables and one record, never the expanded run.
+process's time. ``chunks(doc)`` yields the same text, byte for byte, a few requests or a few
+hundred events at a time: memory holds the compact tables, the text of each step's end time and
+of each distinct gap between decode steps, and one piece, never the expanded run. No token time
+becomes an object: a request's token times are slices of the step texts, joined, and the events
+are C-level iterators over per-step columns, interleaved with the constant text between them.
 
-The bytes agree because every scalar goes through ``json``'s own C encoder (the same ``repr``
-of floats, the same string escapes with ``ensure_ascii=False``) and the layout is the one
-``json.dumps(indent=2)`` writes: a container whose members are all scalars is encoded in one
-call, with the newline and the next level's indent as its item separator.
+The bytes agree because every scalar is spelled as ``json``'s C encoder spells it (``repr`` of
+floats, or orjson where ``jsonlayout.floats_text`` finds it spells the same; the same string
+escapes with ``ensure_ascii=False``) and the layout is the one ``json.dumps(indent=2)`` writes:
+a container whose members are all scalars is encoded in one call, with the newline and the
+next level's indent as its item separator.
 ``tests/grader/test_fullwrite.py`` holds the text equal to ``runfile.dumps`` of the expanded
 document.
 """
