@@ -186,7 +186,7 @@ def summarize(arrival, starts, ends, decode_steps, chunk_steps, tokens) -> dict:
         "requests": len(first),
         "allDoneMs": float(last.max()),
         "submissions": len(ends),
-        "prefillSubmissions": len(set(chunk_steps)),
+        "prefillSubmissions": len(np.unique(np.asarray(chunk_steps, dtype=np.int64))),
         "decodeSubmissions": len(decode_steps),
         "busyMs": python_sum(ends - starts),
         "ttftMs": distribution(first - arrival),
