@@ -21,7 +21,7 @@ from contextlib import contextmanager
 import numpy as np
 from servesim.compact import COMPACT, expand_run
 
-from . import paged, summary
+from . import paged, summary, tracecolumns
 from .columns import Table, floats, ints, view, zeros
 from .executor import Steps, Unsupported, Workload, execute, request_columns, request_ids
 from .planners import PLANNERS
@@ -61,6 +61,8 @@ def covers(unit, policy: str, trace, device) -> bool:
         return False  # swap (31.6): the lab engine's host pool and transfers
     if device.kv_pages is not None and not _manages_pages(name):
         return False
+    if isinstance(trace.requests, tracecolumns.Requests):
+        return True  # read into columns: plain requests only
     return not any(set(r) - _PLAIN_FIELDS for r in trace.raw.get("requests", []))
 
 

@@ -93,10 +93,10 @@ class Workload:
 def request_columns(trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(arrival, prompt, output)`` of ``trace``'s requests as numpy arrays, in trace order.
 
-    A trace read into columns (``trace.columns``: see ``grader.fastpath.tracecolumns``) gives
-    them without a per-request object.
+    A trace read into columns (``grader.fastpath.tracecolumns``) gives them without a
+    per-request object.
     """
-    columns = getattr(trace, "columns", None)
+    columns = getattr(trace.requests, "columns", None)
     if columns is not None:
         return columns.arrival_ms(), columns.input_tokens(), columns.output_tokens()
     reqs = trace.requests
@@ -110,7 +110,7 @@ def request_columns(trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def request_ids(trace) -> list[str]:
     """The ids of ``trace``'s requests, in trace order."""
-    columns = getattr(trace, "columns", None)
+    columns = getattr(trace.requests, "columns", None)
     return columns.ids if columns is not None else [r.id for r in trace.requests]
 
 
