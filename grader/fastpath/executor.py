@@ -30,7 +30,7 @@ class Unsupported(Exception):
     """The run leaves what the executor covers (the lab engine then runs it, or explains)."""
 
 
-@dataclass
+@dataclass(slots=True)
 class QueueState:
     """What a planner reads at a decision point. Queue positions follow arrival order."""
 
@@ -126,26 +126,27 @@ def execute(work: Workload, device, planner: Planner, capped: bool = False) -> S
     leaving: dict[int, list[int]] = {}  # decode index -> [requests, pages] leaving after it
     st = QueueState()
     clock = 0.0
+    arrival, ends, decode_steps = work.arrival, out.ends, out.decode_steps
     while True:
-        while st.arrived < total and work.arrival[st.arrived] <= clock:
+        while st.arrived < total and arrival[st.arrived] <= clock:
             st.arrived += 1
         if st.head == st.arrived and not st.running:
             if st.arrived == total:
                 return out
-            clock, st.decoded_last = work.arrival[st.arrived], False  # idle: next arrival
-            out.idle.append([len(out.ends), clock])
+            clock, st.decoded_last = arrival[st.arrived], False  # idle: next arrival
+            out.idle.append([len(ends), clock])
             continue
         decode, plan, tokens = planner(st)
         end = step_end(device, clock, st.running if decode else 0, tokens)
         if not capped:
             _check_active(device, st, plan)
         out.starts.append(clock)
-        out.ends.append(end)
+        ends.append(end)
         if decode:
-            out.decode_steps.append(len(out.ends) - 1)
+            decode_steps.append(len(ends) - 1)
         _prefill(work, st, plan, out, leaving)
         if decode:
-            gone = leaving.pop(len(out.decode_steps) - 1, (0, 0))
+            gone = leaving.pop(len(decode_steps) - 1, (0, 0))
             st.running -= gone[0]
             st.reserved -= gone[1]
         st.decoded_last = decode
@@ -186,7 +187,7 @@ def _prefill(work: Workload, st: QueueState, plan, out: Steps, leaving) -> None:
         if not done:
             st.reserved += work.reserve[pos]
         req = work.order[pos]
-        out.chunks.add(step, req, done, tokens)
+        out.chunks.flat.extend((step, req, done, tokens))  # Table.add, without the call
         if done + tokens < work.prompt[pos]:
             st.head_done = done + tokens
             continue

@@ -9,6 +9,7 @@ path's columns and tables must be written as the lists they stand for.
 from __future__ import annotations
 
 import json
+import tracemalloc
 from array import array
 from pathlib import Path
 
@@ -148,3 +149,22 @@ def test_columns_are_written_as_their_lists(count):
     assert isinstance(doc["f"], array) and table.tolist() == rows and len(table) == count
     assert [list(r) for r in table] == rows and [list(table[k]) for k in range(count)] == rows
     assert table[1:3].tolist() == rows[1:3]
+
+
+def test_columns_hold_far_less_than_a_dict_and_a_tuple_per_request(tmp_path):
+    """What a read trace keeps: columns, not the decoded dicts and ``Request`` tuples."""
+    path = tmp_path / "trace.json"
+    requests = [
+        {"id": f"r{k}", "arrivalMs": k * 1.25, "inputTokens": 300 + k, "outputTokens": 500 + k}
+        for k in range(5_000)
+    ]
+    path.write_text(json.dumps({"name": "big", "requests": requests}), encoding="utf-8")
+    kept = {}
+    for name, read in (("columns", tracecolumns.read_trace), ("dicts", read_trace_file)):
+        tracemalloc.start()
+        trace = read(path)
+        kept[name] = tracemalloc.get_traced_memory()[0]
+        tracemalloc.stop()
+        assert len(trace.requests) == len(requests)
+        del trace
+    assert kept["columns"] < 0.3 * kept["dicts"], kept
