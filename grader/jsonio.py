@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from array import array
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
@@ -70,8 +71,9 @@ def run_file_chunks(doc: dict, indent: int | None = 2) -> Iterator[str]:
 
     Unindented (compact runs), a long list is encoded a block of members at a time and a dict
     key by key, so that no more than a block's text exists at once besides the document: the
-    pieces join to exactly the one-call text, which has no whitespace to differ in. Indented
-    documents come in one piece.
+    pieces join to exactly the one-call text, which has no whitespace to differ in. Columns
+    (``array.array``, the fast path's tables: see ``_column``) are written as the lists they
+    stand for, also a block at a time. Indented documents (lists only) come in one piece.
     """
     if indent is not None:
         yield dumps_run_file(doc, indent)
@@ -100,6 +102,8 @@ def _pieces(value, encode: Callable[[object], str]) -> Iterator[str]:
             yield from _pieces(member, encode)
             opening = ","
         yield "}"
+    elif isinstance(value, array) or hasattr(value, "json_blocks"):
+        yield from _column(value, encode)
     elif isinstance(value, list) and len(value) > _BLOCK_ITEMS:
         opening = "["
         for at in range(0, len(value), _BLOCK_ITEMS):
@@ -115,6 +119,23 @@ def _pieces(value, encode: Callable[[object], str]) -> Iterator[str]:
         yield "]"
     else:
         yield encode(value)
+
+
+def _column(value, encode: Callable[[object], str]) -> Iterator[str]:
+    """A column (``array.array``, or an object with ``json_blocks(size)`` yielding lists, as
+    the fast path's tables) as the JSON list of its values, a block at a time."""
+    if isinstance(value, array):
+        blocks = (
+            value[at : at + _BLOCK_ITEMS].tolist() for at in range(0, len(value), _BLOCK_ITEMS)
+        )
+    else:
+        blocks = value.json_blocks(_BLOCK_ITEMS)
+    opening = "["
+    for block in blocks:
+        if block:
+            yield opening + encode(block)[1:-1]
+            opening = ","
+    yield "[]" if opening == "[" else "]"
 
 
 def write_text_atomic(path: Path, text: str, mode: int = 0o644) -> None:

@@ -142,10 +142,12 @@ def main(
     run_one=None,
     encode=None,
     report=None,
+    read_trace=None,
 ) -> int:
-    """``simulate.py``. Staff tools pass ``run_one`` (see ``run_policies``) and ``encode``, the
-    run file's text as ``runfile.dumps`` makes it (a faster encoder of the same JSON); a lab
-    passes ``report(setup, run) -> lines``, its own summary of each run under a protocol."""
+    """``simulate.py``. Staff tools pass ``run_one`` (see ``run_policies``), ``encode``, the
+    run file's text as ``runfile.dumps`` makes it (a faster encoder of the same JSON), and
+    ``read_trace``, ``read_trace_file``'s trace read another way; a lab passes
+    ``report(setup, run) -> lines``, its own summary of each run under a protocol."""
     lab = load_lab(lab_dir) if lab_dir else load_lab()
     parser = parser_for(lab)
     args = parser.parse_args(argv)
@@ -160,7 +162,8 @@ def main(
     if not args.trace and protocol is None:
         parser.error("--trace is required")
     try:
-        trace = read_trace_file(resolve_trace(args.trace or protocol.sizes, lab.traces_dir))
+        path = resolve_trace(args.trace or protocol.sizes, lab.traces_dir)
+        trace = (read_trace or read_trace_file)(path)
         device = device_from_args(lab, args)
     except (TraceError, UsageError) as exc:
         print(f"{parser.prog}: error: {exc}", file=sys.stderr)

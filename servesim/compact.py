@@ -84,7 +84,9 @@ def idle_starts(starts: list[float], ends: list[float]) -> list[list]:
 def step_starts(run: dict) -> list[float]:
     """Every step's start time of a compact entry."""
     ends = run["stepEndMs"]
-    starts = [0.0, *ends[:-1]] if ends else []
+    starts = ends[:1] + ends[:-1]  # of the type of ``ends`` (a list, or a staff tool's column)
+    if starts:
+        starts[0] = 0.0
     for step, start in run["idleStarts"]:
         starts[step] = start
     return starts

@@ -84,13 +84,23 @@ def _step_totals(run: dict) -> tuple[int, int, int, float]:
     """Submissions, prefill and decode submissions, busy time, from the run's own event log."""
     if is_compact(run):  # servesim.compact: step times, chunks, decode steps
         starts, ends = step_starts(run), run["stepEndMs"]
-        prefill = len({chunk[0] for chunk in run["chunks"]})
+        prefill = _distinct_steps(run["chunks"])
         busy = sum(end - start for start, end in zip(starts, ends))
         return len(starts), prefill, len(run["decodeSteps"]), busy
     events = run["events"]
     prefill = sum(1 for e in events if e["prefill"])
     decode = sum(1 for e in events if e["decode"])
     return len(events), prefill, decode, sum(e["endMs"] - e["startMs"] for e in events)
+
+
+def _distinct_steps(chunks) -> int:
+    """How many steps prefill, from a compact run's chunks (in step order, as the format keeps
+    them): a count of changes, without a set of a million steps."""
+    count, last = 0, None
+    for step, *_ in chunks:
+        if step != last:
+            count, last = count + 1, step
+    return count
 
 
 def _totals_rows(runs: list[dict]) -> list[list[str]]:

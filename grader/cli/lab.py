@@ -41,19 +41,21 @@ def _run_script(command: str, load_main: Callable, args, extra: list[str]) -> in
     engine = getattr(args, "engine", None)
     if engine is None or args.help:
         return _help_exit(script_main, extra, policies, unit)
-    run_one, encode = fast_runner(unit, engine)
+    run_one, encode, read_trace = fast_runner(unit, engine)
     return script_main(
         extra,
         policies_module=policies,
         lab_dir=unit.lab_dir,
         run_one=run_one,
         encode=encode,
+        read_trace=read_trace,
     )
 
 
 def fast_runner(unit, engine: str):
-    """``simulate.py``'s ``run_one`` and ``encode`` hooks for ``--engine``: the fast path where
-    it applies, and the run file's text.
+    """``simulate.py``'s ``run_one``, ``encode`` and ``read_trace`` hooks for ``--engine``: the
+    fast path where it applies, the run file's text, and the trace read into columns
+    (``fastpath.tracecolumns``; None with the lab engine or without numpy).
 
     ``auto`` uses the fast path when it covers the run and numpy is installed (the ``traces``
     extra), the lab engine otherwise; ``fast`` insists (one error line when it cannot run);
@@ -68,7 +70,12 @@ def fast_runner(unit, engine: str):
     to_expand: set[int] = set()  # id() of the compact entries to write in the full format
 
     def encode(document: dict, indent: int | None = 2):
-        if not any(id(run) in to_expand for run in document["runs"]):
+        expand = any(id(run) in to_expand for run in document["runs"])
+        if columns_read and (expand or indent is not None):
+            from ..fastpath import tracecolumns
+
+            document = tracecolumns.listed(document)  # writers of lists only
+        if not expand:
             return run_file_chunks(document, indent)
         from ..fastpath import fullwrite
 
@@ -100,7 +107,20 @@ def fast_runner(unit, engine: str):
             )
         return run
 
-    return run_one, encode
+    columns_read = False
+
+    def read_trace(path):
+        nonlocal columns_read
+        try:
+            from ..fastpath import tracecolumns
+        except ImportError:  # numpy is not in the core install
+            from servesim.trace import read_trace_file
+
+            return read_trace_file(path)
+        columns_read = True
+        return tracecolumns.read_trace(path)
+
+    return run_one, encode, None if engine == "lab" else read_trace
 
 
 def _simulate_main():

@@ -18,10 +18,12 @@ from __future__ import annotations
 import gc
 from contextlib import contextmanager
 
+import numpy as np
 from servesim.compact import COMPACT, expand_run
 
-from . import paged, summary
-from .executor import Steps, Unsupported, Workload, execute
+from . import paged, summary, tracecolumns
+from .columns import Table, floats, ints, view, zeros
+from .executor import Steps, Unsupported, Workload, execute, request_columns, request_ids
 from .planners import PLANNERS
 
 
@@ -59,6 +61,8 @@ def covers(unit, policy: str, trace, device) -> bool:
         return False  # swap (31.6): the lab engine's host pool and transfers
     if device.kv_pages is not None and not _manages_pages(name):
         return False
+    if isinstance(trace.requests, tracecolumns.Requests):
+        return True  # read into columns: plain requests only
     return not any(set(r) - _PLAIN_FIELDS for r in trace.raw.get("requests", []))
 
 
@@ -82,10 +86,6 @@ def reference_run(unit, policy: str, params: dict, trace, device, fmt: str, exte
         return run if fmt == COMPACT else expand_run(run)
 
 
-def _where(column: list, keep: list[bool]) -> list:
-    return [value for value, k in zip(column, keep) if k]
-
-
 @contextmanager
 def _no_gc():
     enabled = gc.isenabled()
@@ -98,57 +98,55 @@ def _no_gc():
 
 
 def compact_run(policy: str, params: dict, device, trace, steps: Steps, extended=False) -> dict:
-    """The compact run entry (``servesim.compact``) of what the executor produced."""
-    reqs = trace.requests
-    output = [r.output_tokens for r in reqs]
-    arrival = [r.arrival_ms for r in reqs]
+    """The compact run entry (``servesim.compact``) of what the executor produced.
+
+    Its long lists are columns (``columns``): the run-file writer and the compact format's
+    readers take them as the lists they stand for.
+    """
+    arrival, prompt, output = request_columns(trace)
+    count = len(output)
     slices = steps.slices
     if slices is None:  # every request entered the running set once
-        slices = [
-            [n, step, first, out - 1]
-            for n, (step, first, out) in enumerate(
-                zip(steps.first_step, steps.first_decode, output)
-            )
-        ]
+        first_step, first_decode = view(steps.first_step), view(steps.first_decode)
+        rows = np.stack((np.arange(count), first_step, first_decode, output - 1), axis=1)
+        slices = Table.of(rows)
     done = steps.completed  # None: every request completed
-    kept = (lambda column: column) if done is None else (lambda column: _where(column, done))
+    kept = (lambda column: column) if done is None else (lambda column: column[done])
     tokens = summary.request_tokens(steps.ends, steps.decode_steps, slices, kept(output))
+    chunk_steps = steps.chunks.column(0)
     figures = summary.summarize(
-        kept(arrival),
-        steps.starts,
-        steps.ends,
-        steps.decode_steps,
-        [c[0] for c in steps.chunks],
-        tokens,
+        kept(arrival), steps.starts, steps.ends, steps.decode_steps, chunk_steps, tokens
     )
-    figures["requests"] = len(reqs)
+    figures["requests"] = count
     columns = {
-        "id": [r.id for r in reqs],
-        "arrivalMs": arrival,
-        "inputTokens": [r.input_tokens for r in reqs],
-        "outputTokens": output,
+        "id": request_ids(trace),
+        "arrivalMs": floats(arrival),
+        "inputTokens": ints(prompt),
+        "outputTokens": ints(output),
     }
     run = {"policy": policy, "params": dict(params), "device": device.to_json(), "fault": None}
     if extended:  # unit 08's fields: every request completed or was rejected at arrival
         # what the engine would enforce
         run["limits"] = {"budget": params.get("budget"), "queueCap": None}
-        count = len(reqs)
-        recomputes = steps.recomputes or [0] * count
-        recomputed = steps.recomputed_tokens or [0] * count
-        status, status_ms = ["completed"] * count, tokens[1].tolist()
+        recomputes = steps.recomputes if steps.recomputes is not None else zeros(count)
+        recomputed = steps.recomputed_tokens
+        recomputed = recomputed if recomputed is not None else zeros(count)
+        status, status_ms = ["completed"] * count, tokens[1]
         if done is not None:  # a rejected request's status time is its arrival
-            finish = iter(status_ms)
-            status = [s if d else "rejected" for s, d in zip(status, done)]
-            status_ms = [next(finish) if d else a for a, d in zip(arrival, done)]
-            figures["allDoneMs"] = max(status_ms)
-        columns |= {"status": status, "statusMs": status_ms}
+            status = ["completed" if d else "rejected" for d in done.tolist()]
+            status_ms = arrival.copy()
+            status_ms[done] = tokens[1]
+            figures["allDoneMs"] = float(status_ms.max())
+        columns |= {"status": status, "statusMs": floats(status_ms)}
         columns |= {"recomputes": recomputes, "recomputedTokens": recomputed}
         completed = len(tokens[0])
         figures |= {"completed": completed, "rejected": count - completed, "cancelled": 0}
-        admitted = columns["inputTokens"] if done is None else kept(columns["inputTokens"])
-        prompt, again = sum(admitted), sum(recomputed)
-        figures |= {"recomputes": sum(recomputes), "recomputedTokens": again}
-        figures |= {"promptTokens": prompt, "recomputeRatio": again / prompt if prompt else 0.0}
+        prompt_sum, again = int(kept(prompt).sum()), int(view(recomputed).sum())
+        figures |= {"recomputes": int(view(recomputes).sum()), "recomputedTokens": again}
+        figures |= {
+            "promptTokens": prompt_sum,
+            "recomputeRatio": again / prompt_sum if prompt_sum else 0.0,
+        }
     return run | {
         "format": COMPACT,
         "stepEndMs": steps.ends,

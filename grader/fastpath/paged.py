@@ -23,6 +23,9 @@ import heapq
 from collections import deque
 from dataclasses import fields
 
+import numpy as np
+
+from .columns import Table, floats, ints, view, zeros
 from .executor import Steps, Unsupported, Workload, step_end, step_work
 
 # device fields this executor models; any other at a value other than its default is declined
@@ -47,26 +50,26 @@ def execute(work: Workload, device, budget: int) -> Steps:
     page, pool, cap = device.page_tokens, device.kv_pages, device.max_active
     overhead = device.overhead_ms
     count = len(work.order)
-    out = Steps(preempts=[], recomputes=[0] * count, recomputed_tokens=[0] * count)
-    # a request whose pages could never fit is rejected at arrival and takes no part in any step
-    admitted = [p for p in range(count) if pool is None or work.reserve[p] <= pool]
-    if not admitted:
-        raise Unsupported("every request is rejected")
-    if len(admitted) < count:
-        out.completed = [True] * count
-        for p in set(range(count)).difference(admitted):
-            out.completed[work.order[p]] = False
-    order, arrival, prompt, output = (
-        [column[p] for p in admitted]
-        for column in (work.order, work.arrival, work.prompt, work.output)
-    )
-    total = len(admitted)
+    out = Steps(preempts=[], recomputes=zeros(count), recomputed_tokens=zeros(count))
+    order, arrival, prompt, output = work.order, work.arrival, work.prompt, work.output
+    if pool is not None:
+        # a request whose pages could never fit is rejected at arrival and takes no part in
+        # any step
+        admitted = view(work.reserve) <= pool
+        if not admitted.any():
+            raise Unsupported("every request is rejected")
+        if not admitted.all():
+            out.completed = np.ones(count, dtype=bool)
+            out.completed[view(order)[~admitted]] = False
+            order, prompt, output = (ints(view(c)[admitted]) for c in (order, prompt, output))
+            arrival = floats(view(arrival)[admitted])
+    total = len(order)
     # by queue position: the prefill target (prompt + tokens emitted before it), tokens emitted
     # by closed slices, the partial prefill's progress; a running request's first decode index,
-    # its cache when it entered the running set, and its last decode index
-    target, emitted, prefilled = list(prompt), [0] * total, [0] * total
-    entry, base, last = [0] * total, [0] * total, [0] * total
-    slices: list[list[list[int]]] = [[] for _ in range(count)]  # by request
+    # its cache when it entered the running set, its last decode index, and its open slice
+    target, emitted, prefilled = ints(prompt), zeros(total), zeros(total)
+    entry, base, last, open_slice = zeros(total), zeros(total), zeros(total), zeros(total)
+    slices = Table(4)  # in time order
     holders: dict[int, None] = {}  # hold KV, in (re)admission order: vLLM's ``running``
     victims: deque[int] = deque()  # preempted and waiting, newest first (the queue's front)
     leaving: dict[int, list[int]] = {}  # decode index -> running requests it is the last of
@@ -91,7 +94,7 @@ def execute(work: Workload, device, budget: int) -> Steps:
             partial, prefilled[q] = None, 0
         else:  # its slice ends with the previous decode step
             decodes = k - entry[q]
-            slices[n][-1][3] = decodes
+            slices.set(open_slice[q], 3, decodes)
             emitted[q] += 1 + decodes
             target[q] = prompt[q] + emitted[q]
             leaving[last[q]].remove(q)
@@ -207,7 +210,7 @@ def execute(work: Workload, device, budget: int) -> Steps:
         done_now = []  # completed by their prefill: the cache goes at the end of the step
         for q, done, tokens in chunks:
             n = order[q]
-            out.chunks.append([step, n, done, tokens])
+            out.chunks.add(step, n, done, tokens)
             if done + tokens < target[q]:
                 prefilled[q], partial = done + tokens, q
                 continue
@@ -215,7 +218,8 @@ def execute(work: Workload, device, budget: int) -> Steps:
                 partial = None
             prefilled[q] = 0
             decodes = output[q] - emitted[q] - 1  # still to come
-            slices[n].append([n, step, first, decodes])
+            open_slice[q] = len(slices)
+            slices.add(n, step, first, decodes)
             if not decodes:
                 done_now.append(q)
                 continue
@@ -235,5 +239,6 @@ def execute(work: Workload, device, budget: int) -> Steps:
             del holders[q]
             free += pages(target[q])
         clock = end
-    out.slices = [row for own in slices for row in own]
+    rows = np.asarray(slices)
+    out.slices = Table.of(rows[np.argsort(rows[:, 0], kind="stable")])  # by request
     return out

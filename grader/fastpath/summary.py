@@ -172,6 +172,12 @@ def _slice_gaps(step_gaps, start, span, resumes, resume_gap, entry_gap) -> np.nd
     return np.concatenate(pieces) if pieces else np.empty(0)
 
 
+def distinct(values: np.ndarray) -> int:
+    """How many distinct values ``values`` holds (``len(set(values))``)."""
+    ordered = np.sort(values)
+    return int(np.count_nonzero(ordered[1:] != ordered[:-1])) + (len(ordered) > 0)
+
+
 def summarize(arrival, starts, ends, decode_steps, chunk_steps, tokens) -> dict:
     """``servesim.metrics.summarize`` of a run given as arrays.
 
@@ -186,7 +192,7 @@ def summarize(arrival, starts, ends, decode_steps, chunk_steps, tokens) -> dict:
         "requests": len(first),
         "allDoneMs": float(last.max()),
         "submissions": len(ends),
-        "prefillSubmissions": len(set(chunk_steps)),
+        "prefillSubmissions": distinct(np.asarray(chunk_steps, dtype=np.int64)),
         "decodeSubmissions": len(decode_steps),
         "busyMs": python_sum(ends - starts),
         "ttftMs": distribution(first - arrival),

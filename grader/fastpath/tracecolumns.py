@@ -1,0 +1,182 @@
+"""Reading a trace into columns: a million requests without a dict and a tuple each.
+
+``servesim.trace.read_trace_file`` keeps every request twice, as the decoded dict (the run
+file's ``trace``) and as a ``Request``: about 500 bytes a request, and decoding a million dicts
+costs seconds of garbage-collector passes. ``read_trace`` reads a *plain* trace (every request
+exactly ``{"id", "arrivalMs", "inputTokens", "outputTokens"}``, in that order, with valid
+values) into columns as the decoder meets each request, and returns a ``servesim`` ``Trace``
+whose ``requests`` (``Requests``) and ``raw["requests"]`` (``RawRequests``) make each
+``Request`` and each dict on demand, equal to what ``read_trace_file`` makes. Any other file
+(unit 08's optional fields, a later schema's, anything invalid) is read by ``read_trace_file``
+itself, so its checks and error messages are the only ones.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from array import array
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+from servesim.trace import Request, Trace, TraceError, parse_trace, read_trace_file
+
+PLAIN = ("id", "arrivalMs", "inputTokens", "outputTokens")
+_EXACT = 2**53  # integers up to this are exact as floats
+
+
+class TraceColumns:
+    """The requests of a plain trace, one column per field, in trace order.
+
+    ``arrival`` holds ``float(arrivalMs)``; ``written_int`` is 1 where the file wrote an
+    integer (the run file's copy of the trace writes it back as one).
+    """
+
+    def __init__(self):
+        self.ids: list[str] = []
+        self.arrival = array("d")
+        self.written_int = bytearray()
+        self.prompt = array("q")
+        self.output = array("q")
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def arrival_ms(self) -> np.ndarray:
+        return np.frombuffer(self.arrival, dtype=np.float64)
+
+    def input_tokens(self) -> np.ndarray:
+        return np.frombuffer(self.prompt, dtype=np.int64)
+
+    def output_tokens(self) -> np.ndarray:
+        return np.frombuffer(self.output, dtype=np.int64)
+
+    def take(self, pairs: list) -> bool:
+        """Add the request of a decoded object's ``pairs`` if it is plain and valid."""
+        if len(pairs) != 4:
+            return False
+        (k0, rid), (k1, arrival), (k2, prompt), (k3, output) = pairs
+        if (k0, k1, k2, k3) != PLAIN or type(rid) is not str or not rid:
+            return False
+        if type(prompt) is not int or prompt < 1 or type(output) is not int or output < 1:
+            return False
+        kind = type(arrival)
+        if kind is float:
+            if not 0.0 <= arrival < math.inf:
+                return False
+        elif kind is not int or not 0 <= arrival <= _EXACT:
+            return False
+        self.ids.append(rid)
+        self.arrival.append(arrival)
+        self.written_int.append(kind is int)
+        self.prompt.append(prompt)
+        self.output.append(output)
+        return True
+
+    def records(self, start: int, stop: int) -> list[dict]:
+        """Requests ``start`` to ``stop`` as the trace file's dicts."""
+        arrival = self.arrival[start:stop].tolist()
+        if any(self.written_int[start:stop]):
+            arrival = [int(a) if w else a for a, w in zip(arrival, self.written_int[start:stop])]
+        return [
+            {"id": i, "arrivalMs": a, "inputTokens": p, "outputTokens": o}
+            for i, a, p, o in zip(
+                self.ids[start:stop],
+                arrival,
+                self.prompt[start:stop].tolist(),
+                self.output[start:stop].tolist(),
+            )
+        ]
+
+
+class Requests(Sequence):
+    """A column trace's ``requests``: each ``Request`` made when it is asked for."""
+
+    def __init__(self, columns: TraceColumns):
+        self.columns = columns
+
+    def __len__(self) -> int:
+        return len(self.columns)
+
+    def __getitem__(self, at):
+        c = self.columns
+        if isinstance(at, slice):
+            return tuple(self[i] for i in range(*at.indices(len(c))))
+        return Request(c.ids[at], c.arrival[at], c.prompt[at], c.output[at])
+
+    def __iter__(self) -> Iterator[Request]:
+        c = self.columns
+        return map(Request, c.ids, c.arrival, c.prompt, c.output)
+
+
+class RawRequests(Sequence):
+    """A column trace's ``raw["requests"]``: the file's dicts, made when asked for.
+
+    The run-file writer (``grader.jsonio``) encodes them a block at a time (``json_blocks``).
+    """
+
+    def __init__(self, columns: TraceColumns):
+        self.columns = columns
+
+    def __len__(self) -> int:
+        return len(self.columns)
+
+    def __getitem__(self, at):
+        if isinstance(at, slice):
+            start, stop, step = at.indices(len(self))
+            return self.columns.records(start, stop)[::step]
+        if at < 0:
+            at += len(self)
+        if not 0 <= at < len(self):
+            raise IndexError("request index out of range")
+        return self.columns.records(at, at + 1)[0]
+
+    def __iter__(self) -> Iterator[dict]:
+        for block in self.json_blocks(4096):
+            yield from block
+
+    def json_blocks(self, size: int) -> Iterator[list[dict]]:
+        for at in range(0, len(self), size):
+            yield self.columns.records(at, at + size)
+
+
+def read_trace(path: Path) -> Trace:
+    """``read_trace_file(path)``: the same trace, with a plain trace's requests as columns."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, ValueError):
+        return read_trace_file(path)  # its error
+    columns = TraceColumns()
+    others = 0
+
+    def hook(pairs: list):
+        nonlocal others
+        if columns.take(pairs):
+            return None  # the request lives in the columns from now on
+        others += 1
+        return dict(pairs)
+
+    try:
+        doc = json.loads(text, object_pairs_hook=hook)
+    except ValueError:
+        return read_trace_file(path)
+    del text
+    requests = doc.get("requests") if isinstance(doc, dict) else None
+    plain = others == 1 and isinstance(requests, list) and len(requests) == len(columns) > 0
+    if not plain or requests.count(None) != len(requests) or len(set(columns.ids)) < len(columns):
+        return read_trace_file(path)  # what it is not plain for, read (or refused) as ever
+    try:  # the document's own fields, checked with its first request
+        head = parse_trace({**doc, "requests": columns.records(0, 1)}, source=str(path))
+    except TraceError:
+        return read_trace_file(path)
+    raw = {**doc, "requests": RawRequests(columns)}
+    return Trace(head.name, head.description, Requests(columns), raw)
+
+
+def listed(document: dict) -> dict:
+    """A run-file document whose trace's requests are a list (for writers of lists only)."""
+    trace = document.get("trace")
+    if isinstance(trace, dict) and isinstance(trace.get("requests"), RawRequests):
+        return {**document, "trace": {**trace, "requests": list(trace["requests"])}}
+    return document
