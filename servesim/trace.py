@@ -167,6 +167,11 @@ def read_trace_file(path: Path) -> Trace:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise TraceError(f"{path}: cannot read the trace ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise TraceError(
+            f"{path}: not UTF-8 text (byte {exc.start} is 0x{exc.object[exc.start]:02x});"
+            " save the trace as UTF-8 JSON"
+        ) from None
     try:
         doc = json.loads(text)  # NaN/Infinity parse, then fail field validation
     except ValueError as exc:

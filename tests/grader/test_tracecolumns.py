@@ -128,12 +128,15 @@ def test_any_file_reads_as_read_trace_file_reads_it(tmp_path, text):
 def test_unreadable_files_fail_as_read_trace_file_fails(tmp_path):
     latin = tmp_path / "latin.json"
     latin.write_bytes(json.dumps(plain_doc()).replace('"d"', '"\xe9"').encode("latin-1"))
-    for path in (tmp_path / "missing.json", latin, tmp_path):
-        with pytest.raises(ValueError) as exc:  # TraceError, or what it lets through
+    for path in (tmp_path / "missing.json", tmp_path, latin):
+        with pytest.raises(TraceError) as exc:
             read_trace_file(path)
-        with pytest.raises(exc.type) as ours:
+        with pytest.raises(TraceError) as ours:
             tracecolumns.read_trace(path)
         assert str(ours.value) == str(exc.value)
+    assert "not UTF-8 text (byte" in str(
+        ours.value
+    )  # the last one read: a named error, not a traceback
 
 
 @pytest.mark.parametrize("count", [0, 1, 4095, 4096, 4097, 9000])
