@@ -51,8 +51,16 @@ def run_with(runner: Runner, unit: Unit, selected, files, limits, goldens, worke
     return {case.id: one(case) for case in selected}
 
 
+# The run file a graded case writes: compact (``servesim.compact``), whatever its size. The judge
+# accepts both formats from any child and checks a compact entry's lists against the trace before
+# expanding it, then replays the expansion as it replays a full entry; a compact file is about a
+# tenth of the bytes to encode, send, hash and parse. A run that compact cannot hold (a decode
+# that leaves a running request out) is written in full.
+RUN_FORMAT = ["--format", "compact"]
+
+
 def _case_argv(case: Case) -> list[str]:
-    return [] if case.kind is Kind.SCRIPT else case.argv()
+    return [] if case.kind is Kind.SCRIPT else [*case.argv(), *RUN_FORMAT]
 
 
 def _write_case_input(unit: Unit, case: Case, golden: dict, trace_doc: dict, path: Path) -> Path:
