@@ -43,7 +43,7 @@ def run_with(runner: Runner, unit: Unit, selected, files, limits, goldens, worke
             path = _write_case_input(unit, case, goldens[case.id], doc, Path(tmp) / "trace.json")
             extra = {"script": case.script} if case.kind is Kind.SCRIPT else {}
             with environment_errors(f"case '{case.id}': "):
-                return runner(lab, files, path, _case_argv(case), limits, **extra)
+                return runner(lab, files, path, graded_argv(case), limits, **extra)
 
     if workers > 1 and len(selected) > 1:
         with ThreadPoolExecutor(max_workers=workers) as pool:  # joined before judging forks
@@ -59,7 +59,8 @@ def run_with(runner: Runner, unit: Unit, selected, files, limits, goldens, worke
 RUN_FORMAT = ["--format", "compact"]
 
 
-def _case_argv(case: Case) -> list[str]:
+def graded_argv(case: Case) -> list[str]:
+    """The flags a graded case's child gets (besides its input and output files)."""
     return [] if case.kind is Kind.SCRIPT else [*case.argv(), *RUN_FORMAT]
 
 
@@ -102,7 +103,7 @@ def run_all_cases(
             script = case.script if case.kind is Kind.SCRIPT else "simulate.py"
             group = case.script if case.kind is Kind.SCRIPT else case.policy
             cap = run_file_cap(doc)
-            runs.append(CaseRun(path, _case_argv(case), group, cap, script=script))
+            runs.append(CaseRun(path, graded_argv(case), group, cap, script=script))
         lab = labfolder.built(unit)
         with environment_errors():
             if limits.one_child_per_case:

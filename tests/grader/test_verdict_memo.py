@@ -10,6 +10,7 @@ import pytest
 from grader.cases import case_trace_doc, load_grading
 from grader.course.golden import load_golden
 from grader.grading import judging, reference_memo, verdict_memo
+from grader.grading.case_runs import graded_argv
 from grader.grading.hidden import Note
 from grader.grading.inprocess import run_in_process
 from grader.grading.judging import JudgeJob, judge_cases
@@ -66,7 +67,8 @@ def test_a_sandboxed_childs_run_file_is_the_in_process_ones(unit):
     job = _reference_jobs(unit)[0]
     from grader.cases import trace_path
 
-    sandboxed = run_cases(built(unit), files, [CaseRun(trace_path(unit, case), case.argv())])[0]
+    run = CaseRun(trace_path(unit, case), graded_argv(case))
+    sandboxed = run_cases(built(unit), files, [run])[0]
     assert sandboxed.returncode == 0
     assert sandboxed.output == job.child.output
 
@@ -80,6 +82,37 @@ def test_one_byte_more_is_judged_again(unit, monkeypatch):
         out = judge_cases(unit, [replace(jobs[0], child=spaced), jobs[1]])
     assert children.judged == [CASES[0]]
     assert out[0].verdict.status is Status.PASSED  # the same JSON, judged in full
+
+
+def test_a_run_file_judged_in_a_batch_is_judged_once_there_and_never_outside(unit, monkeypatch):
+    """Inside ``remembered`` every verdict judging reaches is kept: the same bytes again (another
+    submission with the same bug) take it without a judging child; outside, nothing is kept."""
+    children = CountedChildren(monkeypatch)
+    jobs = _reference_jobs(unit)
+    spaced = replace(jobs[0], child=replace(jobs[0].child, output=jobs[0].child.output + b" "))
+    with reference_memo.remembered(unit, CASES):
+        children.judged.clear()
+        first = judge_cases(unit, [spaced])
+        again = judge_cases(unit, [spaced])
+        assert children.judged == [CASES[0]]
+    assert [j.verdict for j in again] == [j.verdict for j in first]
+    assert [j.cpu_s for j in again] == [j.cpu_s for j in first]
+    children.judged.clear()
+    judge_cases(unit, [spaced])
+    judge_cases(unit, [spaced])
+    assert children.judged == [CASES[0], CASES[0]]
+
+
+def test_a_verdict_the_checks_did_not_decide_is_not_learned(unit):
+    job = _reference_jobs(unit)[0]
+    with reference_memo.remembered(unit, CASES):
+        verdict_memo.forget()  # the reference's verdicts out of the way; learning is off too
+        verdict_memo.start_learning()
+        for note in verdict_memo.NOT_LEARNED:
+            verdict_memo.learn(unit, job, judging.Verdict(Status.INVALID_SCHEDULE, note), 1.0)
+            assert verdict_memo.lookup(unit, job) is None
+        verdict_memo.learn(unit, job, judging.Verdict(Status.PASSED), 1.0)
+        assert verdict_memo.lookup(unit, job) is not None
 
 
 @pytest.mark.parametrize(
@@ -140,7 +173,7 @@ def test_in_process_runs_of_a_mutant_match_the_reference_where_it_agrees(unit):
     from grader.cases import trace_path
 
     job = _reference_jobs(unit)[0]
-    child = run_in_process(built(unit), files, trace_path(unit, case), case.argv())
+    child = run_in_process(built(unit), files, trace_path(unit, case), graded_argv(case))
     assert child.output == job.child.output  # an fcfs case: a chunked mutant agrees
     assert load_golden(unit, case) is job.golden
     assert case_trace_doc(unit, case) is job.trace_doc
