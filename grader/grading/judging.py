@@ -97,7 +97,7 @@ def _judge_tier(unit: Unit, jobs: list[JudgeJob], limits: JudgeLimits) -> list[J
 
     A job whose run file was judged before (``verdict_memo``, only inside a batch's
     ``remembered``) takes that verdict and is charged the CPU time it took then; the jobs
-    between two such are judged in a child as always (and remembered, inside a batch)."""
+    between two such are judged in a child as always."""
     known = [verdict_memo.lookup(unit, job) for job in jobs]
     judged: list[Judged] = []
     while len(judged) < len(jobs):
@@ -114,10 +114,7 @@ def _judge_tier(unit: Unit, jobs: list[JudgeJob], limits: JudgeLimits) -> list[J
             judged.append(Judged(*known[start]))
             continue
         end = next((n for n in range(start, len(jobs)) if known[n] is not None), len(jobs))
-        decided = _one_child(unit, jobs[start:end], limits, left)
-        for job, one in zip(jobs[start:end], decided, strict=False):  # it may stop early
-            verdict_memo.learn(unit, job, one.verdict, one.cpu_s)
-        judged += decided
+        judged += _one_child(unit, jobs[start:end], limits, left)
     return judged
 
 

@@ -37,7 +37,6 @@ def remembered(unit: Unit, cases: list[str] | None = None) -> Iterator[None]:
     jobs = _reference_jobs(unit, cases)
     for job, judged in zip(jobs, judge_cases(unit, jobs), strict=True):
         verdict_memo.remember(unit, job, judged.verdict, judged.cpu_s)
-    verdict_memo.start_learning()
     try:
         yield
     finally:

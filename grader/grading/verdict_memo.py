@@ -15,10 +15,6 @@ bytes for a case gets that verdict without a judging child: the same checks on t
 have the same result. Anything else (another byte, another exit, a limit hit, another case,
 trace or golden document) is judged as before. Only verdicts the checks reached are kept, never
 one a judging ceiling decided. Outside ``remembered`` nothing is remembered.
-
-Inside it, every verdict judging reaches is kept the same way (``learn``): a worker of the batch
-(its own copy of the memo, forked from the parent) judges a run file once, however many of its
-submissions write those bytes for a case (a common bug writes the same wrong schedule).
 """
 
 from __future__ import annotations
@@ -34,9 +30,6 @@ from .hidden import Note
 # Verdicts a judging ceiling decided: they say how the checking went this time, not what the
 # run file is, so they are never remembered.
 CEILING_NOTES = frozenset({Note.CHECK_TIME, Note.CHECK_MEMORY, Note.NOT_CHECKED})
-# Nor, from a submission's run file, an error the checks raised (a MemoryError under the judging
-# child's address-space ceiling among them): ``learn`` keeps only verdicts the checks decided.
-NOT_LEARNED = CEILING_NOTES | {Note.UNCHECKABLE}
 
 
 @dataclass(frozen=True)
@@ -50,14 +43,6 @@ class _Entry:
 
 _MEMO: dict[tuple[str, str], _Entry] = {}
 ENABLED = True  # benchmarks/grade_unit08.py turns it off to measure grading without it
-
-
-@dataclass
-class _Learning:
-    on: bool = False  # inside ``reference_memo.remembered``: ``learn`` keeps what judging reached
-
-
-_LEARNING = _Learning()
 
 
 def _key(case: Case, child: ChildResult) -> tuple[str, str] | None:
@@ -106,23 +91,10 @@ def remember(unit: Unit, job, verdict, cpu_s: float) -> None:
     _MEMO[key] = _Entry(unit, job.trace_doc, job.golden, _copy(verdict), cpu_s)
 
 
-def start_learning() -> None:
-    """From now until ``forget``, ``learn`` keeps every verdict judging reaches."""
-    _LEARNING.on = True
-
-
-def learn(unit: Unit, job, verdict, cpu_s: float) -> None:
-    """``remember`` a verdict a judging child just reached, while a batch remembers."""
-    if _LEARNING.on and not any(verdict.note is note for note in NOT_LEARNED):
-        remember(unit, job, verdict, cpu_s)
-
-
 def _copy(verdict):
     return replace(verdict, metrics=dict(verdict.metrics))
 
 
 def forget() -> None:
-    """Forget every remembered verdict and stop learning (the end of a
-    ``reference_memo.remembered`` block)."""
-    _LEARNING.on = False
+    """Forget every remembered verdict (the end of a ``reference_memo.remembered`` block)."""
     _MEMO.clear()

@@ -84,37 +84,6 @@ def test_one_byte_more_is_judged_again(unit, monkeypatch):
     assert out[0].verdict.status is Status.PASSED  # the same JSON, judged in full
 
 
-def test_a_run_file_judged_in_a_batch_is_judged_once_there_and_never_outside(unit, monkeypatch):
-    """Inside ``remembered`` every verdict judging reaches is kept: the same bytes again (another
-    submission with the same bug) take it without a judging child; outside, nothing is kept."""
-    children = CountedChildren(monkeypatch)
-    jobs = _reference_jobs(unit)
-    spaced = replace(jobs[0], child=replace(jobs[0].child, output=jobs[0].child.output + b" "))
-    with reference_memo.remembered(unit, CASES):
-        children.judged.clear()
-        first = judge_cases(unit, [spaced])
-        again = judge_cases(unit, [spaced])
-        assert children.judged == [CASES[0]]
-    assert [j.verdict for j in again] == [j.verdict for j in first]
-    assert [j.cpu_s for j in again] == [j.cpu_s for j in first]
-    children.judged.clear()
-    judge_cases(unit, [spaced])
-    judge_cases(unit, [spaced])
-    assert children.judged == [CASES[0], CASES[0]]
-
-
-def test_a_verdict_the_checks_did_not_decide_is_not_learned(unit):
-    job = _reference_jobs(unit)[0]
-    with reference_memo.remembered(unit, CASES):
-        verdict_memo.forget()  # the reference's verdicts out of the way; learning is off too
-        verdict_memo.start_learning()
-        for note in verdict_memo.NOT_LEARNED:
-            verdict_memo.learn(unit, job, judging.Verdict(Status.INVALID_SCHEDULE, note), 1.0)
-            assert verdict_memo.lookup(unit, job) is None
-        verdict_memo.learn(unit, job, judging.Verdict(Status.PASSED), 1.0)
-        assert verdict_memo.lookup(unit, job) is not None
-
-
 @pytest.mark.parametrize(
     "ending",
     [{"returncode": 1}, {"limit": "memory"}, {"timed_out": True}, {"skipped": "why"}],
