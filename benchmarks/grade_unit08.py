@@ -5,9 +5,10 @@
 
 Half the submissions are the reference solution, half a buggy one (a mutant of the corpus,
 ``--mutant``, default ``budgeted_one_chunk``: wrong on the budgeted cases only). Each repeat
-grades all of them twice with ``infralab grade``'s batch path, in the same conditions: once
-judging every run file (``verdict_memo`` off: grading as it was) and once with the batch's
-remembered verdicts (``verdict_memo``: the reference's run files judged once per batch). It
+grades all of them twice with ``infralab grade``'s batch path, in the same conditions: once as
+grading was (``verdict_memo`` off: every run file judged; children write full run files) and
+once as it is (compact run files, ``case_runs.RUN_FORMAT``; the batch's remembered verdicts,
+``verdict_memo``: the reference's run files judged once per batch). It
 prints submissions per minute for both (median of the repeats), the CPU time per submission
 (exact where a cgroup can be made, see ``grade_throughput.py``) and the load average, and exits
 1 unless every submission got the same report (score and every case's status) both ways.
@@ -31,11 +32,15 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from grade_throughput import cpu_clock  # noqa: E402
 
-from grader.grading import cohort, verdict_memo  # noqa: E402
+from grader.grading import case_runs, cohort, verdict_memo  # noqa: E402
 from grader.traces.mutants import list_mutants  # noqa: E402
 from grader.units import load_unit  # noqa: E402
 
-MODES = {"before (every run file judged)": False, "after (remembered verdicts)": True}
+MODES = {
+    "before (full run files, every one judged)": False,
+    "after (compact run files, remembered verdicts)": True,
+}
+FORMAT = case_runs.RUN_FORMAT  # what graded children are asked for now; before: no --format
 
 
 def make_submissions(unit, root: Path, count: int, mutant: str) -> list[Path]:
@@ -66,6 +71,7 @@ def outcomes(out: Path, subs: list[Path]) -> dict[str, tuple]:
 
 def one_repeat(unit, subs, out: Path, jobs: int, remember: bool, cpu_seconds) -> dict:
     verdict_memo.ENABLED = remember
+    case_runs.RUN_FORMAT = FORMAT if remember else []  # read by graded_argv; workers fork after
     started, cpu = time.monotonic(), cpu_seconds()
     result = cohort.grade_batch(unit, subs, out, jobs=jobs, force=True, progress=False)
     wall = time.monotonic() - started
@@ -110,7 +116,7 @@ def main(argv=None) -> int:
                     flush=True,
                 )
     finally:
-        verdict_memo.ENABLED = True
+        verdict_memo.ENABLED, case_runs.RUN_FORMAT = True, FORMAT
         shutil.rmtree(work, ignore_errors=True)
     medians = {m: statistics.median(r["per_min"] for r in rows[m]) for m in MODES}
     for mode in MODES:

@@ -164,6 +164,7 @@ class SchedulerView:
     def step_ms(self, batch: Batch) -> float:
         """What the device would charge for ``batch`` now, overhead included (the t-hat of
         section 31.3): ``rules.step_duration_ms`` with each member's cached positions."""
+        sequence = self.sequence if self.live is None else self.live.__getitem__  # as violation
         ids = (*batch.ids, *batch.moved)
-        context = {rid: self.sequence(rid).context_tokens for rid in ids}
+        context = {rid: sequence(rid).context_tokens for rid in ids}
         return rules.step_duration_ms(self.device, batch, context)

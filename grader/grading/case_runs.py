@@ -43,7 +43,7 @@ def run_with(runner: Runner, unit: Unit, selected, files, limits, goldens, worke
             path = _write_case_input(unit, case, goldens[case.id], doc, Path(tmp) / "trace.json")
             extra = {"script": case.script} if case.kind is Kind.SCRIPT else {}
             with environment_errors(f"case '{case.id}': "):
-                return runner(lab, files, path, _case_argv(case), limits, **extra)
+                return runner(lab, files, path, graded_argv(case), limits, **extra)
 
     if workers > 1 and len(selected) > 1:
         with ThreadPoolExecutor(max_workers=workers) as pool:  # joined before judging forks
@@ -51,8 +51,17 @@ def run_with(runner: Runner, unit: Unit, selected, files, limits, goldens, worke
     return {case.id: one(case) for case in selected}
 
 
-def _case_argv(case: Case) -> list[str]:
-    return [] if case.kind is Kind.SCRIPT else case.argv()
+# The run file a graded case writes: compact (``servesim.compact``), whatever its size. The judge
+# accepts both formats from any child and checks a compact entry's lists against the trace before
+# expanding it, then replays the expansion as it replays a full entry; a compact file is about a
+# tenth of the bytes to encode, send, hash and parse. A run that compact cannot hold (a decode
+# that leaves a running request out) is written in full.
+RUN_FORMAT = ["--format", "compact"]
+
+
+def graded_argv(case: Case) -> list[str]:
+    """The flags a graded case's child gets (besides its input and output files)."""
+    return [] if case.kind is Kind.SCRIPT else [*case.argv(), *RUN_FORMAT]
 
 
 def _write_case_input(unit: Unit, case: Case, golden: dict, trace_doc: dict, path: Path) -> Path:
@@ -94,7 +103,7 @@ def run_all_cases(
             script = case.script if case.kind is Kind.SCRIPT else "simulate.py"
             group = case.script if case.kind is Kind.SCRIPT else case.policy
             cap = run_file_cap(doc)
-            runs.append(CaseRun(path, _case_argv(case), group, cap, script=script))
+            runs.append(CaseRun(path, graded_argv(case), group, cap, script=script))
         lab = labfolder.built(unit)
         with environment_errors():
             if limits.one_child_per_case:

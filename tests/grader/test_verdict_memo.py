@@ -10,6 +10,7 @@ import pytest
 from grader.cases import case_trace_doc, load_grading
 from grader.course.golden import load_golden
 from grader.grading import judging, reference_memo, verdict_memo
+from grader.grading.case_runs import graded_argv
 from grader.grading.hidden import Note
 from grader.grading.inprocess import run_in_process
 from grader.grading.judging import JudgeJob, judge_cases
@@ -66,7 +67,8 @@ def test_a_sandboxed_childs_run_file_is_the_in_process_ones(unit):
     job = _reference_jobs(unit)[0]
     from grader.cases import trace_path
 
-    sandboxed = run_cases(built(unit), files, [CaseRun(trace_path(unit, case), case.argv())])[0]
+    run = CaseRun(trace_path(unit, case), graded_argv(case))
+    sandboxed = run_cases(built(unit), files, [run])[0]
     assert sandboxed.returncode == 0
     assert sandboxed.output == job.child.output
 
@@ -140,7 +142,7 @@ def test_in_process_runs_of_a_mutant_match_the_reference_where_it_agrees(unit):
     from grader.cases import trace_path
 
     job = _reference_jobs(unit)[0]
-    child = run_in_process(built(unit), files, trace_path(unit, case), case.argv())
+    child = run_in_process(built(unit), files, trace_path(unit, case), graded_argv(case))
     assert child.output == job.child.output  # an fcfs case: a chunked mutant agrees
     assert load_golden(unit, case) is job.golden
     assert case_trace_doc(unit, case) is job.trace_doc

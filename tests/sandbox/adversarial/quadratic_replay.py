@@ -13,11 +13,13 @@ import sys
 
 import servesim.cli as _cli
 from servesim import Batch, SchedulerView
+from servesim.compact import expand_document as _full
 
 _dumps = _cli.dumps
 
 
 def _bloated(doc, indent=2):
+    doc = _full(doc)  # the grader asks for a compact file: this one is written in full
     work = sum(1 + r["inputTokens"] + r["outputTokens"] for r in doc["trace"]["requests"])
     room = 64 * 1024 + 1024 * work - len(_dumps(doc, indent=None)) - 4096
     run = doc["runs"][0]
