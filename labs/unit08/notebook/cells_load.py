@@ -167,10 +167,10 @@ d2_rate = {{"measured": statistics.fmean(_measured), "little": statistics.fmean(
             """
 下面的单元格用你的 `measured`（保留两位小数）跑开环的每一次重复。然后用**你的** `measure.py`
 给两种负载的每一次重复算一组数（`measure.replication`，不用质量检查），填进 `d2_loops`，每项取
-所有重复的平均值：窗口内完成的请求的 p50 TTFT（nearest-rank），窗口内全部请求的 p99 TTFT（失败
+所有重复的平均值：窗口内已完成请求的 p50 TTFT（nearest-rank），窗口内全部请求的 p99 TTFT（失败
 按无穷晚；只要有一次重复是无穷大就写 `None`），窗口内被拒绝、被取消的请求数，以及 SLO 对已提交和
-对已成功请求的达成率。`d2_open_above` 是开环 p99 比同一种子的闭环 p99 更高（无穷大算更高）的
-重复次数。
+对已成功请求的达成率。`d2_open_above` 数的是：有几次重复里，开环的 p99 比同一种子的闭环 p99
+更高（无穷大算更高）。
 
 最后在开环的第 1 次重复上，用 `measure.little` 检验协议窗口里 Little 定律的两边，把它返回的
 五个字段填进 `d2_little`。
