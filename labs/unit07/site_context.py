@@ -123,12 +123,9 @@ def _verdict(pair: dict[str, PolicyRun], overhead: float) -> str:
         ("全部完成", f.all_done, c.all_done),
     ):
         diff = after - before
-        word = (
-            "相同" if abs(diff) < 1e-9 else ("早 " if diff < 0 else "晚 ") + f"{abs(diff):.2f} ms"
-        )
-        if name == "A 最长间隔" and abs(diff) >= 1e-9:
-            word = ("短 " if diff < 0 else "长 ") + f"{abs(diff):.2f} ms"
-        parts.append(f"{name}：{word}")
+        shorter, longer = ("缩短", "延长") if name == "A 最长间隔" else ("提前", "推迟")
+        word = "不变" if abs(diff) < 1e-9 else f"{shorter if diff < 0 else longer} {abs(diff):.2f} ms"
+        parts.append(f"{name}{word}")
     return f"{c.label}、开销 {_num(overhead)} ms，与 fcfs 相比：" + "；".join(parts) + "。"
 
 

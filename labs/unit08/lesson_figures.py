@@ -49,8 +49,8 @@ def kv_figure(kv: dict) -> str:
         )
     n_pre = len(kv["preempts"]["paged"])
     desc = (
-        f"burst 在 K = {dev['maxActive']}、M = {dev['kvPages']} 页的池子上，每一步结束后被占用的 "
-        f"KV 页数随时间（秒）变化：budgeted 按声明的最大输出预留，paged 只按已用长度分配；"
+        f"burst 在 K = {dev['maxActive']}、M = {dev['kvPages']} 页的池子上，每一步结束后占用的 "
+        f"KV 页数随时间（秒）的变化：budgeted 按声明的最大输出预留，paged 只按已用长度分配；"
         f"水平线是池子上限 M；paged 线上的 {n_pre} 个三角标出抢占发生的时刻。"
     )
     return line_chart(
@@ -98,7 +98,7 @@ def sweep_figures(sweep: dict) -> dict[str, str]:
     loads = "、".join(_n(x) for x in protocol.loads)
     n, conf = len(protocol.seeds), f"{protocol.confidence:.0%}"
     bars = f"竖线：{n} 次重复的 {conf} 置信区间，截在可能的取值内"
-    common = f"横轴为提供负载（请求/秒，取 {loads}）；{len(sweep['tiers'])} 条线是档位 {names}；"
+    common = f"横轴为提供负载（请求/s，取 {loads}）；{len(sweep['tiers'])} 条线是档位 {names}；"
     target = protocol.attainment_target
     ttft_s = protocol.slo_ttft_ms / 1000
     return {
@@ -148,7 +148,7 @@ def loops_figure(loops: dict, slo_ttft_ms: float) -> str:
         series.append((word, [f.mean / 1000 for f in figures]))
         errors.append([(f.low / 1000, f.high / 1000) for f in figures])
     desc = (
-        f"同一平均到达率（约 {_n(loops['rate'])} 请求/秒）下，"
+        f"同一平均到达率（约 {_n(loops['rate'])} 请求/s）下，"
         "闭环（固定用户数、每人收到回答后思考再发）"
         f"与开环（泊松到达，事先排定）各 {loops['n']} 次重复里，窗口内完成的请求的 TTFT 百分位，"
         "单位秒；柱高为重复的均值，竖线为置信区间；左侧柱为闭环，右侧柱为开环。"

@@ -40,7 +40,7 @@
     }
     text = text.length > 48 ? text.slice(0, 47) + "…" : text;
     used[text] = (used[text] || 0) + 1;
-    return text + (used[text] > 1 ? "（" + used[text] + "）" : "") + "，可左右滚动";
+    return text + (used[text] > 1 ? "（" + used[text] + "）" : "") + "，可左右滑动";
   }
   function focusable(box, on) {
     var mine = box.hasAttribute("data-scroll-stop");

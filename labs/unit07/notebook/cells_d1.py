@@ -21,7 +21,7 @@ def cells() -> list:
 请**只根据运行文件里的 `arrivalMs` 和 `tokenTimesMs`** 重算，不要照抄打印出来的表：
 
 - `arrival`：请求的到达时刻；`first`：第一个 token 的时刻；`finish`：最后一个 token 的时刻；
-- A 的最长 ITL:A 相邻两个 token 时刻之差的最大值。
+- A 的最长 ITL：A 相邻两个 token 的时刻之差的最大值。
 
 答案的形状：
 
@@ -92,13 +92,13 @@ for policy, run in mixed.items():
             3,
             """
 ### BEGIN SOLUTION
-在 `fcfs` 下，A 在 2.25 ms 得到首 token 后，下一次提交是 L 的整段 prefill(2.25→14.50 ms),
-接着是 S 的 prefill(14.50→15.75 ms)，直到 15.75→17.00 ms 的 decode batch A 才拿到第二个
-token，中间隔了 14.75 ms。`chunked` 每个周期先提交一个 decode batch(1.25 ms)，再做 L 的
-2 个 token(2.25 ms),A 两个 token 之间最多只隔一个块加一个 decode，即 3.50 ms。代价是 L
-被拆成六块、每块前面都插了 decode,L 的 prefill 直到 23.25 ms 才完成；S 排在 L 之后
-（FIFO 不变），首 token 推迟到 25.75 ms。A 的首 token 在 L 到达之前就已经发生，调度策略
-改不了已经发生的 TTFT。
+在 `fcfs` 下，A 在 2.25 ms 得到首 token 后，下一次提交是 L 的整段 prefill（2.25→14.50 ms），
+接着是 S 的 prefill（14.50→15.75 ms），到 15.75→17.00 ms 的 decode batch，A 才拿到第二个
+token，中间隔了 14.75 ms。`chunked` 每个周期先提交一个 decode batch（1.25 ms），再做 L 的
+2 个 token（2.25 ms），A 两个 token 之间最多只隔一个块加一次 decode，即 3.50 ms。代价是：L
+拆成六块，每块前面都插了一次 decode，L 的 prefill 到 23.25 ms 才完成；S 排在 L 之后
+（FIFO 不变），首 token 推迟到 25.75 ms。A 的首 token 在 L 到达之前就已发出，调度策略
+改变不了已经发生的 TTFT。
 ### END SOLUTION
 """,
         ),

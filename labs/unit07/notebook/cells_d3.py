@@ -11,7 +11,7 @@ def cells() -> list:
         text(
             "d3_intro",
             """
-## 交付 3 · 陌生负载：`unseen`,`--chunk 4`
+## 交付 3 · 陌生负载：`unseen`（`--chunk 4`）
 
 `unseen` 的请求见 `traces/unseen.json`。这次不要沿用 `mixed` 的答案，先根据它的到达时刻和
 token 数手算：**U2 的首 token 时刻**（绝对时刻，不是 TTFT）和 **U1 的最长停顿**（U1 相邻
@@ -85,10 +85,10 @@ for policy, run in unseen.items():
         text(
             "d3_explain_prompt",
             """
-**问题 3（人工评分）**:
+**问题 3（人工评分）**：
 (a) 写出一个条件：它一旦改变，你在这条 trace 上对两种策略的排名就需要重新测量。说明它会通过
 哪条时间线改变结果。
-(b) 说出本实验的虚拟设备**没有**建模、而真实推理引擎里会影响这个排名的两个机制，
+(b) 真实推理引擎里有两个会影响这个排名的机制，本实验的虚拟设备**没有**建模。说出它们，
 并各用一句话说明它们可能怎样改变结论。
 """,
         ),
@@ -101,7 +101,7 @@ for policy, run in unseen.items():
 的首 token 继续推后，而 U1 的停顿收益不变，排名可能翻转；请求长度比例、到达间隔、chunk 大小
 改变时同样要重测。
 (b) 一是 decode 的真实耗时随 batch 大小、序列长度和 kernel 变化，不是固定 1 ms，插入的
-decode 不再「便宜」；二是 KV cache 容量有限，引擎可能拒绝接纳、抢占并重算请求，
+decode 不再“便宜”；二是 KV cache 容量有限，引擎可能拒绝接纳、抢占并重算请求，
 此时谁先拿到首 token 还取决于显存水位。前缀缓存也会让部分 prefill 直接跳过。
 ### END SOLUTION
 """,

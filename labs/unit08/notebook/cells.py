@@ -55,16 +55,16 @@ def intro_cells() -> list:
             """
 # 第 08 单元 · 交付笔记本：测量协议与工作点
 
-第 07 单元问的是「这个请求为什么在等」；这本笔记本问的是「这套配置值不值得上线」。它在
+第 07 单元问的是“这个请求为什么在等”；这本笔记本问的是“这套配置值不值得上线”。它在
 **本文件夹**里运行 `simulate.py` 和 `sweep.py`，用的是**你自己的** `policies.py` 和
 `measure.py`。请先完成实验的第 1–3 部分（`static`、`continuous`、`budgeted`、`paged` 和
 `measure.py` 里的函数），再从上到下依次运行各单元格。
 
 几条约定：
 
-- 时间以毫秒为单位，速率以「请求/秒」为单位，达成率写成 0 到 1 之间的小数；写数字，不要写字符串。
-- 百分位一律用 nearest-rank(`servesim.metrics.percentile`)。
-- 被拒绝(rejected)和被取消(cancelled)的请求也是「已提交」的请求，留在每一个分母里。
+- 时间以毫秒为单位，速率以“请求/s”为单位，达成率写成 0 到 1 之间的小数；写数字，不要写字符串。
+- 百分位一律用 nearest-rank（`servesim.metrics.percentile`）。
+- 被拒绝（rejected）和被取消（cancelled）的请求也是“已提交”的请求，留在每一个分母里。
 - 不要删除、复制或改动只读单元格；答案写在 `YOUR CODE HERE` / `YOUR ANSWER HERE` 的位置。
 - 自动评分时，笔记本会在干净的课程文件夹里重新运行：`simulate.py`、`sweep.py`、`servesim/`、
   trace 和档位文件都换回课程原版，只有 `policies.py`、`measure.py` 和笔记本里的答案来自你。
@@ -81,13 +81,13 @@ def intro_cells() -> list:
 各函数上方的 docstring 里；在实验文件夹里运行 `python3 run_tests.py` 会给出本地反馈。
 
 下面的检查先在 `kv-pages` 上试运行你的 `paged`；评分时，评分器还会在笔记本之外，用**你没有
-见过的 trace** 在隔离的子进程中运行你提交的两份文件，按得分比例折算(共 {POLICY_POINTS} 分)。
+见过的 trace** 在隔离的子进程中运行你提交的两份文件，按得分比例折算（共 {POLICY_POINTS} 分）。
 """,
         ),
         test_code(
             "policies_hidden",
             POLICY_POINTS,
-            "你的 policies.py 和 measure.py。本地先在 kv-pages 上试运行 paged;",
+            "你的 policies.py 和 measure.py。本地先在 kv-pages 上试运行 paged；",
             'simulate("--trace", "kv-pages", "--device-profile", "devices/kv-64-pages.json",'
             ' "--policy", "paged")',
         ),
@@ -109,19 +109,19 @@ def d1_cells(keys: dict) -> list:
 ## 交付 1 · 把失败留在分母里：`burst` 上的 goodput
 
 `burst` 是一条开环 trace：每秒约 4 个请求的泊松流，5 s 处半秒内又涌进 30 个；每个请求声明
-最多 1,024 个输出 token，首 token 期限 3 s。我们把它放到一台很紧的设备上
-(`{D1["device"]}`:K = 16,256 个 KV 页)，再把排队上限设为 `--queue-cap {D1["queue_cap"]}`,
+最多 1,024 个输出 token，首 token 期限 3 s。我们把它放到一台资源很紧的设备上
+（`{D1["device"]}`：K = 16，M = 256 页），再把排队上限设为 `--queue-cap {D1["queue_cap"]}`，
 分别用 `budgeted`（按声明的上界预留 KV）和 `paged`（动态增长、重算抢占）运行。
 
-SLO:TTFT ≤ {D1["slo_ttft_ms"]:g} ms,TPOT ≤ {D1["slo_tpot_ms"]:g} ms。测量窗口用本单元唯一的
-定义 `measurement_window`（`servesim.protocol`，实验说明「实验协议」一节）：一条 trace 没有预热，
-冷却为 1，所以窗口是 [第一个到达，最后一个到达)，请求按到达时刻归属窗口，最后到达的那个请求不在
+SLO：TTFT ≤ {D1["slo_ttft_ms"]:g} ms，TPOT ≤ {D1["slo_tpot_ms"]:g} ms。测量窗口用本单元唯一的
+定义 `measurement_window`（`servesim.protocol`，实验说明“实验协议”一节）：一条 trace 没有预热，
+冷却为 1，所以窗口是 [第一个到达, 最后一个到达)，请求按到达时刻归属窗口，最后到达的那个请求不在
 窗口里；所有速率都除以窗口长度。这里没有质量检查，完成的请求都算通过。
 请用**你的** `measure.py` 从两个运行文件算出每个策略的：
 
 - `submitted`、`rejected`、`cancelled`：窗口内提交、被拒绝、被取消的请求数；
 - `succeeded`：窗口内完成的请求数（教材的定义：不论质量）；`qualifying`：其中满足全部目标的请求数；
-- `goodput_per_s`：合格请求数 / 窗口长度；`attainment_submitted`、`attainment_succeeded`:
+- `goodput_per_s`：合格请求数 / 窗口长度；`attainment_submitted`、`attainment_succeeded`：
   SLO 达成率，分母分别是已提交和已成功的请求数（没有成功请求时后者为 `None`）；
 - `tpot_request_weighted`、`tpot_token_weighted`：完成请求的 TPOT 均值，按请求加权和按
   token 加权。
@@ -197,9 +197,9 @@ for policy, requests in burst.items():
         text(
             "d1_explain_prompt",
             """
-**问题 1（人工评分）**：用你算出的数字回答：(a) 两个策略各有多少请求没有进入「成功」，分别是
-怎么失败的？(b) 如果只报告「对成功请求」的达成率，读者会得出什么结论，这个结论错在哪里？
-(c) 两种加权的 TPOT 均值为什么不相等，哪一种更接近「用户平均感受到的出字速度」？
+**问题 1（人工评分）**：用你算出的数字回答：(a) 两个策略各有多少请求没有进入“成功”，分别是
+怎么失败的？(b) 如果只报告“对成功请求”的达成率，读者会得出什么结论，这个结论错在哪里？
+(c) 两种加权的 TPOT 均值为什么不相等，哪一种更接近“用户平均感受到的出字速度”？
 """,
         ),
         manual_answer(
@@ -211,15 +211,15 @@ for policy, requests in burst.items():
 只能容纳很少几个请求，排队很快到上限：被拒绝 {b["rejected"]} 个、超过首 token 期限被取消
 {b["cancelled"]} 个，只成功 {b["succeeded"]} 个；`paged` 不预留，同时容纳的请求多得多，被拒绝
 {p["rejected"]} 个、被取消 {p["cancelled"]} 个，成功 {p["succeeded"]} 个（代价是重算抢占）。
-(b) 对成功请求的达成率是 {pct(b["attainment_succeeded"])}(budgeted)和
-{pct(p["attainment_succeeded"])}(paged)，看上去还过得去；但对已提交请求只有
-{pct(b["attainment_submitted"])} 和 {pct(p["attainment_submitted"])},goodput 只有
-{b["goodput_per_s"]:.2f} 和 {p["goodput_per_s"]:.2f} 请求/秒。被拒绝、被取消的请求在前一种分母里
+(b) 对成功请求的达成率是 {pct(b["attainment_succeeded"])}（budgeted）和
+{pct(p["attainment_succeeded"])}（paged），看上去还过得去；但对已提交请求只有
+{pct(b["attainment_submitted"])} 和 {pct(p["attainment_submitted"])}，goodput 只有
+{b["goodput_per_s"]:.2f} 和 {p["goodput_per_s"]:.2f} 请求/s。被拒绝、被取消的请求在前一种分母里
 消失了，拒绝得越多，那个比例反而越好看，所以它不能单独报告。
 (c) 按 token 加权时，长输出的每一个间隔都算一次，长请求的权重更大；按请求加权时每个请求一票
-(budgeted {b["tpot_request_weighted"]:.2f} 对 {b["tpot_token_weighted"]:.2f} ms,paged
-{p["tpot_request_weighted"]:.2f} 对 {p["tpot_token_weighted"]:.2f} ms)。问「一个普通用户等一个字
-要多久」用按请求加权；问「设备产出每个 token 的平均节奏」用按 token 加权。
+（budgeted {b["tpot_request_weighted"]:.2f} 对 {b["tpot_token_weighted"]:.2f} ms，paged
+{p["tpot_request_weighted"]:.2f} 对 {p["tpot_token_weighted"]:.2f} ms）。问“一个普通用户等一个字
+要多久”，用按请求加权；问“设备产出每个 token 的平均节奏”，用按 token 加权。
 ### END SOLUTION
 """,
         ),
@@ -233,7 +233,7 @@ def submit_cells() -> list:
             """
 ## 提交前
 
-1. 重启内核并从头运行全部单元格(Kernel → Restart & Run All)，确认没有报错。
+1. 重启内核并从头运行全部单元格（Kernel → Restart & Run All），确认没有报错。
 2. 保存笔记本，连同 `policies.py` 和 `measure.py` 一起提交；`runs/` 里的文件会在评分时重新生成。
 """,
         )

@@ -78,9 +78,9 @@ def d2_cells(keys: dict) -> list:
 
 协议文件 `{D2["protocol"]}` 描述了这次实验：档位 `{D2["tier"]}`，请求尺寸从
 `{doc["workload"]["sizes"]}` 里抽，{users} 个用户，每个用户在上一个请求结束（完成、被拒绝或
-被取消）之后思考一段服从均值 {think:g} ms 的指数分布的时间，再发下一个；每次重复
+被取消）后先思考一段时间再发下一个，思考时间服从均值 {think:g} ms 的指数分布；每次重复
 {doc["requestsPerRun"]} 个请求，去掉前 {doc["warmupRequests"]} 个（预热）和最后
-{doc["cooldownRequests"]} 个（冷却），重复 {len(doc["seeds"])} 次(种子 {seeds})。
+{doc["cooldownRequests"]} 个（冷却），重复 {len(doc["seeds"])} 次（种子 {seeds}）。
 所有数字都只在协议的测量窗口里算（`measure.replication` 用的 `measurement_window`）。
 
 - **闭环**：就是这个协议，`simulate.py --protocol ... --replication k`。到达取决于完成。
@@ -89,7 +89,7 @@ def d2_cells(keys: dict) -> list:
 要比较两者，平均到达率必须相同。先跑闭环，从它的运行文件里算出它实际达到的 λ，再用这个 λ
 跑开环（同样的种子）。
 
-**先预测，再运行。** 在下一个单元格写下你估计的两种负载下窗口内 p99 TTFT（毫秒，失败按无穷晚）。
+**先预测，再运行。** 在下一个单元格写下你对两种负载下窗口内 p99 TTFT 的估计（毫秒，失败按无穷晚）。
 预测不按对错计分，但必须是数字。
 
 ```python
@@ -121,11 +121,11 @@ d2_prediction = {"closed": 3000.0, "open": 8000.0}
             "d2_rate_intro",
             f"""
 从 `runs/closed-1.json` … `runs/closed-{len(doc["seeds"])}.json` 算出闭环的平均到达率
-（请求/秒），两种算法都写，各取所有重复的平均值：
+（请求/s），两种算法都写，各取所有重复的平均值：
 
 - `measured`：协议窗口内到达的请求数 / 窗口长度（秒），窗口用
-  `measurement_window(到达时刻, {doc["warmupRequests"]}, {doc["cooldownRequests"]})`;
-- `little`：用 Little 定律，每个用户一个周期是「驻留 + 思考」，所以
+  `measurement_window(到达时刻, {doc["warmupRequests"]}, {doc["cooldownRequests"]})`；
+- `little`：用 Little 定律，每个用户一个周期是“驻留 + 思考”，所以
   λ = {users} / （平均驻留 + {think / 1000:g} s），平均驻留是这次运行全部请求的
   `statusMs − arrivalMs` 的平均值（换算成秒）。
 
@@ -167,10 +167,10 @@ d2_rate = {{"measured": statistics.fmean(_measured), "little": statistics.fmean(
             """
 下面的单元格用你的 `measured`（保留两位小数）跑开环的每一次重复。然后用**你的** `measure.py`
 给两种负载的每一次重复算一组数（`measure.replication`，不用质量检查），填进 `d2_loops`，每项取
-所有重复的平均值：窗口内完成的请求的 p50 TTFT(nearest-rank)，窗口内全部请求的 p99 TTFT（失败
+所有重复的平均值：窗口内已完成请求的 p50 TTFT（nearest-rank），窗口内全部请求的 p99 TTFT（失败
 按无穷晚；只要有一次重复是无穷大就写 `None`），窗口内被拒绝、被取消的请求数，以及 SLO 对已提交和
-对已成功请求的达成率。`d2_open_above` 是开环 p99 比同一种子的闭环 p99 更高（无穷大算更高）的
-重复次数。
+对已成功请求的达成率。`d2_open_above` 数的是：有几次重复里，开环的 p99 比同一种子的闭环 p99
+更高（无穷大算更高）。
 
 最后在开环的第 1 次重复上，用 `measure.little` 检验协议窗口里 Little 定律的两边，把它返回的
 五个字段填进 `d2_little`。
@@ -258,11 +258,11 @@ d2_little = {{field: getattr(_law, field) for field in {LITTLE_FIELDS!r}}}
         text(
             "d2_explain_prompt",
             """
-**问题 2（人工评分）**:
-(a) 用你的数字比较闭环与开环：平均到达率相同，尾延迟和达成率有什么不同？「开环的尾部更长」在几次
+**问题 2（人工评分）**：
+(a) 用你的数字比较闭环与开环：平均到达率相同，尾延迟和达成率有什么不同？“开环的尾部更长”在几次
 重复里成立，这够不够下结论？和你的预测差在哪里？
-(b) 用这次实验说明什么是「协调遗漏」（coordinated omission）：闭环少测到了哪些请求，为什么？
-(c) 如果要对外声称「这个档位在 λ 请求/秒下满足 SLO」，该用哪一种负载测量？Little 定律的两种
+(b) 用这次实验说明什么是“协调遗漏”（coordinated omission）：闭环少测到了哪些请求，为什么？
+(c) 如果要对外声称“这个档位在 λ 请求/s 下满足 SLO”，该用哪一种负载测量？Little 定律的两种
 λ 和面积检验在这里各起什么作用？
 """,
         ),
@@ -271,18 +271,18 @@ d2_little = {{field: getattr(_law, field) for field in {LITTLE_FIELDS!r}}}
             3,
             f"""
 ### BEGIN SOLUTION
-(a) 闭环在协议窗口里实际达到 {rate["measured"]:.2f} 请求/秒({n} 次重复的平均；Little 定律估计
-{rate["little"]:.2f})，开环按 {round(rate["measured"], 2):g} 请求/秒发送。{n} 次重复的平均：
+(a) 闭环在协议窗口里实际达到 {rate["measured"]:.2f} 请求/s（{n} 次重复的平均；Little 定律估计为
+{rate["little"]:.2f}），开环按 {round(rate["measured"], 2):g} 请求/s 发送。{n} 次重复的平均：
 完成请求的
 p50 TTFT 闭环 {closed["p50_ttft"]:.0f} ms、开环 {opened["p50_ttft"]:.0f} ms；对已提交请求的达成率
 {pct(closed["attainment_submitted"])} 对 {pct(opened["attainment_submitted"])}。{tail}。
-平均速率一样，开环的尾部更长、达成率更低；只有 {n} 次重复，写结论时要带上「{n} 次里有几次」。
+平均速率一样，开环的尾部更长、达成率更低；只有 {n} 次重复，写结论时要带上“{n} 次里有几次”。
 (b) 闭环里每个用户在等上一个请求结束之前不会发下一个。服务器一旦变慢，{users} 个用户都
-卡在等待里，到达率自动下降，拥塞期间「本该到达」的请求被推迟到拥塞过去以后才发出，测量里
-根本没有它们，尾延迟因此被低估。真实用户不会因为别人慢就不来，开环保留了这些请求。
+卡在等待里，到达率自动下降，拥塞期间“本该到达”的请求要等拥塞过去才发出，测量里
+根本没有它们，尾延迟因此偏低。真实用户不会因为别人慢就不来，开环保留了这些请求。
 (c) 要对外承诺某个速率下的 SLO，应该用开环（或真实 trace 的到达时刻），并按协议重复多次、给出
 区间。Little 定律的两种 λ 接近，说明闭环的速率算对了、开环比较的是同一个平均速率；面积等于
-驻留之和({little["area_ms"]:.0f} request·ms，平均 {little["mean_in_system"]:.1f} 个请求在系统中)
+驻留之和（{little["area_ms"]:.0f} request·ms，平均 {little["mean_in_system"]:.1f} 个请求在系统中）
 说明运行文件里的到达和离开时刻自洽，这是检验，不是对延迟的结论。
 ### END SOLUTION
 """,
