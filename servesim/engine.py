@@ -1,6 +1,6 @@
 """The engine loop: admit arrivals, ask the policy for a batch, check it, run it, postprocess.
 
-    arrivals (admit / reject) -> deadlines (cancel) -> schedule (policy) -> check
+    arrivals (admit / reject) -> deadlines, client cancels -> schedule (policy) -> check
     -> run (device clock) -> postprocess (preempt, swap, tokens, phases)
 
 The policy only decides; the engine owns the clock and every sequence's state (``state.py``).
@@ -90,6 +90,7 @@ def simulate(
         state.admit_arrivals(clock, view, queue_cap, admit)
         if previous is not None:  # a step just ended here
             state.cancel_expired(clock)
+        state.cancel_requested(clock)  # clients' cancels (unit 09)
         if not state.live:  # idle: jump to the next arrival
             if arrivals:
                 clock, previous = max(clock, arrivals.next_ms()), None

@@ -5,6 +5,14 @@
 
 Each change costs work in proportion to what changes; the totals a policy needs (holders,
 pages held, pages reserved) are kept as running sums in a ``Tally``.
+
+Leaving is terminal and monotone (``terminate``): a request leaves once, as completed,
+rejected or cancelled, and a later event that finds it gone (a second cancel, a deadline that
+passes after the client cancelled) does nothing. Its pages are released once: ``_release``
+frees only what the request still holds. A client cancel (trace ``cancelMs``, unit 09) is seen
+at the first decision point at or after its time (a step end, or the end of an idle wait),
+after that point's arrivals and deadlines, whatever the request's phase: waiting, running,
+partly prefilled or swapped out.
 """
 
 from __future__ import annotations
@@ -33,6 +41,7 @@ class EngineState:
         self.swapped: list[Sequence] = []  # on the host pool, in the order they left (31.6)
         self.tally = Tally(pages_kept=device.kv_pages is not None)
         self._deadlines: list[tuple[float, int, Sequence]] = []
+        self._cancels: list[tuple[float, int, Sequence]] = []  # client cancels (unit 09)
         self._starts = 0  # prefills begun so far (Sequence.prefill_start)
         # the queues' views are lazy, so one view serves every step, at its time (``view``)
         self._view = SchedulerView(
@@ -73,16 +82,39 @@ class EngineState:
             if seq.deadline_ms is not None:
                 due = seq.arrival_ms + seq.deadline_ms
                 heapq.heappush(self._deadlines, (due, seq.order, seq))
+            if seq.cancel_ms is not None:
+                due = seq.arrival_ms + seq.cancel_ms
+                heapq.heappush(self._cancels, (due, seq.order, seq))
 
     def cancel_expired(self, boundary: float) -> None:
         """At a step boundary: cancel live requests past their deadline without a first token."""
         heap = self._deadlines
         while heap and heap[0][0] < boundary:
             seq = heapq.heappop(heap)[2]
-            if seq.status is None and not seq.token_times_ms:
-                self._release(seq)
-                self.waiting.remove(seq)
-                self._leave(seq, Status.CANCELLED, boundary)
+            if not seq.token_times_ms:
+                self.terminate(seq, Status.CANCELLED, boundary)
+
+    def cancel_requested(self, clock: float) -> None:
+        """At a decision point: cancel live requests whose client cancelled by ``clock``."""
+        heap = self._cancels
+        while heap and heap[0][0] <= clock:
+            self.terminate(heapq.heappop(heap)[2], Status.CANCELLED, clock)
+
+    def terminate(self, seq: Sequence, status: Status, at_ms: float) -> bool:
+        """``seq`` leaves now, from whatever phase, its pages released; False (and nothing
+        changes) when it has already left: leaving is terminal."""
+        if seq.status is not None:
+            return False
+        self._release(seq)
+        if seq.phase is Phase.PREFILL:
+            self.waiting.remove(seq)
+        elif seq.phase is Phase.DECODE:
+            self.running.remove(seq)
+        elif seq.phase is Phase.SWAPPED:
+            self.swapped.remove(seq)
+            self.tally.host -= self.device.pages_for(seq.context_tokens)
+        self._leave(seq, status, at_ms)
+        return True
 
     # -- one step ---------------------------------------------------------------------------
 
@@ -128,7 +160,9 @@ class EngineState:
 
     def _preempt(self, seq: Sequence) -> None:
         """Drop the cache; keep the emitted tokens; go to the front of the waiting queue and
-        prefill prompt + emitted again later."""
+        prefill prompt + emitted again later. A request that has left is not re-queued."""
+        if seq.status is not None:
+            return
         self._release(seq)
         if seq.phase is Phase.DECODE:
             self.running.remove(seq)
@@ -171,9 +205,10 @@ class EngineState:
             self.tally.reserved += self.device.pages_for(seq.reservation_tokens)
 
     def _release(self, seq: Sequence) -> None:
-        if seq.prefilled == 0 or seq.phase is Phase.SWAPPED:
+        """Free what ``seq`` holds on the device, once: a sequence that holds nothing (never
+        started, preempted, swapped out, or released already) frees nothing."""
+        if self.holding.pop(seq.id, None) is None:
             return
-        del self.holding[seq.id]
         self.tally.active -= 1
         if self.tally.pages_kept:
             self.tally.pages -= self.device.pages_for(seq.context_tokens)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from .problems import Collector, ProblemKind, close_ms, fmt_ms
 from .replay_arrivals import ArrivalReplay
+from .replay_cancels import CancelChecks, client_cancels
 from .replay_checks import (
     check_token_times,
     describe_batch,
@@ -80,13 +81,14 @@ def replay_events(
             return
         prev_end = walker.step(k, event, where, prev_end)
         replay.ends.append(prev_end)
+    walker._cancel_clients(math.inf, idle_from=prev_end)  # cancels seen after the last step
     walker.final_checks()
     replay.token_times = {rid: st.times for rid, st in walker.reqs.items()}
     replay.recomputes = {rid: (st.recomputes, st.recomputed) for rid, st in walker.reqs.items()}
     replay.statuses = walker.reported
 
 
-class _Walker(StepChecks):
+class _Walker(StepChecks, CancelChecks):
     """The replay's own state of every request, advanced one event at a time."""
 
     def __init__(self, trace, profile, rules, found: Collector, timing, requests, limits):
@@ -105,12 +107,14 @@ class _Walker(StepChecks):
             if r.deadline_ms is not None and self.reported[r.id][0] != "rejected"
         ]
         heapq.heapify(self.deadlines)
+        self.client_cancels = client_cancels(trace, self.reported)
 
     def step(self, k: int, event: dict, where: Where, prev_end: float) -> float:
         """Check one event's start, members, duration and caps, apply it; return its true end."""
         start = event["startMs"]
         self._check_start(start, where, prev_end)
         self.arrivals.admit_until(start)
+        self._cancel_clients(start, idle_from=prev_end)
         self._check_members(event, where)
         end = self._end(k, event, where)
         after = self._occupancy_after(event)
@@ -121,6 +125,7 @@ class _Walker(StepChecks):
         self._apply(event, end, after)
         self.arrivals.admit_until(end)  # arrivals due at a step end come before cancellations
         self._cancel_expired(end)
+        self._cancel_clients(end)
         return end
 
     def _end(self, k: int, event: dict, where: Where) -> float:
@@ -228,7 +233,7 @@ class _Walker(StepChecks):
                         BAD,
                         "status",
                         f"'{rid}' is reported cancelled, but no step end passes its deadline "
-                        "without its first token",
+                        "without its first token and its client does not cancel it",
                     )
             elif st.prefilled < st.target and not st.times:
                 self.found.add(

@@ -108,7 +108,12 @@ class StepChecks:
             if self.reported[rid][0] == "rejected":
                 found.add(BAD, "status", f"{where}: '{rid}' is reported rejected at arrival", start)
             elif st.gone:
-                found.add(BAD, "status", f"{where}: '{rid}' has already left the system", start)
+                found.add(
+                    BAD,
+                    "terminated request scheduled",
+                    f"{where}: '{rid}' has already left the system (completed or cancelled)",
+                    start,
+                )
         for rid in event.get("preempt", []):
             if not self.reqs[rid].holds:
                 found.add(BAD, "preempt", f"{where}: '{rid}' holds no KV cache", start)
