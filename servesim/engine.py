@@ -210,17 +210,34 @@ def _check_members(batch: Batch, view: SchedulerView, live) -> tuple[int, ...]:
             raise PolicyError(
                 f"prefill of '{chunk.id}' {_at(view)}: it has not arrived or needs no prefill"
             )
-        ok = isinstance(chunk.tokens, int) and 1 <= chunk.tokens <= seq.remaining_prefill
+        cached = _cached(chunk, seq, view)
+        ok = isinstance(chunk.tokens, int) and 1 <= chunk.tokens <= seq.remaining_prefill - cached
         if not ok:
             raise PolicyError(
                 f"prefill of '{chunk.id}' {_at(view)}: {chunk.tokens!r} tokens, "
-                f"must be 1..{seq.remaining_prefill}"
+                f"must be 1..{seq.remaining_prefill - cached}"
             )
-        starts.append(seq.prefilled)
+        starts.append(seq.prefilled + cached)
     problem = view.violation(batch)
     if problem is not None:
         raise PolicyError(f"batch {_at(view)}: {problem}")
     return tuple(starts)
+
+
+def _cached(chunk, seq: Sequence, view: SchedulerView) -> int:
+    """A chunk's prefix-cache claim (unit 09), if it may make one: whole pages, for a sequence
+    that starts its (re)prefill, on a device with a prefix cache (the pool checks the rest)."""
+    cached = chunk.cached
+    if cached == 0:
+        return 0
+    if type(cached) is not int or cached < 0 or cached % view.device.page_tokens:
+        raise PolicyError(f"prefill of '{chunk.id}' {_at(view)}: cached must be whole pages")
+    if not view.device.prefix_caching or seq.prefilled:
+        raise PolicyError(
+            f"prefill of '{chunk.id}' {_at(view)}: cached positions need a device with "
+            "prefixCaching and a sequence that starts its prefill"
+        )
+    return cached
 
 
 def _check_known(batch: Batch, live, known, who: str) -> None:

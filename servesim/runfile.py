@@ -100,8 +100,7 @@ def _event(event, extended: bool, swaps: bool) -> dict:
         "endMs": event.end_ms,
         "decode": list(event.batch.decode),
         "prefill": [
-            {"id": chunk.id, "fromToken": start, "tokens": chunk.tokens}
-            for chunk, start in zip(event.batch.prefill, event.prefill_from)
+            _chunk(chunk, start) for chunk, start in zip(event.batch.prefill, event.prefill_from)
         ],
     }
     if extended:
@@ -120,6 +119,13 @@ def uses_lifecycle(run: dict) -> bool:
     if run["device"].get("prefixCaching"):
         return True
     return any(key in req for req in run["requests"] for key in LIFECYCLE_FIELDS)
+
+
+def _chunk(chunk, start: int) -> dict:
+    entry = {"id": chunk.id, "fromToken": start, "tokens": chunk.tokens}
+    if chunk.cached:  # a prefix hit (unit 09): the positions before fromToken came from the cache
+        entry["cached"] = chunk.cached
+    return entry
 
 
 def build_document(trace: Trace, runs: list[dict]) -> dict:

@@ -92,6 +92,7 @@ class Sequence:
     recomputes: int = 0
     recomputed_tokens: int = 0
     swaps: int = 0  # times it was swapped out
+    prefix_hit_tokens: int = 0  # positions taken from the prefix cache at its (re)admissions
     token_times_ms: list[float] = field(default_factory=list)
 
     def __post_init__(self):

@@ -20,9 +20,10 @@ from __future__ import annotations
 import heapq
 from types import MappingProxyType
 
-from . import rules
+from . import prefixcache, rules
 from .arrivals import Arrivals
 from .batch import Batch
+from .contract import PolicyError
 from .device import DeviceProfile
 from .queues import SeqView, WaitingQueue
 from .sequence import Phase, Sequence, Status
@@ -39,7 +40,8 @@ class EngineState:
         self.holding: dict[str, Sequence] = {}
         self.live: dict[str, Sequence] = {}  # arrived and not finished, by id
         self.swapped: list[Sequence] = []  # on the host pool, in the order they left (31.6)
-        self.tally = Tally(pages_kept=device.kv_pages is not None)
+        self.pool = prefixcache.pool_for(device)  # shared-prefix pages (unit 09), or None
+        self.tally = Tally(pages_kept=device.kv_pages is not None or self.pool is not None)
         self._deadlines: list[tuple[float, int, Sequence]] = []
         self._cancels: list[tuple[float, int, Sequence]] = []  # client cancels (unit 09)
         self._starts = 0  # prefills begun so far (Sequence.prefill_start)
@@ -56,6 +58,7 @@ class EngineState:
             MappingProxyType(self.live),  # read-only, and always the engine's current one
             SeqView(self.holding.values(), name="view.holders"),
             SeqView(self.swapped, name="view.swapped"),
+            self.pool,
         )
 
     def view(self, clock: float, previous: Batch | None) -> SchedulerView:
@@ -77,6 +80,8 @@ class EngineState:
                 self._leave(seq, Status.REJECTED, seq.arrival_ms)
                 continue
             seq.phase = Phase.PREFILL
+            if self.pool is not None:
+                self.pool.prefixes[seq.id] = seq.prefix
             self.waiting.add_arrival(seq)
             self.live[seq.id] = seq
             if seq.deadline_ms is not None:
@@ -122,6 +127,8 @@ class EngineState:
         """Apply a checked batch that ran from ``start_ms`` to ``end``: preempt, swap out, swap
         in, prefill, decode, finish."""
         live, device, tally = self.live, self.device, self.tally
+        if self.pool is not None:
+            self._pool_step(batch)
         for rid in batch.preempt:
             self._preempt(live[rid])
         for rid in batch.swap_out:
@@ -134,6 +141,9 @@ class EngineState:
             if seq.prefilled == 0:
                 self._hold(seq, start_ms)
             self.waiting.mark_started(seq)
+            if chunk.cached:  # a prefix hit: those positions are in the cache already
+                seq.prefilled += chunk.cached
+                seq.prefix_hit_tokens += chunk.cached
             if tally.pages_kept:
                 tally.pages += rules.pages_added(device, seq.context_tokens, chunk.tokens)
             if seq.take_prefill(chunk.tokens, end):
@@ -149,7 +159,25 @@ class EngineState:
                 tally.pages += rules.pages_added(device, seq.context_tokens, 1)
             if seq.take_decode(end):
                 done.append(seq)
+        if self.pool is not None:
+            tally.pages = self.pool.in_use
+            done.sort(key=lambda seq: seq.prefill_start)  # vLLM frees in scheduling order
         self._finish(done, end)
+
+    def _pool_step(self, batch: Batch) -> None:
+        """The step's page changes in the prefix cache (``prefixcache.apply_step``)."""
+        live = self.live
+
+        def state(rid):
+            seq = live[rid]
+            return seq.context_tokens, seq.prefilled, seq.prefill_target, seq.prefill_start
+
+        chunks = [(c.id, c.tokens, c.cached) for c in batch.prefill]
+        grows, starts = prefixcache.step_ops(batch.decode, chunks, state)
+        try:
+            self.pool.apply_step(grows, batch.preempt, starts)
+        except prefixcache.PoolError as exc:
+            raise PolicyError(f"batch: {exc}") from None
 
     def _finish(self, done: list[Sequence], end: float) -> None:
         for seq in done:
@@ -209,10 +237,14 @@ class EngineState:
         started, preempted, swapped out, or released already) frees nothing."""
         if self.holding.pop(seq.id, None) is None:
             return
+        if self.pool is not None:  # the pages it shares stay while other tables hold them
+            self.pool.release(seq.id)
         self.tally.active -= 1
         if self.tally.pages_kept:
             self.tally.pages -= self.device.pages_for(seq.context_tokens)
             self.tally.reserved -= self.device.pages_for(seq.reservation_tokens)
+        if self.pool is not None:
+            self.tally.pages = self.pool.in_use
 
     def _leave(self, seq: Sequence, status: Status, at_ms: float) -> None:
         seq.status, seq.status_ms, seq.phase = status, at_ms, Phase.FINISHED

@@ -24,6 +24,7 @@ from .replay_checks import (
     describe_batch,
     requests_match_trace,
 )
+from .replay_prefix import PrefixChecks
 from .replay_state import ReqState, reported_statuses
 from .replay_step_checks import StepChecks, Where
 
@@ -73,6 +74,7 @@ def replay_events(
     request that has not started (a batcher's wait window; 0: never while a request is live).
     """
     walker = _Walker(trace, profile, servesim.rules, found, timing, requests, limits)
+    walker._pool_init(trace, servesim)
     walker.wait_ms = wait_ms
     prev_end = 0.0  # the engine's clock starts at 0
     for k, event in enumerate(events):
@@ -88,7 +90,7 @@ def replay_events(
     replay.statuses = walker.reported
 
 
-class _Walker(StepChecks, CancelChecks):
+class _Walker(StepChecks, CancelChecks, PrefixChecks):
     """The replay's own state of every request, advanced one event at a time."""
 
     def __init__(self, trace, profile, rules, found: Collector, timing, requests, limits):
@@ -118,6 +120,8 @@ class _Walker(StepChecks, CancelChecks):
         self._check_members(event, where)
         end = self._end(k, event, where)
         after = self._occupancy_after(event)
+        if self.pool is not None:  # shared prefix pages: the pool counts them (unit 09)
+            after = self._pool_step(event, where, after)
         positions = len(event["decode"]) + sum(c["tokens"] for c in event["prefill"])
         broken = self.rules.cap_violation(self.profile, after, positions, self.budget)
         if broken is not None:  # B, K and M after the step, before releases
@@ -132,6 +136,8 @@ class _Walker(StepChecks, CancelChecks):
         rules, start, batch = self.rules, event["startMs"], _Batch(event)
         ids = [*event["decode"], *(c["id"] for c in event["prefill"]), *batch.moved]
         context = {rid: self.reqs[rid].cache for rid in ids}
+        for chunk in event["prefill"]:  # a prefix hit is context the chunk reads
+            context[chunk["id"]] += chunk.get("cached", 0)
         duration = rules.step_duration_ms(self.profile, batch, context)
         if self.timing != "virtual":
             if event["endMs"] < start:
@@ -176,17 +182,22 @@ class _Walker(StepChecks, CancelChecks):
         for rid in event.get("swapIn", []):
             reqs[rid].swapped = False
         for chunk in event["prefill"]:
+            reqs[chunk["id"]].prefilled += chunk.get("cached", 0)
             reqs[chunk["id"]].prefill(chunk["tokens"], end, rules)
             self.arrivals.started(chunk["id"])
         for rid in event["decode"]:
             reqs[rid].decode(end)
+        done = []
         for rid in {*event["decode"], *(c["id"] for c in event["prefill"])}:
             st = reqs[rid]
             if st.decoding and len(st.times) >= st.spec.output_tokens:
                 occ = _release(rules, profile, occ, st.cache)
                 st.finish()
                 self.arrivals.left(rid)
+                done.append(rid)
         self.occupancy = occ
+        if self.pool is not None:
+            self._pool_release(done)
 
     def _cancel_expired(self, end: float) -> None:
         """The engine's deadline rule, applied to the replay's own state at this step end."""
@@ -209,6 +220,8 @@ class _Walker(StepChecks, CancelChecks):
                 continue
             if st.holds:
                 self.occupancy = _release(rules, self.profile, self.occupancy, st.cache)
+                if self.pool is not None:
+                    self._pool_release([rid])
             st.finish()
             self.arrivals.left(rid)
             self.cancelled.add(rid)

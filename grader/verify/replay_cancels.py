@@ -71,6 +71,8 @@ class CancelChecks:
             pages = rules.pages_for(self.profile, st.cache)
             occ = rules.Occupancy(occ.active, occ.pages, occ.host - pages)
         self.occupancy = occ
+        if self.pool is not None:
+            self._pool_release([rid])
         st.finish()
         self.arrivals.left(rid)
         self.cancelled.add(rid)
