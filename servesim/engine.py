@@ -33,6 +33,7 @@ class Event:
     work_ms: float
     batch: Batch
     prefill_from: tuple[int, ...]  # each chunk's first token index
+    page_ops: list | None = None  # prefix cache's reference changes (unit 09), else None
 
 
 @dataclass(frozen=True)
@@ -108,7 +109,7 @@ def simulate(
         else:
             end = clock + execute(batch, context)
         state.run_step(batch, clock, end)
-        events.append(Event(len(events), clock, end, work, batch, starts))
+        events.append(Event(len(events), clock, end, work, batch, starts, state.page_ops()))
         clock, previous = end, batch
 
     seqs = tuple(arrivals.sequences)

@@ -21,6 +21,10 @@ replay both drive one through ``apply_step``, so the rules below are written onc
 - Generations. Each take of a page from the free queue starts a new generation; a table entry
   remembers the generation it was given, and releasing an entry of an older generation (a stale
   event about a page since reused) is refused (``PoolError``), never applied.
+- Records. With ``log`` set, each reference change is noted as ``[op, id, page, generation,
+  refs after]``, ``op`` one of ``take`` (a page from the free queue), ``hit`` (a cached page
+  shared) and ``release``; a run file lists them per step (``pageOps``) and the replay checks
+  them (``grader/verify/replay_prefix.py``).
 - Order within a step (vLLM's ``schedule()``): the holders that grow (decodes, partial
   prefills) in (re)admission order, each first releasing the step's named victims, in the
   order named, while the pool cannot serve it; the victims left are released next; then the
@@ -105,6 +109,7 @@ class BlockPool:
     tail: OrderedDict = field(default_factory=OrderedDict)  # freed with a key, oldest first
     fresh: int = 1  # the next never-used page id
     in_use: int = 0  # pages with refs > 0
+    log: list | None = None  # when a list: every reference change, as ``page_op`` records
 
     @property
     def free(self) -> float:
@@ -178,6 +183,7 @@ class BlockPool:
                 self.in_use += 1
             page.refs += 1
             table.append((number, page.generation))
+            self._note("hit", rid, number)
         self.keyed[rid] = len(table)
         end = start.cached + start.tokens
         self._take(rid, self._need(rid, end))
@@ -205,6 +211,7 @@ class BlockPool:
             page.refs = 1
             self.in_use += 1
             table.append((number, page.generation))
+            self._note("take", rid, number)
 
     def _evict(self, number: int) -> None:
         page = self.page[number]
@@ -224,6 +231,11 @@ class BlockPool:
                 page.key = self.key(rid, n)
                 self.cached.setdefault(page.key, {})[table[n][0]] = None
         self.keyed[rid] = max(self.keyed.get(rid, 0), full)
+
+    def _note(self, op: str, rid: str, number: int) -> None:
+        if self.log is not None:
+            page = self.page[number]
+            self.log.append([op, rid, number, page.generation, page.refs])
 
     # -- leaving -----------------------------------------------------------------------------
 
@@ -248,6 +260,7 @@ class BlockPool:
                 f"generation {page.generation} with {page.refs} references",
             )
         page.refs -= 1
+        self._note("release", rid, number)
         if page.refs == 0:
             self.in_use -= 1
             if page.key is None:

@@ -165,8 +165,10 @@ class EngineState:
         self._finish(done, end)
 
     def _pool_step(self, batch: Batch) -> None:
-        """The step's page changes in the prefix cache (``prefixcache.apply_step``)."""
+        """The step's page changes in the prefix cache (``prefixcache.apply_step``), noted
+        from here until the next step starts (``page_ops``)."""
         live = self.live
+        self.pool.log = []
 
         def state(rid):
             seq = live[rid]
@@ -178,6 +180,11 @@ class EngineState:
             self.pool.apply_step(grows, batch.preempt, starts)
         except prefixcache.PoolError as exc:
             raise PolicyError(f"batch: {exc}") from None
+
+    def page_ops(self) -> list | None:
+        """The prefix cache's record of the step just run (None without a prefix cache): its
+        reference changes, and later those of releases before the next step starts."""
+        return None if self.pool is None else self.pool.log
 
     def _finish(self, done: list[Sequence], end: float) -> None:
         for seq in done:

@@ -285,3 +285,35 @@ def test_random_prefix_runs_keep_the_pool_consistent_and_replay_clean(rows, page
     problems, replay = replay_run(run, trace, device.to_json(), unit=UNIT)
     assert problems == []
     assert replay.token_times == {s.id: s.token_times_ms for s in timeline.sequences}
+
+
+def _shared_run():
+    trace, device = shared_trace(n=3, gap=0), DeviceProfile(prefix_caching=True, kv_pages=20)
+    timeline = simulate(trace, claiming(), device)
+    run = build_run("c", {}, device, timeline, None, extended=True, limits={"budget": None})
+    return trace, device, run
+
+
+def test_run_file_lists_page_reference_changes_and_the_replay_checks_them():
+    trace, device, run = _shared_run()
+    ops = [op for e in run["events"] for op in e["pageOps"]]
+    assert {op[0] for op in ops} == {"take", "hit", "release"}
+    assert sum(op[0] == "release" for op in ops) == sum(op[0] != "release" for op in ops)
+    twice = copy.deepcopy(run)
+    ops_of = next(
+        e["pageOps"] for e in twice["events"] if any(o[0] == "release" for o in e["pageOps"])
+    )
+    ops_of.append(next(o for o in ops_of if o[0] == "release"))
+    assert "page released twice" in replay_bad(twice, trace, device)
+    shared = copy.deepcopy(run)
+    op = next(o for e in shared["events"] for o in e["pageOps"] if o[0] == "release" and o[4] > 0)
+    op[4] = 0
+    assert "shared page freed while referenced" in replay_bad(shared, trace, device)
+    stale = copy.deepcopy(run)
+    op = next(o for e in stale["events"] for o in e["pageOps"] if o[0] == "release")
+    op[3] -= 1
+    assert "stale page event" in replay_bad(stale, trace, device)
+    missing = copy.deepcopy(run)
+    del missing["events"][0]["pageOps"]
+    assert "page events" in replay_bad(missing, trace, device)
+    assert replay_bad(run, trace, device) == set()

@@ -84,6 +84,7 @@ def replay_events(
         prev_end = walker.step(k, event, where, prev_end)
         replay.ends.append(prev_end)
     walker._cancel_clients(math.inf, idle_from=prev_end)  # cancels seen after the last step
+    walker._check_page_ops()
     walker.final_checks()
     replay.token_times = {rid: st.times for rid, st in walker.reqs.items()}
     replay.recomputes = {rid: (st.recomputes, st.recomputed) for rid, st in walker.reqs.items()}
