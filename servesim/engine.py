@@ -122,6 +122,8 @@ def _ask(policy: Policy, view: SchedulerView, who: str) -> Batch | Wait:
     running totals, which the view reads, must be as they were after the call."""
     tally = view.tally
     kept = None if tally is None else (tally.active, tally.pages, tally.reserved, tally.host)
+    pool = getattr(view, "pool", None)  # the prefix cache (unit 09), if the device has one
+    marked = None if pool is None else pool.mark()
     GUARD.start(who)
     try:
         batch = policy(view)
@@ -137,6 +139,8 @@ def _ask(policy: Policy, view: SchedulerView, who: str) -> Batch | Wait:
         raise PolicyError(broken)
     if kept is not None and kept != (tally.active, tally.pages, tally.reserved, tally.host):
         raise PolicyError(contract.changed_view(who, "the engine's totals, view.tally"))
+    if marked is not None and marked != pool.mark():
+        raise PolicyError(contract.changed_view(who, "the prefix cache, view.pool"))
     return batch
 
 

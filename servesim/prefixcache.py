@@ -118,6 +118,13 @@ class BlockPool:
             return float("inf")
         return len(self.head) + (self.pages - self.fresh + 1) + len(self.tail)
 
+    def mark(self) -> tuple:
+        """A cheap summary that any change through the pool's methods alters: the engine
+        compares it around each policy call (a policy reads the pool, never changes it; an
+        edit of its pages behind the methods' back shows in the replay's ``page events``)."""
+        return (self.in_use, self.fresh, len(self.head), len(self.tail), len(self.tables),
+                len(self.cached), sum(map(len, self.tables.values())))  # fmt: skip
+
     def key(self, rid: str, page: int) -> Key:
         return page_key(rid, self.prefixes.get(rid, ()), page, self.page_tokens)
 

@@ -317,3 +317,29 @@ def test_run_file_lists_page_reference_changes_and_the_replay_checks_them():
     del missing["events"][0]["pageOps"]
     assert "page events" in replay_bad(missing, trace, device)
     assert replay_bad(run, trace, device) == set()
+
+
+def test_a_policy_that_changes_the_prefix_cache_is_stopped():
+    def meddling(view):
+        if view.running:
+            view.pool.release(view.running[0].id)  # frees pages the engine thinks are held
+        return claiming()(view)
+
+    with pytest.raises(PolicyError, match=r"view\.pool"):
+        simulate(shared_trace(n=2, gap=0), meddling, DeviceProfile(prefix_caching=True))
+
+
+def test_an_edit_behind_the_pools_methods_shows_in_the_replay():
+    trace, device = shared_trace(n=3, gap=0), DeviceProfile(prefix_caching=True, kv_pages=20)
+
+    done = []
+
+    def sneaky(view):
+        if len(view.running) == 3 and not done:  # once: r0 will release its pages in another order
+            view.pool.tables[view.running[0].id].reverse()
+            done.append(True)
+        return claiming()(view)
+
+    timeline = simulate(trace, sneaky, device)
+    run = build_run("c", {}, device, timeline, None, extended=True, limits={"budget": None})
+    assert done and "page events" in replay_bad(run, trace, device)
