@@ -68,7 +68,7 @@ def hit_pages(num_tokens: int, page_tokens: int) -> int:
 
 
 @dataclass(slots=True)
-class Page:
+class Page:  # one KV page: its references, its key once full, its generation
     refs: int = 0
     key: Key | None = None
     generation: int = 0
@@ -119,9 +119,8 @@ class BlockPool:
         return len(self.head) + (self.pages - self.fresh + 1) + len(self.tail)
 
     def mark(self) -> tuple:
-        """A cheap summary that any change through the pool's methods alters: the engine
-        compares it around each policy call (a policy reads the pool, never changes it; an
-        edit of its pages behind the methods' back shows in the replay's ``page events``)."""
+        """A summary any change through the methods alters (the engine compares it around
+        each policy call; edits behind them show in the replay's ``page events``)."""
         return (self.in_use, self.fresh, len(self.head), len(self.tail), len(self.tables),
                 len(self.cached), sum(map(len, self.tables.values())))  # fmt: skip
 
@@ -241,8 +240,7 @@ class BlockPool:
 
     def _note(self, op: str, rid: str, number: int) -> None:
         if self.log is not None:
-            page = self.page[number]
-            self.log.append([op, rid, number, page.generation, page.refs])
+            self.log.append([op, rid, number, self.page[number].generation, self.page[number].refs])
 
     # -- leaving -----------------------------------------------------------------------------
 
