@@ -27,7 +27,7 @@ class ClosedLoop:
     next one a think time after the previous one completed (last token), was rejected (its
     arrival) or was cancelled (the step end). Request ``k`` (0-based, in creation order) of the
     run is named ``c{k}`` with zero padding; the sizes, deadline, tenant and declared maximum
-    are copied from the drawn request.
+    are copied from the drawn request (and its cancel time and prefix, unit 09).
     """
 
     users: int
@@ -111,6 +111,8 @@ def realised_trace(source: Trace | None, closed: ClosedLoop | None, seqs) -> Tra
             None if s.max_output_tokens == s.output_tokens else s.max_output_tokens,
             s.deadline_ms,
             s.tenant,
+            s.cancel_ms,
+            s.prefix,
         )
         for s in seqs
     )
@@ -139,4 +141,8 @@ def _request_json(r: Request) -> dict:
         doc["deadlineMs"] = r.deadline_ms
     if r.tenant:
         doc["tenant"] = r.tenant
+    if r.cancel_ms is not None:
+        doc["cancelMs"] = r.cancel_ms
+    if r.prefix:
+        doc["prefix"] = [{"id": sid, "tokens": tokens} for sid, tokens in r.prefix]
     return doc

@@ -8,10 +8,21 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class PrefillChunk:
-    """``tokens`` more prompt tokens of request ``id``, continuing where its prefill stopped."""
+    """``tokens`` more prompt tokens of request ``id``, continuing where its prefill stopped.
+
+    ``cached`` (devices with ``prefixCaching``, unit 09): for a sequence that starts its
+    (re)prefill, the positions taken from the prefix cache before the ``tokens`` computed ones,
+    in whole pages and at most what the cache holds for it when the chunk's turn comes
+    (``view.prefix_hit``); they cost no device time and no budget.
+    """
 
     id: str
     tokens: int
+    cached: int = 0
+
+    def __repr__(self) -> str:  # as before unit 09 when nothing is cached
+        cached = f", cached={self.cached!r}" if self.cached else ""
+        return f"PrefillChunk(id={self.id!r}, tokens={self.tokens!r}{cached})"
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,14 @@ from .engine import PolicyError, simulate
 from .faults import FAULTS
 from .labconfig import LabConfig, load_lab
 from .policycall import admit_hook, import_policies, selected_policies
-from .runfile import build_document, build_run, default_format, dumps, write_atomic
+from .runfile import (
+    build_document,
+    build_run,
+    default_format,
+    dumps,
+    uses_lifecycle,
+    write_atomic,
+)
 from .stubs import EXIT_NOT_IMPLEMENTED
 from .table import MAX_REQUEST_ROWS, render
 from .trace import TraceError, read_trace_file, resolve_trace
@@ -51,6 +58,9 @@ def run_policies(
 def in_format(run: dict, timeline, fmt: str) -> dict:
     """``run`` (full, made from ``timeline``) in ``fmt``; full when compact cannot hold it."""
     if fmt != "compact" or run["fault"] is not None:
+        return run
+    if uses_lifecycle(run):
+        print(f"note: {run['policy']}: client cancels and shared prefixes are written in full")
         return run
     compact = compact_run(run, timeline)
     if compact is None:

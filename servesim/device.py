@@ -10,6 +10,8 @@ mention them, and recorded whenever they are not. The swap knobs (section 31.6) 
 way: a host pool of ``hostPages`` pages that a policy may swap running sequences out to, and
 the transfer charged in the step that moves the pages (``swapMsPerPage`` per page each way,
 ``swapSyncMs`` per sequence moved); all zero, the device cannot swap and says nothing of it.
+``prefixCaching`` (unit 09, left out while false) keeps the KV pages as vLLM's prefix cache
+does (``prefixcache.py``): shared-prefix pages held once, hits that skip prefill work.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ class DeviceProfile:
     swap_ms_per_page: float = 0.0  # moving one KV page between device and host, either way
     swap_sync_ms: float = 0.0  # per sequence swapped out or in (the chapter's C_s is two of them)
     host_pages: int = 0  # pages of the host pool swapped-out sequences wait in (0: no swap)
+    prefix_caching: bool = False  # unit 09: shared-prefix pages, vLLM's way (prefixcache.py)
 
     def work_ms(self, batch: Batch, context: Mapping[str, int]) -> float:
         """Device time of a batch without the submission overhead (see ``rules.step_work_ms``)."""
@@ -97,6 +100,10 @@ class DeviceProfile:
         host = self.host_pages
         if isinstance(host, bool) or not isinstance(host, int) or host < 0:
             raise ValueError(f"{source}: hostPages must be an integer >= 0")
+        if not isinstance(self.prefix_caching, bool):
+            raise ValueError(f"{source}: prefixCaching must be true or false")
+        if self.prefix_caching and host:
+            raise ValueError(f"{source}: prefixCaching and a host pool cannot be combined")
 
     @property
     def swaps(self) -> bool:
@@ -111,7 +118,7 @@ _COSTS_OMITTED_WHEN_ZERO = (
     "swap_ms_per_page",
     "swap_sync_ms",
 )
-_OMITTED_WHEN_ZERO = (*_COSTS_OMITTED_WHEN_ZERO, "host_pages")
+_OMITTED_WHEN_ZERO = (*_COSTS_OMITTED_WHEN_ZERO, "host_pages", "prefix_caching")
 
 
 def _camel(name: str) -> str:

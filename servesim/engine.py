@@ -1,6 +1,6 @@
 """The engine loop: admit arrivals, ask the policy for a batch, check it, run it, postprocess.
 
-    arrivals (admit / reject) -> deadlines (cancel) -> schedule (policy) -> check
+    arrivals (admit / reject) -> deadlines, client cancels -> schedule (policy) -> check
     -> run (device clock) -> postprocess (preempt, swap, tokens, phases)
 
 The policy only decides; the engine owns the clock and every sequence's state (``state.py``).
@@ -33,6 +33,7 @@ class Event:
     work_ms: float
     batch: Batch
     prefill_from: tuple[int, ...]  # each chunk's first token index
+    page_ops: list | None = None  # prefix cache's reference changes (unit 09), else None
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,7 @@ def simulate(
         state.admit_arrivals(clock, view, queue_cap, admit)
         if previous is not None:  # a step just ended here
             state.cancel_expired(clock)
+        state.cancel_requested(clock)  # clients' cancels (unit 09)
         if not state.live:  # idle: jump to the next arrival
             if arrivals:
                 clock, previous = max(clock, arrivals.next_ms()), None
@@ -107,7 +109,7 @@ def simulate(
         else:
             end = clock + execute(batch, context)
         state.run_step(batch, clock, end)
-        events.append(Event(len(events), clock, end, work, batch, starts))
+        events.append(Event(len(events), clock, end, work, batch, starts, state.page_ops()))
         clock, previous = end, batch
 
     seqs = tuple(arrivals.sequences)
@@ -120,6 +122,8 @@ def _ask(policy: Policy, view: SchedulerView, who: str) -> Batch | Wait:
     running totals, which the view reads, must be as they were after the call."""
     tally = view.tally
     kept = None if tally is None else (tally.active, tally.pages, tally.reserved, tally.host)
+    pool = getattr(view, "pool", None)  # the prefix cache (unit 09), if the device has one
+    marked = None if pool is None else pool.mark()
     GUARD.start(who)
     try:
         batch = policy(view)
@@ -135,6 +139,8 @@ def _ask(policy: Policy, view: SchedulerView, who: str) -> Batch | Wait:
         raise PolicyError(broken)
     if kept is not None and kept != (tally.active, tally.pages, tally.reserved, tally.host):
         raise PolicyError(contract.changed_view(who, "the engine's totals, view.tally"))
+    if marked is not None and marked != pool.mark():
+        raise PolicyError(contract.changed_view(who, "the prefix cache, view.pool"))
     return batch
 
 
@@ -209,17 +215,34 @@ def _check_members(batch: Batch, view: SchedulerView, live) -> tuple[int, ...]:
             raise PolicyError(
                 f"prefill of '{chunk.id}' {_at(view)}: it has not arrived or needs no prefill"
             )
-        ok = isinstance(chunk.tokens, int) and 1 <= chunk.tokens <= seq.remaining_prefill
+        cached = _cached(chunk, seq, view)
+        ok = isinstance(chunk.tokens, int) and 1 <= chunk.tokens <= seq.remaining_prefill - cached
         if not ok:
             raise PolicyError(
                 f"prefill of '{chunk.id}' {_at(view)}: {chunk.tokens!r} tokens, "
-                f"must be 1..{seq.remaining_prefill}"
+                f"must be 1..{seq.remaining_prefill - cached}"
             )
-        starts.append(seq.prefilled)
+        starts.append(seq.prefilled + cached)
     problem = view.violation(batch)
     if problem is not None:
         raise PolicyError(f"batch {_at(view)}: {problem}")
     return tuple(starts)
+
+
+def _cached(chunk, seq: Sequence, view: SchedulerView) -> int:
+    """A chunk's prefix-cache claim (unit 09), if it may make one: whole pages, for a sequence
+    that starts its (re)prefill, on a device with a prefix cache (the pool checks the rest)."""
+    cached = chunk.cached
+    if cached == 0:
+        return 0
+    if type(cached) is not int or cached < 0 or cached % view.device.page_tokens:
+        raise PolicyError(f"prefill of '{chunk.id}' {_at(view)}: cached must be whole pages")
+    if not view.device.prefix_caching or seq.prefilled:
+        raise PolicyError(
+            f"prefill of '{chunk.id}' {_at(view)}: cached positions need a device with "
+            "prefixCaching and a sequence that starts its prefill"
+        )
+    return cached
 
 
 def _check_known(batch: Batch, live, known, who: str) -> None:

@@ -30,7 +30,8 @@ def build_run(
 ) -> dict:
     """One entry of ``runs``: the raw timeline, metrics recomputed from it, and a summary.
 
-    ``extended`` (unit 08) adds each request's status, its recomputes and unit 08 trace fields,
+    ``extended`` (unit 08) adds each request's status, its recomputes and its optional trace
+    fields (units 08 and 09),
     each event's ``preempt`` list, the engine ``limits`` and the status counts of the summary;
     without it the entry is exactly unit 07's. On a device with a host pool every event also
     lists the sequences it swapped out and in (``swapOut``, ``swapIn``).
@@ -72,6 +73,10 @@ def _request(seq, extended: bool) -> dict:
             entry["deadlineMs"] = seq.deadline_ms
         if seq.tenant:
             entry["tenant"] = seq.tenant
+        if seq.cancel_ms is not None:
+            entry["cancelMs"] = seq.cancel_ms
+        if seq.prefix:
+            entry["prefix"] = [{"id": sid, "tokens": n} for sid, n in seq.prefix]
         entry |= {
             "status": seq.status.value,
             "statusMs": seq.status_ms,
@@ -95,14 +100,33 @@ def _event(event, extended: bool, swaps: bool) -> dict:
         "endMs": event.end_ms,
         "decode": list(event.batch.decode),
         "prefill": [
-            {"id": chunk.id, "fromToken": start, "tokens": chunk.tokens}
-            for chunk, start in zip(event.batch.prefill, event.prefill_from)
+            _chunk(chunk, start) for chunk, start in zip(event.batch.prefill, event.prefill_from)
         ],
     }
     if extended:
         entry["preempt"] = list(event.batch.preempt)
     if swaps:
         entry |= {"swapOut": list(event.batch.swap_out), "swapIn": list(event.batch.swap_in)}
+    if event.page_ops is not None:  # a prefix cache (unit 09): its reference changes
+        entry["pageOps"] = [list(op) for op in event.page_ops]
+    return entry
+
+
+LIFECYCLE_FIELDS = ("cancelMs", "prefix")  # unit 09's request fields
+
+
+def uses_lifecycle(run: dict) -> bool:
+    """Whether a full run entry has client cancels, shared prefixes or a prefix cache (unit 09):
+    the compact format does not hold them, so such a run is written in full."""
+    if run["device"].get("prefixCaching"):
+        return True
+    return any(key in req for req in run["requests"] for key in LIFECYCLE_FIELDS)
+
+
+def _chunk(chunk, start: int) -> dict:
+    entry = {"id": chunk.id, "fromToken": start, "tokens": chunk.tokens}
+    if chunk.cached:  # a prefix hit (unit 09): the positions before fromToken came from the cache
+        entry["cached"] = chunk.cached
     return entry
 
 

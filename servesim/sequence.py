@@ -78,6 +78,8 @@ class Sequence:
     max_output_tokens: int = 0  # declared maximum (0: the same as output_tokens)
     deadline_ms: float | None = None
     tenant: str = ""
+    cancel_ms: float | None = None  # unit 09: the client cancels at arrival + cancel_ms
+    prefix: tuple[tuple[str, int], ...] = ()  # unit 09: shared prompt segments (trace.py)
     phase: Phase = Phase.PENDING
     status: Status | None = None
     status_ms: float | None = None
@@ -90,6 +92,7 @@ class Sequence:
     recomputes: int = 0
     recomputed_tokens: int = 0
     swaps: int = 0  # times it was swapped out
+    prefix_hit_tokens: int = 0  # positions taken from the prefix cache at its (re)admissions
     token_times_ms: list[float] = field(default_factory=list)
 
     def __post_init__(self):
@@ -114,6 +117,8 @@ class Sequence:
             max_output_tokens=request.declared_output,
             deadline_ms=request.deadline_ms,
             tenant=request.tenant,
+            cancel_ms=request.cancel_ms,
+            prefix=request.prefix,
         )
 
     @property

@@ -5,6 +5,14 @@
 
 Each change costs work in proportion to what changes; the totals a policy needs (holders,
 pages held, pages reserved) are kept as running sums in a ``Tally``.
+
+Leaving is terminal and monotone (``terminate``): a request leaves once, as completed,
+rejected or cancelled, and a later event that finds it gone (a second cancel, a deadline that
+passes after the client cancelled) does nothing. Its pages are released once: ``_release``
+frees only what the request still holds. A client cancel (trace ``cancelMs``, unit 09) is seen
+at the first decision point at or after its time (a step end, or the end of an idle wait),
+after that point's arrivals and deadlines, whatever the request's phase: waiting, running,
+partly prefilled or swapped out.
 """
 
 from __future__ import annotations
@@ -12,9 +20,10 @@ from __future__ import annotations
 import heapq
 from types import MappingProxyType
 
-from . import rules
+from . import prefixcache, rules
 from .arrivals import Arrivals
 from .batch import Batch
+from .contract import PolicyError
 from .device import DeviceProfile
 from .queues import SeqView, WaitingQueue
 from .sequence import Phase, Sequence, Status
@@ -31,8 +40,10 @@ class EngineState:
         self.holding: dict[str, Sequence] = {}
         self.live: dict[str, Sequence] = {}  # arrived and not finished, by id
         self.swapped: list[Sequence] = []  # on the host pool, in the order they left (31.6)
-        self.tally = Tally(pages_kept=device.kv_pages is not None)
+        self.pool = prefixcache.pool_for(device)  # shared-prefix pages (unit 09), or None
+        self.tally = Tally(pages_kept=device.kv_pages is not None or self.pool is not None)
         self._deadlines: list[tuple[float, int, Sequence]] = []
+        self._cancels: list[tuple[float, int, Sequence]] = []  # client cancels (unit 09)
         self._starts = 0  # prefills begun so far (Sequence.prefill_start)
         # the queues' views are lazy, so one view serves every step, at its time (``view``)
         self._view = SchedulerView(
@@ -47,6 +58,7 @@ class EngineState:
             MappingProxyType(self.live),  # read-only, and always the engine's current one
             SeqView(self.holding.values(), name="view.holders"),
             SeqView(self.swapped, name="view.swapped"),
+            self.pool,
         )
 
     def view(self, clock: float, previous: Batch | None) -> SchedulerView:
@@ -68,21 +80,46 @@ class EngineState:
                 self._leave(seq, Status.REJECTED, seq.arrival_ms)
                 continue
             seq.phase = Phase.PREFILL
+            if self.pool is not None:
+                self.pool.prefixes[seq.id] = seq.prefix
             self.waiting.add_arrival(seq)
             self.live[seq.id] = seq
             if seq.deadline_ms is not None:
                 due = seq.arrival_ms + seq.deadline_ms
                 heapq.heappush(self._deadlines, (due, seq.order, seq))
+            if seq.cancel_ms is not None:
+                due = seq.arrival_ms + seq.cancel_ms
+                heapq.heappush(self._cancels, (due, seq.order, seq))
 
     def cancel_expired(self, boundary: float) -> None:
         """At a step boundary: cancel live requests past their deadline without a first token."""
         heap = self._deadlines
         while heap and heap[0][0] < boundary:
             seq = heapq.heappop(heap)[2]
-            if seq.status is None and not seq.token_times_ms:
-                self._release(seq)
-                self.waiting.remove(seq)
-                self._leave(seq, Status.CANCELLED, boundary)
+            if not seq.token_times_ms:
+                self.terminate(seq, Status.CANCELLED, boundary)
+
+    def cancel_requested(self, clock: float) -> None:
+        """At a decision point: cancel live requests whose client cancelled by ``clock``."""
+        heap = self._cancels
+        while heap and heap[0][0] <= clock:
+            self.terminate(heapq.heappop(heap)[2], Status.CANCELLED, clock)
+
+    def terminate(self, seq: Sequence, status: Status, at_ms: float) -> bool:
+        """``seq`` leaves now, from whatever phase, its pages released; False (and nothing
+        changes) when it has already left: leaving is terminal."""
+        if seq.status is not None:
+            return False
+        self._release(seq)
+        if seq.phase is Phase.PREFILL:
+            self.waiting.remove(seq)
+        elif seq.phase is Phase.DECODE:
+            self.running.remove(seq)
+        elif seq.phase is Phase.SWAPPED:
+            self.swapped.remove(seq)
+            self.tally.host -= self.device.pages_for(seq.context_tokens)
+        self._leave(seq, status, at_ms)
+        return True
 
     # -- one step ---------------------------------------------------------------------------
 
@@ -90,6 +127,8 @@ class EngineState:
         """Apply a checked batch that ran from ``start_ms`` to ``end``: preempt, swap out, swap
         in, prefill, decode, finish."""
         live, device, tally = self.live, self.device, self.tally
+        if self.pool is not None:
+            self._pool_step(batch)
         for rid in batch.preempt:
             self._preempt(live[rid])
         for rid in batch.swap_out:
@@ -102,6 +141,9 @@ class EngineState:
             if seq.prefilled == 0:
                 self._hold(seq, start_ms)
             self.waiting.mark_started(seq)
+            if chunk.cached:  # a prefix hit: those positions are in the cache already
+                seq.prefilled += chunk.cached
+                seq.prefix_hit_tokens += chunk.cached
             if tally.pages_kept:
                 tally.pages += rules.pages_added(device, seq.context_tokens, chunk.tokens)
             if seq.take_prefill(chunk.tokens, end):
@@ -117,7 +159,32 @@ class EngineState:
                 tally.pages += rules.pages_added(device, seq.context_tokens, 1)
             if seq.take_decode(end):
                 done.append(seq)
+        if self.pool is not None:
+            tally.pages = self.pool.in_use
+            done.sort(key=lambda seq: seq.prefill_start)  # vLLM frees in scheduling order
         self._finish(done, end)
+
+    def _pool_step(self, batch: Batch) -> None:
+        """The step's page changes in the prefix cache (``prefixcache.apply_step``), noted
+        from here until the next step starts (``page_ops``)."""
+        live = self.live
+        self.pool.log = []
+
+        def state(rid):
+            seq = live[rid]
+            return seq.context_tokens, seq.prefilled, seq.prefill_target, seq.prefill_start
+
+        chunks = [(c.id, c.tokens, c.cached) for c in batch.prefill]
+        grows, starts = prefixcache.step_ops(batch.decode, chunks, state)
+        try:
+            self.pool.apply_step(grows, batch.preempt, starts)
+        except prefixcache.PoolError as exc:
+            raise PolicyError(f"batch: {exc}") from None
+
+    def page_ops(self) -> list | None:
+        """The prefix cache's record of the step just run (None without a prefix cache): its
+        reference changes, and later those of releases before the next step starts."""
+        return None if self.pool is None else self.pool.log
 
     def _finish(self, done: list[Sequence], end: float) -> None:
         for seq in done:
@@ -128,7 +195,9 @@ class EngineState:
 
     def _preempt(self, seq: Sequence) -> None:
         """Drop the cache; keep the emitted tokens; go to the front of the waiting queue and
-        prefill prompt + emitted again later."""
+        prefill prompt + emitted again later. A request that has left is not re-queued."""
+        if seq.status is not None:
+            return
         self._release(seq)
         if seq.phase is Phase.DECODE:
             self.running.remove(seq)
@@ -171,13 +240,18 @@ class EngineState:
             self.tally.reserved += self.device.pages_for(seq.reservation_tokens)
 
     def _release(self, seq: Sequence) -> None:
-        if seq.prefilled == 0 or seq.phase is Phase.SWAPPED:
+        """Free what ``seq`` holds on the device, once: a sequence that holds nothing (never
+        started, preempted, swapped out, or released already) frees nothing."""
+        if self.holding.pop(seq.id, None) is None:
             return
-        del self.holding[seq.id]
+        if self.pool is not None:  # the pages it shares stay while other tables hold them
+            self.pool.release(seq.id)
         self.tally.active -= 1
         if self.tally.pages_kept:
             self.tally.pages -= self.device.pages_for(seq.context_tokens)
             self.tally.reserved -= self.device.pages_for(seq.reservation_tokens)
+        if self.pool is not None:
+            self.tally.pages = self.pool.in_use
 
     def _leave(self, seq: Sequence, status: Status, at_ms: float) -> None:
         seq.status, seq.status_ms, seq.phase = status, at_ms, Phase.FINISHED

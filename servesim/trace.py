@@ -7,6 +7,16 @@ declared maximum a reservation counts, an integer >= outputTokens, default outpu
 non-empty string). Any other field is refused, with the known field it probably misspells
 (``fields.py``): a typo must not quietly change what a trace means. Every problem is reported
 as one ``TraceError`` that names the trace, the request and the field.
+
+Unit 09 adds two more optional fields. ``cancelMs`` (a number > 0, relative to arrival): the
+client cancels the request then (``state.py`` says when the engine sees it). ``prefix``: the
+request's prompt starts with shared content, written as a list of segments
+``[{"id": "system", "tokens": 32}, {"id": "doc-7", "tokens": 100}]``: segment ``id`` stands
+for one fixed stream of token ids, and the prompt's first tokens are the first ``tokens`` of
+each segment's stream in turn (the segments' tokens sum to at most ``inputTokens``); the rest
+of the prompt, and every output token, are the request's own. So two requests hold the same
+first n tokens exactly when their segment lists agree up to n tokens, and the KV pages of those
+tokens can be shared (``prefixcache.py`` derives each full page's key from this).
 """
 
 from __future__ import annotations
@@ -21,7 +31,8 @@ from .fields import unknown_field_message
 
 TRACE_FIELDS = ("name", "description", "requests")
 REQUIRED_FIELDS = ("id", "arrivalMs", "inputTokens", "outputTokens")
-REQUEST_FIELDS = (*REQUIRED_FIELDS, "maxOutputTokens", "deadlineMs", "tenant")
+REQUEST_FIELDS = (*REQUIRED_FIELDS, "maxOutputTokens", "deadlineMs", "tenant", "cancelMs", "prefix")
+SEGMENT_FIELDS = ("id", "tokens")
 _REQUEST_FIELDS = frozenset(REQUEST_FIELDS)
 
 
@@ -39,6 +50,8 @@ class Request(NamedTuple):
     max_output_tokens: int | None = None  # None: the same as output_tokens
     deadline_ms: float | None = None
     tenant: str = ""
+    cancel_ms: float | None = None  # unit 09: the client cancels at arrival + cancel_ms
+    prefix: tuple[tuple[str, int], ...] = ()  # unit 09: shared prompt segments (id, tokens)
 
     @property
     def declared_output(self) -> int:
@@ -102,7 +115,7 @@ def parse_trace(doc, source: str = "trace") -> Trace:
             and output >= 1
         ):
             _invalid_request(item, _where(source, rid))
-        # unit 08's optional fields (or unknown ones) make a request longer than its four
+        # the optional fields (or unknown ones) make a request longer than its four
         extra = _unit08(item, _where(source, rid)) if len(item) > 4 else {}
         parsed.append(Request(rid, float(arrival), prompt, output, **extra))
     return Trace(name=name, description=description, requests=tuple(parsed), raw=doc)
@@ -132,7 +145,7 @@ def _invalid_request(item: dict, where: str) -> None:
 
 
 def _unit08(item: dict, where: str) -> dict:
-    """The optional unit 08 fields of one request, validated; any other field is refused."""
+    """The optional fields of one request (units 08 and 09), validated; any other is refused."""
     if not _REQUEST_FIELDS.issuperset(item) and (
         unknown := unknown_field_message(item, REQUEST_FIELDS)
     ):
@@ -158,7 +171,42 @@ def _unit08(item: dict, where: str) -> dict:
         if not isinstance(value, str) or not value:
             raise TraceError(f"{where}: field 'tenant' must be a non-empty string, got {value!r}")
         extra["tenant"] = value
+    if "cancelMs" in item:
+        value = item["cancelMs"]
+        if not _is_number(value) or not math.isfinite(value) or value <= 0:
+            raise TraceError(
+                f"{where}: field 'cancelMs' must be a finite number > 0, got {value!r}"
+            )
+        extra["cancel_ms"] = float(value)
+    if "prefix" in item:
+        extra["prefix"] = _prefix(item["prefix"], item["inputTokens"], where)
     return extra
+
+
+def _prefix(value, prompt: int, where: str) -> tuple[tuple[str, int], ...]:
+    """A request's ``prefix``: a non-empty list of ``{"id", "tokens"}`` segments whose tokens sum
+    to at most the prompt."""
+    if not isinstance(value, list) or not value:
+        raise TraceError(f"{where}: field 'prefix' must be a non-empty list of segments")
+    segments = []
+    for n, seg in enumerate(value):
+        at = f"{where}: field 'prefix[{n}]'"
+        if not isinstance(seg, dict):
+            raise TraceError(f'{at} must be an object {{"id", "tokens"}}')
+        if unknown := unknown_field_message(seg, SEGMENT_FIELDS):
+            raise TraceError(f"{at}: {unknown}")
+        sid, tokens = seg.get("id"), seg.get("tokens")
+        if not isinstance(sid, str) or not sid:
+            raise TraceError(f"{at}: 'id' must be a non-empty string, got {sid!r}")
+        if not _is_int(tokens) or tokens < 1:
+            raise TraceError(f"{at}: 'tokens' must be an integer >= 1, got {tokens!r}")
+        segments.append((sid, tokens))
+    total = sum(tokens for _, tokens in segments)
+    if total > prompt:
+        raise TraceError(
+            f"{where}: field 'prefix' covers {total} tokens, more than inputTokens ({prompt})"
+        )
+    return tuple(segments)
 
 
 def read_trace_file(path: Path) -> Trace:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from . import rules
 from .batch import Batch
 from .device import DeviceProfile
+from .prefixcache import BlockPool, PoolError, step_ops
 from .queues import SeqView
 from .sequence import Sequence
 
@@ -64,6 +65,7 @@ class SchedulerView:
     # every holder in the order of its (re)admission (engine-kept; None: from the queues)
     holding: SeqView | tuple[Sequence, ...] | None = field(default=None, repr=False)
     swapped: SeqView | tuple[Sequence, ...] = ()
+    pool: BlockPool | None = field(default=None, repr=False)  # prefix cache (unit 09)
 
     def at(self, now_ms: float, previous: Batch | None) -> SchedulerView:
         """The same view at another decision point: another time and previous batch. What the
@@ -155,8 +157,39 @@ class SchedulerView:
             caches(batch.swap_out),
             caches(batch.swap_in),
         )
+        if self.pool is not None:  # shared pages: the pool's own count, after a dry run
+            try:
+                pages = self._dry_run(batch, sequence).in_use
+            except PoolError as exc:
+                return str(exc)
+            after = rules.Occupancy(after.active, pages, after.host)
         found = rules.cap_violation(self.device, after, batch.new_positions, self.budget)
         return None if found is None else found[1]
+
+    def _dry_run(self, batch: Batch, sequence) -> BlockPool:
+        """A copy of the prefix cache after ``batch`` (``PoolError``: it cannot serve it)."""
+
+        def state(rid):
+            seq = sequence(rid)
+            return seq.context_tokens, seq.prefilled, seq.prefill_target, seq.prefill_start
+
+        chunks = [(c.id, c.tokens, c.cached) for c in batch.prefill]
+        pool = self.pool.copy()
+        pool.apply_step(*_ordered(step_ops(batch.decode, chunks, state), batch.preempt))
+        return pool
+
+    def prefix_hit(self, seq: Sequence, after: Batch | None = None) -> int:
+        """Positions ``seq`` would find in the prefix cache if it started now, after the
+        members of ``after`` (the step built so far: pages an earlier member fills count, pages
+        it evicts do not); 0 without a prefix cache, or when its prefill has begun. What a
+        chunk may claim as ``cached`` (whole pages, at most ``num_tokens - 1`` positions)."""
+        if self.pool is None or seq.prefilled:
+            return 0
+        pool = self.pool
+        if after is not None and (after.decode or after.prefill or after.preempt):
+            sequence = self.sequence if self.live is None else self.live.__getitem__
+            pool = self._dry_run(after, sequence)
+        return pool.hit_tokens(seq.id, seq.prefill_target)
 
     def fits(self, batch: Batch) -> bool:
         return self.violation(batch) is None
@@ -168,3 +201,8 @@ class SchedulerView:
         ids = (*batch.ids, *batch.moved)
         context = {rid: sequence(rid).context_tokens for rid in ids}
         return rules.step_duration_ms(self.device, batch, context)
+
+
+def _ordered(ops, victims):
+    grows, starts = ops
+    return grows, victims, starts

@@ -47,7 +47,7 @@ CASES = {
     ),
     "unknown field, nothing close": (
         trace_with(colour="red"),
-        ["request 'B': unknown field 'colour' (known: arrivalMs, deadlineMs, id,"],
+        ["request 'B': unknown field 'colour' (known: arrivalMs, cancelMs, deadlineMs, id,"],
     ),
 }
 

@@ -61,6 +61,8 @@ def covers(unit, policy: str, trace, device) -> bool:
         return False  # swap (31.6): the lab engine's host pool and transfers
     if device.kv_pages is not None and not _manages_pages(name):
         return False
+    if getattr(device, "prefix_caching", False):
+        return False  # shared-prefix pages (unit 09): the lab engine's prefix cache
     if isinstance(trace.requests, tracecolumns.Requests):
         return True  # read into columns: plain requests only
     return not any(set(r) - _PLAIN_FIELDS for r in trace.raw.get("requests", []))

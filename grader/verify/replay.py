@@ -18,11 +18,13 @@ from dataclasses import dataclass, field
 
 from .problems import Collector, ProblemKind, close_ms, fmt_ms
 from .replay_arrivals import ArrivalReplay
+from .replay_cancels import CancelChecks, client_cancels
 from .replay_checks import (
     check_token_times,
     describe_batch,
     requests_match_trace,
 )
+from .replay_prefix import PrefixChecks
 from .replay_state import ReqState, reported_statuses
 from .replay_step_checks import StepChecks, Where
 
@@ -72,6 +74,7 @@ def replay_events(
     request that has not started (a batcher's wait window; 0: never while a request is live).
     """
     walker = _Walker(trace, profile, servesim.rules, found, timing, requests, limits)
+    walker._pool_init(trace, servesim)
     walker.wait_ms = wait_ms
     prev_end = 0.0  # the engine's clock starts at 0
     for k, event in enumerate(events):
@@ -80,13 +83,15 @@ def replay_events(
             return
         prev_end = walker.step(k, event, where, prev_end)
         replay.ends.append(prev_end)
+    walker._cancel_clients(math.inf, idle_from=prev_end)  # cancels seen after the last step
+    walker._check_page_ops()
     walker.final_checks()
     replay.token_times = {rid: st.times for rid, st in walker.reqs.items()}
     replay.recomputes = {rid: (st.recomputes, st.recomputed) for rid, st in walker.reqs.items()}
     replay.statuses = walker.reported
 
 
-class _Walker(StepChecks):
+class _Walker(StepChecks, CancelChecks, PrefixChecks):
     """The replay's own state of every request, advanced one event at a time."""
 
     def __init__(self, trace, profile, rules, found: Collector, timing, requests, limits):
@@ -105,15 +110,19 @@ class _Walker(StepChecks):
             if r.deadline_ms is not None and self.reported[r.id][0] != "rejected"
         ]
         heapq.heapify(self.deadlines)
+        self.client_cancels = client_cancels(trace, self.reported)
 
     def step(self, k: int, event: dict, where: Where, prev_end: float) -> float:
         """Check one event's start, members, duration and caps, apply it; return its true end."""
         start = event["startMs"]
         self._check_start(start, where, prev_end)
         self.arrivals.admit_until(start)
+        self._cancel_clients(start, idle_from=prev_end)
         self._check_members(event, where)
         end = self._end(k, event, where)
         after = self._occupancy_after(event)
+        if self.pool is not None:  # shared prefix pages: the pool counts them (unit 09)
+            after = self._pool_step(event, where, after)
         positions = len(event["decode"]) + sum(c["tokens"] for c in event["prefill"])
         broken = self.rules.cap_violation(self.profile, after, positions, self.budget)
         if broken is not None:  # B, K and M after the step, before releases
@@ -121,12 +130,15 @@ class _Walker(StepChecks):
         self._apply(event, end, after)
         self.arrivals.admit_until(end)  # arrivals due at a step end come before cancellations
         self._cancel_expired(end)
+        self._cancel_clients(end)
         return end
 
     def _end(self, k: int, event: dict, where: Where) -> float:
         rules, start, batch = self.rules, event["startMs"], _Batch(event)
         ids = [*event["decode"], *(c["id"] for c in event["prefill"]), *batch.moved]
         context = {rid: self.reqs[rid].cache for rid in ids}
+        for chunk in event["prefill"]:  # a prefix hit is context the chunk reads
+            context[chunk["id"]] += chunk.get("cached", 0)
         duration = rules.step_duration_ms(self.profile, batch, context)
         if self.timing != "virtual":
             if event["endMs"] < start:
@@ -171,17 +183,22 @@ class _Walker(StepChecks):
         for rid in event.get("swapIn", []):
             reqs[rid].swapped = False
         for chunk in event["prefill"]:
+            reqs[chunk["id"]].prefilled += chunk.get("cached", 0)
             reqs[chunk["id"]].prefill(chunk["tokens"], end, rules)
             self.arrivals.started(chunk["id"])
         for rid in event["decode"]:
             reqs[rid].decode(end)
+        done = []
         for rid in {*event["decode"], *(c["id"] for c in event["prefill"])}:
             st = reqs[rid]
             if st.decoding and len(st.times) >= st.spec.output_tokens:
                 occ = _release(rules, profile, occ, st.cache)
                 st.finish()
                 self.arrivals.left(rid)
+                done.append(rid)
         self.occupancy = occ
+        if self.pool is not None:
+            self._pool_release(done)
 
     def _cancel_expired(self, end: float) -> None:
         """The engine's deadline rule, applied to the replay's own state at this step end."""
@@ -204,6 +221,8 @@ class _Walker(StepChecks):
                 continue
             if st.holds:
                 self.occupancy = _release(rules, self.profile, self.occupancy, st.cache)
+                if self.pool is not None:
+                    self._pool_release([rid])
             st.finish()
             self.arrivals.left(rid)
             self.cancelled.add(rid)
@@ -228,7 +247,7 @@ class _Walker(StepChecks):
                         BAD,
                         "status",
                         f"'{rid}' is reported cancelled, but no step end passes its deadline "
-                        "without its first token",
+                        "without its first token and its client does not cancel it",
                     )
             elif st.prefilled < st.target and not st.times:
                 self.found.add(

@@ -108,7 +108,12 @@ class StepChecks:
             if self.reported[rid][0] == "rejected":
                 found.add(BAD, "status", f"{where}: '{rid}' is reported rejected at arrival", start)
             elif st.gone:
-                found.add(BAD, "status", f"{where}: '{rid}' has already left the system", start)
+                found.add(
+                    BAD,
+                    "terminated request scheduled",
+                    f"{where}: '{rid}' has already left the system (completed or cancelled)",
+                    start,
+                )
         for rid in event.get("preempt", []):
             if not self.reqs[rid].holds:
                 found.add(BAD, "preempt", f"{where}: '{rid}' holds no KV cache", start)
@@ -159,15 +164,24 @@ class StepChecks:
                 f"{where}: '{st.spec.id}' arrives at {fmt_ms(st.spec.arrival_ms)}",
                 start,
             )
-        if chunk["fromToken"] != st.prefilled:
+        cached = chunk.get("cached", 0)
+        if cached and (getattr(self, "pool", None) is None or st.prefilled):
+            found.add(
+                BAD,
+                "prefix hit",
+                f"{where}: '{st.spec.id}' takes {cached} positions from a prefix cache, but "
+                "only a sequence that starts its prefill on a device with prefixCaching can",
+                start,
+            )
+        if chunk["fromToken"] != st.prefilled + cached:
             found.add(
                 BAD,
                 "prefill order",
-                f"{where}: '{st.spec.id}' has {st.prefilled} prompt tokens prefilled, "
+                f"{where}: '{st.spec.id}' has {st.prefilled + cached} prompt tokens prefilled, "
                 f"the chunk starts at token {chunk['fromToken']}",
                 start,
             )
-        if st.prefilled + chunk["tokens"] > st.target:
+        if st.prefilled + cached + chunk["tokens"] > st.target:
             what = "prompt" if st.target == st.spec.input_tokens else "prompt and emitted"
             found.add(
                 BAD,
