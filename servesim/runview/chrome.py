@@ -40,12 +40,15 @@ def trace_pieces(picture: Picture) -> Iterator[str]:
             _meta(REQUESTS, 0, "process_name", "requests"),
         )
     )
-    tids = {lane.id: n + 1 for n, lane in enumerate(picture.lanes)}
+    lanes = picture.lanes
+    tids = {lane.id: n + 1 for n, lane in enumerate(lanes)}
+    quoted = {lane.id: _dump(lane.id) for lane in lanes}  # each id as a JSON string
     cols = picture.columns
+    queue, pages, starts, ends = cols.queue, cols.kv_pages, cols.start_ms, cols.end_ms
     # a counter event at the first step and at each step whose queue or KV pages change
     changed = [0, *cols.changes("queue", "kv_pages")] if len(cols) else []
-    queue, pages, starts, ends = cols.queue, cols.kv_pages, cols.start_ms, cols.end_ms
     counter = ',{"ph":"C","pid":1,"ts":%r,"name":"load","args":{"queue":%d,"kv pages":%d}}'
+    counters = [counter % (round(starts[n] * 1000.0, 3), queue[n], pages[n]) for n in changed]
     shown = 0  # counter events placed so far
     moves = [
         (key, getattr(cols, key))
@@ -56,32 +59,33 @@ def trace_pieces(picture: Picture) -> Iterator[str]:
     for first, last in stretches(cols):
         prefill, count = prefills.get(first, ()), decodes[first]
         if last > first:
-            name = f"decode x{count} ({last - first + 1} steps)"
-            step = f'"{first}..{last}"'
+            name, step = f"decode x{count} ({last - first + 1} steps)", f'"{first}..{last}"'
         else:
-            name = f"prefill x{len(prefill)} + decode x{count}"
-            step = str(first)
-        chunks = _dump([f"{rid}[{start}:{start + n}]" for rid, start, n in prefill])
-        args = f'"step":{step},"prefill":{chunks},"decode":{count}'
+            name, step = f"prefill x{len(prefill)} + decode x{count}", first
+        head = f'"name":"{name}","args":{{"step":{step}'
+        chunks = ",".join(f'{quoted[rid][:-1]}[{a}:{a + n}]"' for rid, a, n in prefill)
+        args = f'"prefill":[{chunks}],"decode":{count}'
         for key, table in moves:
             if first in table:
-                args += f',"{key}":{_dump(list(table[first]))}'
-        start, end = _us(starts[first]), _us(ends[last])
+                args += f',"{key}":[{",".join(map(quoted.__getitem__, table[first]))}]'
+        start, end = round(starts[first] * 1000.0, 3), round(ends[last] * 1000.0, 3)
         out.append(
-            f',{{"ph":"X","pid":1,"tid":0,"ts":{start!r},"dur":{end - start!r},'
-            f'"name":{_dump(name)},"args":{{{args}}}}}'
+            f',{{"ph":"X","pid":1,"tid":0,"ts":{start!r},"dur":{end - start!r},{head},{args}}}}}'
         )
         upto = bisect.bisect_right(changed, last, shown)
-        out += [counter % (_us(starts[n]), queue[n], pages[n]) for n in changed[shown:upto]]
+        out += counters[shown:upto]
         shown = upto
         for rid in preempts.get(first, ()):
             out.append("," + _instant(tids[rid], start, "preempted"))
         if len(out) > 10_000:
             yield "".join(out)
             out.clear()
-    for lane in picture.lanes:
+    del counters
+    for lane in lanes:
         tid = tids[lane.id]
-        out.append("," + _meta(REQUESTS, tid, "thread_name", lane.id))
+        out.append(
+            f',{{"ph":"M","pid":2,"tid":{tid},"name":"thread_name","args":{{"name":{quoted[lane.id]}}}}}'
+        )
         arrival = _us(lane.arrival_ms)
         if lane.tokens:
             first = _us(lane.first_ms)
@@ -131,11 +135,13 @@ def _meta(pid: int, tid: int, kind: str, name: str) -> str:
 
 
 def _span(tid: int, start: float, end: float, name: str) -> str:
+    """A request's span (``name``: plain ASCII, no quotes)."""
     return (
         f'{{"ph":"X","pid":{REQUESTS},"tid":{tid},"ts":{start!r},"dur":{end - start!r},'
-        f'"name":{_dump(name)}}}'
+        f'"name":"{name}"}}'
     )
 
 
 def _instant(tid: int, ts: float, what: str) -> str:
-    return f'{{"ph":"i","s":"t","pid":{REQUESTS},"tid":{tid},"ts":{ts!r},"name":{_dump(what)}}}'
+    """An instant on a request's thread (``what``: plain ASCII, no quotes)."""
+    return f'{{"ph":"i","s":"t","pid":{REQUESTS},"tid":{tid},"ts":{ts!r},"name":"{what}"}}'

@@ -11,7 +11,7 @@ figures come from its rows (``_lanes``). ``tests/test_view.py`` holds the result
 from __future__ import annotations
 
 import bisect
-from itertools import accumulate, repeat
+from itertools import accumulate, islice, repeat
 from operator import sub
 
 from ..compact import step_starts
@@ -224,7 +224,7 @@ def _lanes(run: dict, status: list, status_ms: list, tokens: list[int]) -> list[
     req = run["requests"]
     ends, decode_steps = run["stepEndMs"], run["decodeSteps"]
     at = list(map(ends.__getitem__, decode_steps))  # each decode step's end
-    gaps = list(map(sub, at[1:], at))  # gaps[i]: from decode step i to decode step i + 1
+    gaps = list(map(sub, islice(at, 1, None), at))  # gaps[i]: decode step i to i + 1
     del at
     rows: list[list[tuple]] = [[] for _ in req["id"]]  # (first token, last token, widest gap)
     for n, step, first, count in run["slices"]:

@@ -11,8 +11,8 @@ import bisect
 import html
 import json
 from collections.abc import Iterator
-from itertools import chain, compress, count, islice, repeat
-from operator import mul, ne, sub
+from itertools import chain, groupby, pairwise, repeat, starmap
+from operator import mul, neg, sub
 from pathlib import Path
 
 from .columns import Columns
@@ -37,19 +37,18 @@ def _r(value: float | None) -> float | None:
 def run_lengths(values) -> list[int]:
     """``values`` as the run lengths of their differences: ``[delta, repeats, ...]`` (a run of
     steady decode steps, each as long as the last and with the same queue, takes 2 numbers)."""
-    values = values if isinstance(values, list) else list(values)
-    return delta_runs(list(map(sub, values, chain((0,), values))))
+    # each value less the one before it (the first less 0), as an iterator: nothing is listed
+    deltas = map(neg, starmap(sub, pairwise(chain((0,), values))))
+    return delta_runs(deltas)
 
 
-def delta_runs(deltas: list[int]) -> list[int]:
-    """``run_lengths`` of the values whose differences are ``deltas``."""
-    if not deltas:
-        return []
-    # where a new delta begins; every pass here is C-level, none is a Python loop over values
-    begins = [0, *compress(count(1), map(ne, islice(deltas, 1, None), deltas)), len(deltas)]
-    repeats = map(sub, islice(begins, 1, None), begins)
-    firsts = map(deltas.__getitem__, islice(begins, len(begins) - 1))
-    return list(chain.from_iterable(zip(firsts, repeats)))
+def delta_runs(deltas) -> list[int]:
+    """``run_lengths`` of the values whose differences are ``deltas`` (any iterable): each
+    element is passed over at C level (``groupby``, ``list``), each run in Python."""
+    out: list[int] = []
+    for delta, run in groupby(deltas):
+        out += (delta, len(list(run)))
+    return out
 
 
 def from_run_lengths(encoded: list[int]) -> list[int]:
@@ -65,14 +64,14 @@ def from_run_lengths(encoded: list[int]) -> list[int]:
 def step_columns(cols: Columns) -> dict:
     """Each step's end (µs), queue length, KV pages and decode count, run-length encoded;
     its start is the previous end (0 for the first) unless ``idle`` lists it (``[step, µs]``)."""
-    ends = list(map(round, map(mul, cols.end_ms, repeat(1000.0))))
+    ends = cols.end_ms
     idle = []
     for n in cols.idle():  # only those are rounded and compared
         start = round(cols.start_ms[n] * 1000)
-        if start != (ends[n - 1] if n else 0):
+        if start != (round(ends[n - 1] * 1000.0) if n else 0):
             idle.append([n, start])
     return {
-        "t1": run_lengths(ends),
+        "t1": run_lengths(map(round, map(mul, ends, repeat(1000.0)))),
         "idle": idle,
         "q": delta_runs(cols.deltas("queue")),
         "kv": delta_runs(cols.deltas("kv_pages")),
