@@ -132,8 +132,11 @@ def _handed(view: SchedulerView, device: DeviceProfile) -> SchedulerView:
     or its writes are lost. About a microsecond a step."""
     previous = view.previous
     if previous is not None:
-        previous = _copy(previous)
-        previous.__dict__["prefill"] = tuple(map(_copy, previous.prefill))
+        copy = object.__new__(Batch)
+        copy.__dict__.update(previous.__dict__)
+        if previous.prefill:  # most steps of a long run only decode
+            copy.__dict__["prefill"] = tuple(map(_copy, previous.prefill))
+        previous = copy
     handed = object.__new__(SchedulerView)
     handed.__dict__.update(view.__dict__, device=device, previous=previous)
     return handed
