@@ -85,10 +85,12 @@ def simulate(
     needs_context = execute is not None or rules.reads_context(device)
     events: list[Event] = []
     clock, previous = 0.0, None
+    own_device = _copy(device)  # what policies are given as view.device
 
     while arrivals or state.live:
         view = state.view(clock, previous)
-        state.admit_arrivals(clock, view, queue_cap, admit)
+        handed = _handed(view, own_device)  # the policy's; the engine reads only ``view``
+        state.admit_arrivals(clock, handed, queue_cap, admit)
         if previous is not None:  # a step just ended here
             state.cancel_expired(clock)
         state.cancel_requested(clock)  # clients' cancels (unit 09)
@@ -97,7 +99,7 @@ def simulate(
                 clock, previous = max(clock, arrivals.next_ms()), None
             continue
 
-        batch = _ask(policy, view, who)
+        batch = _ask(policy, handed, who)
         if type(batch) is Wait:  # idle on purpose until its time or the next arrival
             clock, previous = _wake(batch, view, arrivals), None
             continue
@@ -114,6 +116,32 @@ def simulate(
 
     seqs = tuple(arrivals.sequences)
     return Timeline(seqs, tuple(events), realised_trace(trace, closed, seqs))
+
+
+def _copy(frozen):
+    """A copy of a frozen dataclass (no ``__post_init__``: its fields are already checked)."""
+    copy = object.__new__(type(frozen))
+    copy.__dict__.update(frozen.__dict__)
+    return copy
+
+
+def _handed(view: SchedulerView, device: DeviceProfile) -> SchedulerView:
+    """The view a policy is given: the engine's, with copies of what is frozen but writable all
+    the same (``object.__setattr__``) and read back by the engine: the view's own fields, the
+    device (``device``, one copy per run) and the previous batch with its chunks (the run's
+    record of that step). The engine checks each batch against its own view, so a policy that
+    writes them changes nothing of the run: it is stopped by the check its batch then fails,
+    or its writes are lost. About a microsecond a step."""
+    previous = view.previous
+    if previous is not None:
+        copy = object.__new__(Batch)
+        copy.__dict__.update(previous.__dict__)
+        if previous.prefill:  # most steps of a long run only decode
+            copy.__dict__["prefill"] = tuple(map(_copy, previous.prefill))
+        previous = copy
+    handed = object.__new__(SchedulerView)
+    handed.__dict__.update(view.__dict__, device=device, previous=previous)
+    return handed
 
 
 def _ask(policy: Policy, view: SchedulerView, who: str) -> Batch | Wait:

@@ -307,3 +307,81 @@ def test_the_view_lists_refuse_edits_outside_a_call_too():
 
     with pytest.raises(contract.PolicyError, match=r"the policy changed its view \(view.x: "):
         SeqView([1], name="view.x").append(2)
+
+
+# -- what no refusal can stop: object.__setattr__ on the frozen view, device and batch ----------
+
+
+def _greedy(view):
+    """Every running request decodes, every waiting one prefills whole: over any small B or M."""
+    from servesim import Batch, PrefillChunk
+
+    chunks = [PrefillChunk(s.id, s.remaining_prefill) for s in view.waiting]
+    return Batch([s.id for s in view.running], chunks)
+
+
+def _small_trace():
+    from servesim import parse_trace
+
+    rows = [{"id": f"r{i}", "arrivalMs": 0, "inputTokens": 40, "outputTokens": 3} for i in range(3)]
+    return parse_trace({"requests": rows})
+
+
+def test_a_budget_set_behind_the_frozen_view_is_not_read():
+    """``object.__setattr__(view, "budget", ...)`` writes the policy's copy: the engine checks
+    the batch against its own B and stops the run."""
+    from servesim import DeviceProfile, PolicyError, simulate
+
+    def cheat(view):
+        object.__setattr__(view, "budget", 10**9)
+        object.__setattr__(view, "now_ms", -1.0)
+        return _greedy(view)
+
+    with pytest.raises(PolicyError, match=r"120 new positions, token budget 50"):
+        simulate(_small_trace(), cheat, DeviceProfile(), budget=50, name="cheat")
+
+
+def test_a_pool_set_behind_the_frozen_device_is_not_read():
+    """``object.__setattr__(view.device, "kv_pages", ...)`` writes a copy of the device: the
+    engine's pool is unchanged, in this call and in every later one."""
+    from servesim import DeviceProfile, PolicyError, simulate
+
+    device = DeviceProfile(kv_pages=4)
+    calls = []
+
+    def cheat(view):
+        calls.append(view.device.kv_pages)
+        object.__setattr__(view.device, "kv_pages", 10**6)
+        return _greedy(view)
+
+    with pytest.raises(PolicyError, match=r"needs 9 KV pages, budget 4"):
+        simulate(_small_trace(), cheat, device, name="cheat")
+    assert device.kv_pages == 4 and calls == [4]
+
+
+def test_a_previous_batch_rewritten_leaves_the_run_as_it_was():
+    """The run's record of a step is the engine's batch: a policy that rewrites
+    ``view.previous`` (its ids, a chunk's tokens) with ``object.__setattr__`` changes its own
+    copy only, and the timeline is the one the honest policy makes."""
+    from servesim import Batch, DeviceProfile, PrefillChunk, simulate
+
+    def fcfs(view):
+        head = [s for s in view.waiting][:1]
+        chunks = [PrefillChunk(s.id, min(8, s.remaining_prefill)) for s in head]
+        return Batch([s.id for s in view.running], chunks)
+
+    def rewriting(view):
+        previous = view.previous
+        if previous is not None:
+            for chunk in previous.prefill:
+                object.__setattr__(chunk, "tokens", 10**6)
+            object.__setattr__(previous, "decode", ("nobody",))
+        return fcfs(view)
+
+    honest = simulate(_small_trace(), fcfs, DeviceProfile(), name="fcfs")
+    rewritten = simulate(_small_trace(), rewriting, DeviceProfile(), name="fcfs")
+    assert any(e.batch.prefill for e in honest.events[1:])
+    assert [e.batch for e in rewritten.events] == [e.batch for e in honest.events]
+    assert [s.token_times_ms for s in rewritten.sequences] == [
+        s.token_times_ms for s in honest.sequences
+    ]

@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import sys
 from pathlib import Path
 
 from ..runfile import write_atomic
-from .chrome import trace_events
+from .chrome import trace_pieces
 from .diff import first_difference
 from .model import ViewError, pick, read_json, replay, runs_of, snapshots_of
-from .page import render
+from .page import render_pieces
 
 
 def build_parser(prog: str = "view.py") -> argparse.ArgumentParser:
@@ -75,14 +74,12 @@ def make(args: argparse.Namespace) -> list[Path]:
         (doc.get("trace") or {}).get("name", "?") if isinstance(doc.get("trace"), dict) else "?"
     )
     out = Path(args.output) if args.output else run_path.with_suffix(".html")
-    page = render(picture, trace_name, difference, args.against)
     written = []
     if args.format == "chrome-trace":
         trace_path = out.with_suffix(".trace.json")
-        text = json.dumps(trace_events(picture), separators=(",", ":"), ensure_ascii=False)
-        write_atomic(trace_path, text + "\n")
+        write_atomic(trace_path, trace_pieces(picture))
         written.append(trace_path)
-    write_atomic(out, page)
+    write_atomic(out, render_pieces(picture, trace_name, difference, args.against))
     written.insert(0, out)
     if args.against:
         if difference is None:

@@ -19,8 +19,8 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from itertools import compress
-from operator import ne
+from itertools import chain, compress, count, islice
+from operator import ne, sub
 
 LEFT = ("rejected", "cancelled")
 SPARSE = ("prefill", "firsts", "preempt", "swap_out", "swap_in", "rejected", "cancelled")
@@ -42,6 +42,8 @@ class Columns:
     cancelled: dict[int, list[str]] = field(default_factory=dict)
     enter: dict[int, list[str]] = field(default_factory=dict)
     leave: dict[int, list[str]] = field(default_factory=dict)
+    # what ``deltas`` and ``idle`` made or were given (not part of what the columns hold)
+    known: dict[str, list[int]] = field(default_factory=dict, compare=False, repr=False)
 
     def __len__(self) -> int:
         return len(self.end_ms)
@@ -53,11 +55,29 @@ class Columns:
             found.update(getattr(self, name))
         return found
 
-    def changes(self, *columns: list) -> list[int]:
-        """The steps after the first where any of ``columns`` differs from the step before."""
+    def deltas(self, name: str) -> list[int]:
+        """Column ``name`` as each step's difference from the step before (the first's from 0),
+        made once (the compact replay hands over the ones it builds the columns from)."""
+        found = self.known.get(name)
+        if found is None:
+            values = getattr(self, name)
+            found = self.known[name] = list(map(sub, values, chain((0,), values)))
+        return found
+
+    def idle(self) -> list[int]:
+        """The steps that do not start when the step before ended (the first: at 0 ms)."""
+        found = self.known.get("idle")
+        if found is None:
+            moved = map(ne, self.start_ms, chain((0.0,), self.end_ms))
+            found = self.known["idle"] = list(compress(count(), moved))
+        return found
+
+    def changes(self, *names: str) -> list[int]:
+        """The steps after the first where any of the columns ``names`` differs from the step
+        before."""
         found: set[int] = set()
-        for values in columns:
-            found.update(compress(range(1, len(values)), map(ne, values[1:], values)))
+        for name in names:
+            found.update(compress(count(1), islice(self.deltas(name), 1, None)))
         return sorted(found)
 
 
@@ -114,7 +134,7 @@ class StepList(Sequence):
         c, make = self._cols, self._step
         kept: list[str] = []
         empty: list = []
-        for n, (start, end, queue, pages, count) in enumerate(
+        for n, (start, end, queue, pages, decodes) in enumerate(
             zip(c.start_ms, c.end_ms, c.queue, c.kv_pages, c.decodes)
         ):
             gone, new = c.leave.get(n), c.enter.get(n)
@@ -128,7 +148,7 @@ class StepList(Sequence):
                 start,
                 end,
                 c.prefill.get(n, empty),
-                kept if count else [],
+                kept if decodes else [],
                 c.preempt.get(n, ()),
                 c.swap_out.get(n, ()),
                 c.swap_in.get(n, ()),

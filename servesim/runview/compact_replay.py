@@ -2,17 +2,19 @@
 
 The requests' changes (arrivals, cancellations, moves, prefill chunks, finishes) are replayed one
 by one in step order; the decodes in between, which are most of a long run, only as the pages
-they open. ``tests/test_view.py`` holds the result equal to ``columns.of_steps`` of the expanded
-run.
+they open and as the stays of requests in the decode set. Per-step columns are then made by
+C-level passes (``itertools.accumulate``), and no request's token times are listed: each lane's
+figures come from its rows (``_lanes``). ``tests/test_view.py`` holds the result equal to
+``columns.of_steps`` of the expanded run.
 """
 
 from __future__ import annotations
 
 import bisect
-from itertools import accumulate, compress, repeat
-from operator import add, ne, sub
+from itertools import accumulate, islice, repeat
+from operator import sub
 
-from ..compact import step_starts, token_times
+from ..compact import step_starts
 from .columns import LEFT, Columns, left_early
 
 # the order of what happens to the requests within one step (model's replay order)
@@ -21,11 +23,7 @@ ARRIVE, CANCEL, PREEMPT, SWAP_OUT, SWAP_IN, CHUNK, FINISH = range(7)
 
 def replay_compact(run: dict) -> tuple[Columns, list[tuple]]:
     """The columns of a compact entry, and each request's lane fields
-    ``(id, arrival, status, end, token times, ttft, max ITL)``.
-
-    The requests' changes (arrivals, cancellations, moves, prefill chunks, finishes) are
-    replayed one by one in step order; the decodes in between, which are most of a long run,
-    only as the pages they open, computed for each stretch a request spends running."""
+    ``(id, arrival, status, end, ttft, max ITL, first token, last token, tokens)``."""
     page_tokens = run["device"].get("pageTokens") or 16
     req = run["requests"]
     ids, arrivals, outputs = req["id"], req["arrivalMs"], req["outputTokens"]
@@ -35,11 +33,16 @@ def replay_compact(run: dict) -> tuple[Columns, list[tuple]]:
             raise ValueError(f"requests.{name} has {len(column)} entries, not {total}")
     status = req.get("status") or [None] * total
     status_ms = req.get("statusMs") or [None] * total
-    ends, starts, decode_steps = run["stepEndMs"], step_starts(run), run["decodeSteps"]
+    ends, decode_steps = run["stepEndMs"], run["decodeSteps"]
+    starts = step_starts(run)
     steps = len(ends)
     slices, resumes, chunks = run["slices"], run.get("resumes", ()), run["chunks"]
-    cols = Columns(starts, ends, [], [], [0] * steps)
-    times = token_times(run)
+    cols = Columns(starts, ends, [], [], [])
+    tokens = [0] * total  # each request's token count
+    for n, _step, _first, count in slices:
+        tokens[n] += 1 + count
+    for n, _step, _first, count in resumes:
+        tokens[n] += count
 
     # each time a request joined the running set (prefill done, or swapped in): its decodes
     entered = {(step, n): (first, count) for n, step, first, count in slices}
@@ -50,13 +53,15 @@ def replay_compact(run: dict) -> tuple[Columns, list[tuple]]:
             events.append((bisect.bisect_left(starts, arrivals[n]), ARRIVE, 0, n))
         if status[n] == "cancelled":
             events.append((bisect.bisect_left(starts, status_ms[n]), CANCEL, 0, n))
-    events += [(step, FINISH, 0, n) for n, step in _last_token_steps(run, times, outputs).items()]
+    last = _last_token_steps(run, tokens, outputs)
+    events += [(step, FINISH, 0, n) for n, step in last.items()]
     for kind, table in ((PREEMPT, "preempts"), (SWAP_OUT, "swapOuts"), (SWAP_IN, "swapIns")):
         events += [(step, kind, k, n) for k, (step, n) in enumerate(run.get(table, ()))]
     events += [(row[0], CHUNK, k, row[1]) for k, row in enumerate(chunks)]
     events.sort()
 
     queue, pages = [0] * (steps + 1), [0] * (steps + 1)  # changes, at a step or after it
+    opens: list[int] = []  # the decode steps where a running request opens a page
     state = [""] * total
     cache, host = [0] * total, [0] * total
     position: dict[tuple[int, int], int] = {}  # (step, request) -> its place among its kind
@@ -65,8 +70,7 @@ def replay_compact(run: dict) -> tuple[Columns, list[tuple]]:
         """Request ``n`` runs from ``step`` with ``held`` cached positions: each of its decodes
         adds a page when the last one was full."""
         first, count = rows[step, n]
-        for j in range((-held) % page_tokens, count, page_tokens):
-            pages[decode_steps[first + j]] += 1
+        opens.extend(decode_steps[first + (-held) % page_tokens : first + count : page_tokens])
         cache[n] = held + count  # what it holds when it next changes
 
     for step, kind, k, n in events:
@@ -99,11 +103,11 @@ def replay_compact(run: dict) -> tuple[Columns, list[tuple]]:
             position[step, n] = len(moved)
             moved.append(ids[n])
         else:  # CHUNK
-            _, _, start, tokens = chunks[k]
-            held = start + tokens
+            _, _, start, count = chunks[k]
+            held = start + count
             batch = cols.prefill.setdefault(step, [])
             position[step, n] = len(batch)
-            batch.append((ids[n], start, tokens))
+            batch.append((ids[n], start, count))
         pages[step] += -(-held // page_tokens) + (cache[n] // -page_tokens)
         cache[n] = held
         if kind == SWAP_IN:
@@ -114,15 +118,19 @@ def replay_compact(run: dict) -> tuple[Columns, list[tuple]]:
                 queue[step + 1] -= 1
             state[n] = "run"
             join(step, n, held, entered)
-    cols.queue = list(accumulate(queue[:steps]))
-    cols.kv_pages = list(accumulate(pages[:steps]))
+    for step in opens:
+        pages[step] += 1
+    del pages[steps:], queue[steps:]
+    cols.queue = list(accumulate(queue))
+    cols.kv_pages = list(accumulate(pages))
+    cols.known.update(queue=queue, kv_pages=pages, idle=[n for n, _ in run["idleStarts"]])
     _decode_sets(cols, run, ids, position)
     left = [(status_ms[n], ids[n], status[n]) for n in range(total) if status[n] in LEFT]
     left_early(left, ends, cols)
-    return cols, _lanes(req, status, status_ms, times)
+    return cols, _lanes(run, status, status_ms, tokens)
 
 
-def _last_token_steps(run: dict, times: list[list[float]], outputs: list[int]) -> dict:
+def _last_token_steps(run: dict, tokens: list[int], outputs: list[int]) -> dict:
     """The step of each finished request's last token (request index -> step)."""
     decode_steps = run["decodeSteps"]
     last: dict[int, int] = {}
@@ -133,7 +141,7 @@ def _last_token_steps(run: dict, times: list[list[float]], outputs: list[int]) -
         if count:
             end = decode_steps[first + count - 1]
             last[n] = max(last.get(n, end), end)
-    return {n: step for n, step in last.items() if len(times[n]) == outputs[n]}
+    return {n: step for n, step in last.items() if tokens[n] == outputs[n]}
 
 
 def _decode_sets(cols: Columns, run: dict, ids: list[str], position: dict) -> None:
@@ -161,11 +169,21 @@ def _decode_sets(cols: Columns, run: dict, ids: list[str], position: dict) -> No
             stays[-1][1] = first + count
         else:
             stays.append([first, first + count, joined, n])
-    change = [0] * (len(decode_steps) + 1)
+    steps = len(cols.end_ms)
+    change = [0] * steps  # the decode set's size, as changes at the decode steps
     for first, end, _, _ in stays:
-        change[first] += 1
-        change[end] -= 1
-    cols.decodes = _spread(list(accumulate(change))[:-1], decode_steps, len(cols))
+        change[decode_steps[first]] += 1
+        if end < len(decode_steps):
+            change[decode_steps[end]] -= 1
+    decodes = list(accumulate(change))
+    for begin, end in _gaps(decode_steps, steps):  # steps that decode nothing
+        before = decodes[begin - 1] if begin else 0  # what the set holds through the gap
+        change[begin] -= before
+        if end < steps:
+            change[end] += before
+        decodes[begin:end] = repeat(0, end - begin)
+    cols.decodes = decodes
+    cols.known["decodes"] = change
     stays.sort(key=lambda stay: (stay[0], stay[2]))  # by when they joined
     for first, _, _, n in stays:
         cols.enter.setdefault(decode_steps[first], []).append(ids[n])
@@ -174,35 +192,73 @@ def _decode_sets(cols: Columns, run: dict, ids: list[str], position: dict) -> No
             cols.leave.setdefault(decode_steps[end], []).append(ids[n])
 
 
-def _spread(values: list[int], at: list[int], total: int) -> list[int]:
-    """A column of ``total`` steps holding ``values[i]`` at step ``at[i]`` (``at`` increasing)
-    and 0 elsewhere, built a stretch of consecutive steps at a time."""
+def _gaps(at: list[int], total: int) -> list[tuple[int, int]]:
+    """The ranges ``[begin, end)`` of ``range(total)`` missing from ``at`` (increasing), found
+    by halving: a stretch of ``at`` whose ends are as far apart as its length has no gap, so
+    the cost is the number of gaps times a logarithm, not the number of steps."""
     if not at:
-        return [0] * total
-    out = [0] * at[0]
-    jumps = compress(range(1, len(at)), map(ne, at[1:], map(add, at, repeat(1))))
-    begin = 0
-    for i in jumps:  # at[i] does not follow at[i - 1]
-        out += values[begin:i]
-        out += [0] * (at[i] - at[i - 1] - 1)
-        begin = i
-    out += values[begin:]
-    out += [0] * (total - 1 - at[-1])
-    return out
+        return [(0, total)] if total else []
+    found = [(0, at[0])] if at[0] else []
+    pending = [(0, len(at) - 1)]  # index ranges of ``at`` that may hold a gap
+    inner = []
+    while pending:
+        i, j = pending.pop()
+        if at[j] - at[i] == j - i:
+            continue
+        if j - i == 1:
+            inner.append((at[i] + 1, at[j]))
+            continue
+        mid = (i + j) // 2
+        pending += [(i, mid), (mid, j)]
+    found += sorted(inner)
+    if at[-1] + 1 < total:
+        found.append((at[-1] + 1, total))
+    return found
 
 
-def _lanes(req: dict, status: list, status_ms: list, times: list[list[float]]) -> list[tuple]:
-    """Each request's lane fields, with the metrics ``compact.expand_run`` gives it."""
+def _lanes(run: dict, status: list, status_ms: list, tokens: list[int]) -> list[tuple]:
+    """Each request's lane fields, with the metrics ``compact.expand_run`` gives it, computed
+    from its rows: the largest gap between two tokens is the largest of each row's own (the
+    gaps between consecutive decode steps, over the row's range) and of the gaps between rows.
+    """
+    req = run["requests"]
+    ends, decode_steps = run["stepEndMs"], run["decodeSteps"]
+    at = list(map(ends.__getitem__, decode_steps))  # each decode step's end
+    gaps = list(map(sub, islice(at, 1, None), at))  # gaps[i]: decode step i to i + 1
+    del at
+    rows: list[list[tuple]] = [[] for _ in req["id"]]  # (first token, last token, widest gap)
+    for n, step, first, count in run["slices"]:
+        begin = end = ends[step]
+        widest = None
+        if count:
+            end = ends[decode_steps[first + count - 1]]
+            widest = max(gaps[first : first + count - 1], default=None)
+            into = ends[decode_steps[first]] - begin  # the prefill's token to the first decode
+            widest = into if widest is None else max(into, widest)
+        rows[n].append((begin, end, widest, step))
+    for n, step, first, count in run.get("resumes", ()):
+        if count:
+            widest = max(gaps[first : first + count - 1], default=None)
+            begin, end = ends[decode_steps[first]], ends[decode_steps[first + count - 1]]
+            rows[n].append((begin, end, widest, step))
     lanes = []
     for n, (rid, arrival, outputs) in enumerate(
         zip(req["id"], req["arrivalMs"], req["outputTokens"])
     ):
-        own = times[n]
-        shown = status[n] or ("completed" if len(own) == outputs else "unfinished")
-        end = status_ms[n] if status_ms[n] is not None else (own[-1] if own else None)
+        own = rows[n]
+        if len(own) > 1:
+            own.sort(key=lambda row: row[3])
+        count = tokens[n]
+        first = own[0][0] if own else None
+        last = own[-1][1] if own else None
+        shown = status[n] or ("completed" if count == outputs else "unfinished")
+        end = status_ms[n] if status_ms[n] is not None else last
         ttft = max_itl = None
         if (status[n] or "completed") == "completed" and own:
-            ttft = own[0] - arrival
-            max_itl = max(map(sub, own[1:], own)) if len(own) > 1 else None
-        lanes.append((rid, arrival, shown, end, own, ttft, max_itl))
+            ttft = first - arrival
+            if count > 1:
+                widths = [row[2] for row in own if row[2] is not None]
+                widths += [b[0] - a[1] for a, b in zip(own, own[1:])]
+                max_itl = max(widths)
+        lanes.append((rid, arrival, shown, end, ttft, max_itl, first, last, count))
     return lanes

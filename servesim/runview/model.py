@@ -16,11 +16,11 @@ one full run entry into ``Step`` and ``Lane`` records:
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..compact import is_compact
+from ..compact import is_compact, token_times
 from .columns import Columns, StepList, left_early, of_steps
 from .compact_replay import replay_compact
 
@@ -55,20 +55,25 @@ class Step:
 
 @dataclass
 class Lane:
+    """One request's figures (its token times, which a long run has millions of, are not kept:
+    ``Picture.token_times``)."""
+
     id: str
     arrival_ms: float
     status: str  # completed, rejected, cancelled (unit 07: completed or unfinished)
     end_ms: float | None  # finish or status time
-    token_times_ms: list[float]
     ttft_ms: float | None
     max_itl_ms: float | None
+    first_ms: float | None  # its first token
+    last_ms: float | None  # its last token
+    tokens: int  # how many it got
 
 
 @dataclass
 class Picture:
     """One run, replayed: ``columns`` holds every step (what the page and the trace draw from),
     ``steps`` the same as ``Step`` records (a full entry's own, or made as a compact entry's
-    are read)."""
+    are read), ``token_times()`` every lane's token times (a list per lane, made when asked)."""
 
     policy: str
     params: dict
@@ -77,6 +82,7 @@ class Picture:
     steps: Sequence[Step]
     lanes: list[Lane]
     columns: Columns
+    token_times: Callable[[], list[list[float]]]  # each lane's token times, listed on demand
 
     @property
     def pool(self) -> int | None:
@@ -99,7 +105,7 @@ class Snapshot:
 
 def read_json(path: Path) -> dict:
     try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+        doc = json.loads(Path(path).read_bytes())  # bytes: no second copy as text
     except OSError as exc:
         raise ViewError(f"{path}: cannot read ({exc.strerror})") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -161,6 +167,7 @@ def replay(run: dict) -> Picture:
                 StepList(cols, Step),
                 [Lane(*lane) for lane in lanes],
                 cols,
+                lambda: token_times(run),
             )
             return picture
         return _replay(run)
@@ -270,6 +277,7 @@ def _replay(run: dict) -> Picture:
         steps,
         lanes,
         of_steps(steps),
+        lambda: [r["tokenTimesMs"] for r in run["requests"]],
     )
 
 
@@ -281,4 +289,8 @@ def _lane(r: dict) -> Lane:
     times = r["tokenTimesMs"]
     status = r.get("status") or ("completed" if len(times) == r["outputTokens"] else "unfinished")
     end = r.get("statusMs") if "statusMs" in r else (times[-1] if times else None)
-    return Lane(r["id"], r["arrivalMs"], status, end, times, r.get("ttftMs"), r.get("maxItlMs"))
+    first, last = (times[0], times[-1]) if times else (None, None)
+    return Lane(
+        r["id"], r["arrivalMs"], status, end, r.get("ttftMs"), r.get("maxItlMs"), first, last,
+        len(times),
+    )  # fmt: skip

@@ -10,8 +10,9 @@ from __future__ import annotations
 import bisect
 import html
 import json
-from itertools import chain, compress, repeat
-from operator import mul, ne, sub
+from collections.abc import Iterator
+from itertools import chain, groupby, pairwise, repeat, starmap
+from operator import mul, neg, sub
 from pathlib import Path
 
 from .columns import Columns
@@ -36,15 +37,17 @@ def _r(value: float | None) -> float | None:
 def run_lengths(values) -> list[int]:
     """``values`` as the run lengths of their differences: ``[delta, repeats, ...]`` (a run of
     steady decode steps, each as long as the last and with the same queue, takes 2 numbers)."""
-    values = values if isinstance(values, list) else list(values)
-    if not values:
-        return []
-    deltas = list(map(sub, values, chain((0,), values)))
-    # where a new delta begins (C-level passes; the loop below is over runs, not values)
-    begins = [0, *compress(range(1, len(deltas)), map(ne, deltas[1:], deltas)), len(deltas)]
+    # each value less the one before it (the first less 0), as an iterator: nothing is listed
+    deltas = map(neg, starmap(sub, pairwise(chain((0,), values))))
+    return delta_runs(deltas)
+
+
+def delta_runs(deltas) -> list[int]:
+    """``run_lengths`` of the values whose differences are ``deltas`` (any iterable): each
+    element is passed over at C level (``groupby``, ``list``), each run in Python."""
     out: list[int] = []
-    for begin, end in zip(begins, begins[1:]):
-        out += (deltas[begin], end - begin)
+    for delta, run in groupby(deltas):
+        out += (delta, len(list(run)))
     return out
 
 
@@ -61,28 +64,46 @@ def from_run_lengths(encoded: list[int]) -> list[int]:
 def step_columns(cols: Columns) -> dict:
     """Each step's end (µs), queue length, KV pages and decode count, run-length encoded;
     its start is the previous end (0 for the first) unless ``idle`` lists it (``[step, µs]``)."""
-    ends = list(map(float.__round__, map(mul, cols.end_ms, repeat(1000.0))))
-    # most steps start exactly at the previous end: only the others are rounded and compared
-    moved = compress(range(len(ends)), map(ne, cols.start_ms, chain((0,), cols.end_ms)))
+    ends = cols.end_ms
     idle = []
-    for n in moved:
+    for n in cols.idle():  # only those are rounded and compared
         start = round(cols.start_ms[n] * 1000)
-        if start != (ends[n - 1] if n else 0):
+        if start != (round(ends[n - 1] * 1000.0) if n else 0):
             idle.append([n, start])
     return {
-        "t1": run_lengths(ends),
+        "t1": run_lengths(map(round, map(mul, ends, repeat(1000.0)))),
         "idle": idle,
-        "q": run_lengths(cols.queue),
-        "kv": run_lengths(cols.kv_pages),
-        "nd": run_lengths(cols.decodes),
+        "q": delta_runs(cols.deltas("queue")),
+        "kv": delta_runs(cols.deltas("kv_pages")),
+        "nd": delta_runs(cols.deltas("decodes")),
     }
 
 
 def page_data(picture: Picture, difference: Difference | None) -> dict:
     """What the script draws from; ids appear once (``ids``), everything else by index."""
-    index = {lane.id: n for n, lane in enumerate(picture.lanes)}
+    return json.loads("".join(data_pieces(picture, difference)))
+
+
+def data_pieces(picture: Picture, difference: Difference | None) -> Iterator[str]:
+    """``page_data`` as JSON text, a member at a time (the page is written as they come, so
+    the whole text of a long run is never held twice)."""
+    lanes = picture.lanes
+    index = {lane.id: n for n, lane in enumerate(lanes)}
     cols = picture.columns
-    found: dict[str, list] = {}
+
+    def dump(value) -> str:
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False).replace("</", "<\\/")
+
+    yield '{"ids":' + dump([lane.id for lane in lanes])
+    yield f',"n":{len(cols)}'
+    for key, value in step_columns(cols).items():
+        # a list of ints: its repr is its JSON with spaces, and much quicker to make
+        yield f',"{key}":' + (repr(value).replace(" ", "") if key != "idle" else dump(value))
+    prefill = cols.prefill
+    pf = [
+        [n, index[rid], start, tokens] for n in sorted(prefill) for rid, start, tokens in prefill[n]
+    ]
+    yield ',"pf":' + dump(pf)
     for key, table in (
         ("din", cols.enter),
         ("dout", cols.leave),
@@ -92,30 +113,22 @@ def page_data(picture: Picture, difference: Difference | None) -> dict:
         ("rj", cols.rejected),
         ("cc", cols.cancelled),
     ):
-        found[key] = [[n, index[rid]] for n in sorted(table) for rid in table[n]]
-    prefill = cols.prefill
-    found["pf"] = [
-        [n, index[rid], start, tokens] for n in sorted(prefill) for rid, start, tokens in prefill[n]
-    ]
-    tokens = sum(len(lane.token_times_ms) for lane in picture.lanes)
-    ticks = tokens <= TICKS_UP_TO
-    lanes = picture.lanes
-    return {
-        "ids": [lane.id for lane in lanes],
-        "n": len(cols),
-        **step_columns(cols),
-        **{key: found[key] for key in ("pf", "din", "dout", "pe", "so", "si", "rj", "cc")},
-        "la": [_r(lane.arrival_ms) for lane in lanes],
-        "le": [_r(lane.end_ms) for lane in lanes],
-        "ls": [STATUS.get(lane.status, 3) for lane in lanes],
-        "lt": [_r(lane.ttft_ms) for lane in lanes],
-        "lm": [_r(lane.max_itl_ms) for lane in lanes],
-        "lk": [[_r(t) for t in lane.token_times_ms] if ticks else [] for lane in lanes],
-        "lf": [_r(lane.token_times_ms[0]) if lane.token_times_ms else None for lane in lanes],
-        "pool": picture.pool,
-        "end": _r(max(cols.end_ms + [lane.end_ms or 0 for lane in lanes])),
-        "diff": None if difference is None else {"step": difference.step, "text": difference.zh},
-    }
+        yield f',"{key}":' + dump([[n, index[rid]] for n in sorted(table) for rid in table[n]])
+    yield ',"la":' + dump([_r(lane.arrival_ms) for lane in lanes])
+    yield ',"le":' + dump([_r(lane.end_ms) for lane in lanes])
+    yield ',"ls":' + dump([STATUS.get(lane.status, 3) for lane in lanes])
+    yield ',"lt":' + dump([_r(lane.ttft_ms) for lane in lanes])
+    yield ',"lm":' + dump([_r(lane.max_itl_ms) for lane in lanes])
+    if sum(lane.tokens for lane in lanes) <= TICKS_UP_TO:
+        yield ',"lk":' + dump([[_r(t) for t in times] for times in picture.token_times()])
+    else:
+        yield ',"lk":' + dump([[] for _ in lanes])
+    yield ',"lf":' + dump([_r(lane.first_ms) for lane in lanes])
+    yield ',"pool":' + dump(picture.pool)
+    end = max(max(cols.end_ms, default=0), *(lane.end_ms or 0 for lane in lanes), 0)
+    yield ',"end":' + dump(_r(end))
+    found = None if difference is None else {"step": difference.step, "text": difference.zh}
+    yield ',"diff":' + dump(found) + "}"
 
 
 def overview_svg(picture: Picture) -> str:
@@ -199,8 +212,13 @@ def _fmt(value) -> str:
 def render(
     picture: Picture, trace_name: str, difference: Difference | None, against: str | None
 ) -> str:
-    data = json.dumps(page_data(picture, difference), separators=(",", ":"), ensure_ascii=False)
-    data = data.replace("</", "<\\/")
+    return "".join(render_pieces(picture, trace_name, difference, against))
+
+
+def render_pieces(
+    picture: Picture, trace_name: str, difference: Difference | None, against: str | None
+) -> Iterator[str]:
+    """The page, in pieces to write one after another (``render`` joins them)."""
     title = f"运行图：{picture.label}（trace {trace_name}）"
     diff = ""
     if difference is not None:
@@ -217,13 +235,14 @@ def render(
             f"<p>与 {html.escape(against)} 相比：每一步都相同。</p></section>"
         )
     device = ", ".join(f"{k}={v}" for k, v in picture.device.items() if v is not None)
-    return _asset("page.html").format(
+    head, tail = _asset("page.html").split("{data}")
+    yield head.format(
         title=html.escape(title),
         device=html.escape(device),
         summary=_summary(picture),
         diff=diff,
         overview=overview_svg(picture),
-        data=data,
         style=_asset("view.css"),
-        script=_asset("view.js"),
     )
+    yield from data_pieces(picture, difference)
+    yield tail.format(script=_asset("view.js"))

@@ -212,3 +212,43 @@ def test_child_folder_holds_no_golden_or_hidden_files(tmp_path, unit):
     folder = _policies(tmp_path, solution + snoop)
     report = grade_submission(unit, folder, cases=["fcfs-ties", "chunked-mixed-relabelled"])
     assert report.score == report.max_score, report.text(staff=True)
+
+
+def _wrapped(unit, body: str) -> str:
+    """The reference policies with ``fcfs`` doing ``body`` to its view first."""
+    solution = (unit.solutions_dir / "policies.py").read_text(encoding="utf-8")
+    return solution + textwrap.dedent(
+        f"""
+
+        _reference = fcfs
+
+
+        def fcfs(view):
+            {body}
+            return _reference(view)
+        """
+    )
+
+
+def test_a_policy_that_changes_its_view_gets_one_sentence(tmp_path, unit):
+    """A refused change: the case's feedback is the one sentence naming the function."""
+    body = "if view.waiting:\n                view.waiting[0].prefill_target = 1"
+    report = grade_submission(unit, _policies(tmp_path, _wrapped(unit, body)), cases=["fcfs-mixed"])
+    (case,) = report.cases
+    assert case.status is not Status.PASSED
+    assert "fcfs() changed its view (prefill_target of request '" in case.feedback, case.feedback
+    assert "Traceback" not in case.feedback
+
+
+def test_writes_behind_the_frozen_view_change_nothing_graded(tmp_path, unit):
+    """``object.__setattr__`` on the view, its device and the previous batch writes the
+    policy's copies: the run, and so the grade, is the reference's."""
+    body = (
+        "object.__setattr__(view, 'now_ms', -1.0)\n"
+        "            object.__setattr__(view.device, 'decode_batch_ms', 0.0)\n"
+        "            if view.previous is not None:\n"
+        "                object.__setattr__(view.previous, 'decode', ())"
+    )
+    report = grade_submission(unit, _policies(tmp_path, _wrapped(unit, body)), cases=["fcfs-mixed"])
+    (case,) = report.cases
+    assert case.status is Status.PASSED, case.feedback
