@@ -124,7 +124,8 @@ def floats_text(values: list[float]) -> list[str]:
     """
     orjson = _orjson()
     if orjson and min(map(abs, filter(None, values)), default=1.0) >= 1e-4:
-        text = orjson.dumps(values).decode()
+        listed = values if type(values) is list else list(values)  # a column: array("d")
+        text = orjson.dumps(listed).decode()
         return text[1:-1].split(",") if len(text) > 2 else []
     return list(map(float.__repr__, values))
 

@@ -124,7 +124,8 @@ def _verdict(pair: dict[str, PolicyRun], overhead: float) -> str:
     ):
         diff = after - before
         shorter, longer = ("缩短", "延长") if name == "A 最长间隔" else ("提前", "推迟")
-        word = "不变" if abs(diff) < 1e-9 else f"{shorter if diff < 0 else longer} {abs(diff):.2f} ms"
+        change = f"{shorter if diff < 0 else longer} {abs(diff):.2f} ms"
+        word = "不变" if abs(diff) < 1e-9 else change
         parts.append(f"{name}{word}")
     return f"{c.label}、开销 {_num(overhead)} ms，与 fcfs 相比：" + "；".join(parts) + "。"
 
