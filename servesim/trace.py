@@ -159,28 +159,24 @@ def _unit08(item: dict, where: str) -> dict:
                 f"got {value!r}"
             )
         extra["max_output_tokens"] = value
-    if "deadlineMs" in item:
-        value = item["deadlineMs"]
-        if not _is_number(value) or not math.isfinite(value) or value <= 0:
-            raise TraceError(
-                f"{where}: field 'deadlineMs' must be a finite number > 0, got {value!r}"
-            )
-        extra["deadline_ms"] = float(value)
+    for key, name in (("deadlineMs", "deadline_ms"), ("cancelMs", "cancel_ms")):
+        if key in item:
+            extra[name] = _positive_ms(item[key], key, where)
     if "tenant" in item:
         value = item["tenant"]
         if not isinstance(value, str) or not value:
             raise TraceError(f"{where}: field 'tenant' must be a non-empty string, got {value!r}")
         extra["tenant"] = value
-    if "cancelMs" in item:
-        value = item["cancelMs"]
-        if not _is_number(value) or not math.isfinite(value) or value <= 0:
-            raise TraceError(
-                f"{where}: field 'cancelMs' must be a finite number > 0, got {value!r}"
-            )
-        extra["cancel_ms"] = float(value)
     if "prefix" in item:
         extra["prefix"] = _prefix(item["prefix"], item["inputTokens"], where)
     return extra
+
+
+def _positive_ms(value, field: str, where: str) -> float:
+    """A duration in ms counted from arrival: a finite number > 0."""
+    if not _is_number(value) or not math.isfinite(value) or value <= 0:
+        raise TraceError(f"{where}: field '{field}' must be a finite number > 0, got {value!r}")
+    return float(value)
 
 
 def _prefix(value, prompt: int, where: str) -> tuple[tuple[str, int], ...]:
