@@ -9,6 +9,7 @@ RSS); ``vidur_stats`` reads what Vidur printed.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import os
@@ -70,6 +71,28 @@ VIDUR_FLAGS = [
 ]
 
 
+# the Vidur releases the job runs: release -> (peer script, its flags); 0.0.26 names the KV
+# pool flag ``--cache_config_num_blocks`` (the peer README), everything else is the same
+VIDUR_RELEASES = {
+    "0.0.9": ("run_vidur.py", VIDUR_FLAGS),
+    "0.0.26": (
+        "run_vidur26.py",
+        [
+            "--cache_config_num_blocks" if f == "--sarathi_scheduler_config_num_blocks" else f
+            for f in VIDUR_FLAGS
+        ],
+    ),
+}
+
+
+def vidur_command(release: str, python: str, peer: Path, table: Path, out: Path) -> list[str]:
+    """The command that runs Vidur ``release`` (``VIDUR_RELEASES``) on the job."""
+    script, flags = VIDUR_RELEASES[release]
+    command = [python, str(peer / script), *flags]
+    command += ["--trace_request_generator_config_trace_file", str(table)]
+    return [*command, "--metrics_config_output_dir", str(out)]
+
+
 def write_inputs(folder: Path, csv_path: Path, requests: int) -> tuple[Path, Path, Path, dict]:
     """The trace (ours and Vidur's CSV) and the device profile; returns their paths and doc."""
     doc = import_azure(csv_path, requests=requests)
@@ -112,6 +135,26 @@ def timed_child(command: list[str], cwd: Path) -> tuple[float, float, str]:
             f"error: {' '.join(command[:4])} ... failed ({child.returncode}):\n{stderr[-2000:]}"
         )
     return wall, usage.ru_maxrss / 1024.0, stderr
+
+
+@contextlib.contextmanager
+def busy(count: int):
+    """``count`` CPU-bound processes (a bare Python loop each) running beside the block: the
+    benchmark's "loaded" machine. Each is ended by its own pid when the block ends."""
+    spinners = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"], env=CHILD_ENV)
+        for _ in range(count)
+    ]
+    try:
+        yield
+    finally:
+        for spinner in spinners:
+            spinner.kill()
+            spinner.wait()
+
+
+def load_average() -> str:
+    return "load average " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def lab_copy(folder: Path) -> Path:
