@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from .. import reference
 from ..units import load_unit
-from .common import add_unit, load_with_engine, show_path
+from .common import add_unit, collector_off, load_with_engine, show_path
 
 
 def _run_script(command: str, load_main: Callable, args, extra: list[str]) -> int:
@@ -42,13 +42,14 @@ def _run_script(command: str, load_main: Callable, args, extra: list[str]) -> in
     if engine is None or args.help:
         return _help_exit(script_main, extra, policies, unit)
     run_one, encode = fast_runner(unit, engine)
-    return script_main(
-        extra,
-        policies_module=policies,
-        lab_dir=unit.lab_dir,
-        run_one=run_one,
-        encode=encode,
-    )
+    with collector_off():  # simulate (the command with --engine) makes no reference cycles
+        return script_main(
+            extra,
+            policies_module=policies,
+            lab_dir=unit.lab_dir,
+            run_one=run_one,
+            encode=encode,
+        )
 
 
 def fast_runner(unit, engine: str):
