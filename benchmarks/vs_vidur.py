@@ -70,6 +70,7 @@ from vidur_job import (  # noqa: E402
     busy,
     lab_copy,
     load_average,
+    run_child,
     timed_child,
     vidur_command,
     vidur_stats,
@@ -123,11 +124,14 @@ def whole_processes(folder: Path, trace: Path, table: Path, profile: Path, args)
     with busy(args.busy):
         for _ in range(args.repeat):  # rounds, so that a change in machine load hits every row
             for name, runs in results.items():
-                command, cwd = commands[name]
-                wall, rss, stderr = timed_child(command, cwd)
-                stats = vidur_stats(stderr) if name.startswith("vidur") else None
-                runs.append((wall, rss, stats))
-                print(f"  {name}: {wall:.2f} s, {rss:.0f} MiB", flush=True)
+                run = run_child(*commands[name])
+                stats = vidur_stats(run.stderr) if name.startswith("vidur") else None
+                runs.append((run.wall, run.rss_mib, stats, run))
+                print(
+                    f"  {name}: {run.wall:.2f} s, {run.rss_mib:.0f} MiB, CPU {run.user:.2f} "
+                    f"user + {run.sys:.2f} sys",
+                    flush=True,
+                )
             if "infralab fast" in results:
                 wall, _, stderr = timed_child(phases, ROOT)
                 spent.append(phase_times(stderr, wall))
@@ -247,6 +251,26 @@ def report(results: dict, loop: dict) -> None:
         "(medians; loop: ours = the executor plus the compact run and summary (fast) or "
         "servesim.simulate (lab), measured in this process; Vidur's from its script)"
     )
+    ours = [r[0] for r in results.get("infralab fast", ())]
+    for name, runs in results.items():
+        if name.startswith("vidur") and ours:
+            each = [v[0] / o for v, o in zip(runs, ours)]
+            listed = ", ".join(f"{x:.1f}x" for x in each)
+            print(f"infralab fast vs {name}, round by round: {listed} (lowest {min(each):.1f}x)")
+    print(f"\n{'':18}{'user':>8}{'sys':>8}{'CPU/wall':>10}{'minor faults':>14}{'vol/invol cs':>16}")
+    for name, runs in results.items():
+        usage = [r[3] for r in runs]
+
+        def median(field: str, usage=usage) -> float:
+            return statistics.median(getattr(u, field) for u in usage)
+
+        cpu = statistics.median((u.user + u.sys) / u.wall for u in usage)
+        switches = f"{median('voluntary'):.0f}/{median('involuntary'):.0f}"
+        print(
+            f"{name:18}{median('user'):7.2f}s{median('sys'):7.2f}s{cpu:10.2f}"
+            f"{median('minor_faults'):14.0f}{switches:>16}"
+        )
+    print("(medians of what the kernel counted for each whole process)")
 
 
 def report_phases(spent: list[dict]) -> None:
