@@ -49,7 +49,10 @@ def report(results: dict, loop: dict) -> None:
         if name.startswith("vidur") and ours:
             each = [v[0] / o for v, o in zip(runs, ours)]
             listed = ", ".join(f"{x:.1f}x" for x in each)
-            print(f"infralab fast vs {name}, round by round: {listed} (lowest {min(each):.1f}x)")
+            print(
+                f"infralab fast vs {name}, round by round: {listed} (lowest {min(each):.1f}x); "
+                f"Vidur's median over our slowest run: {bases[name.split()[1]] / max(ours):.1f}x"
+            )
     print(f"\n{'':18}{'user':>8}{'sys':>8}{'CPU/wall':>10}{'minor faults':>14}{'vol/invol cs':>16}")
     for name, runs in results.items():
         usage = [r[3] for r in runs]

@@ -18,6 +18,8 @@ sequence). These whole processes run it, each ``--repeat`` times in rounds (medi
 
 ``--busy N`` runs N CPU-bound processes (a bare Python loop each) beside every timed round:
 the loaded measurement. The load average is printed before and after the rounds.
+``--vidur-repeat N`` runs the Vidur rows in the first N rounds only (on a loaded machine a
+round of both releases takes many minutes); the ratios round by round then cover those rounds.
 
 Our commands run once untimed first, and the children may cache bytecode (the benchmark drops
 ``PYTHONDONTWRITEBYTECODE`` from their environment), as Python does by default: Vidur's package
@@ -37,7 +39,7 @@ the repo (``python -m venv V && V/bin/pip install vidur==0.0.9``, the same for 0
 another), and pass those interpreters:
 
     python benchmarks/vs_vidur.py --vidur-python V9/bin/python --vidur26-python V26/bin/python \
-        [--repeat 3] [--busy 1] [--skip "lab simulate.py"] [--sizes 1000,5000]
+        [--repeat 3] [--vidur-repeat 1] [--busy 1] [--skip "lab simulate.py"] [--sizes 1000]
 
 ``--vidur-dir`` (or ``VIDUR_PEER_DIR``) is the folder holding the peer scripts, by default
 ``../shared/peers/vidur`` next to the repository; ``--vidur-python`` and ``--vidur26-python``
@@ -123,8 +125,10 @@ def whole_processes(folder: Path, trace: Path, table: Path, profile: Path, args)
     spent = []
     print(f"before the rounds: {load_average()}; {args.busy} CPU-bound process(es) beside them")
     with busy(args.busy):
-        for _ in range(args.repeat):  # rounds, so that a change in machine load hits every row
+        for round_ in range(args.repeat):  # rounds: a change in machine load hits every row
             for name, runs in results.items():
+                if name.startswith("vidur") and round_ >= args.vidur_repeat:
+                    continue
                 run = run_child(*commands[name])
                 stats = vidur_stats(run.stderr) if name.startswith("vidur") else None
                 runs.append((run.wall, run.rss_mib, stats, run))
@@ -232,6 +236,12 @@ def main() -> int:
     parser.add_argument("--vidur-dir", default=os.environ.get("VIDUR_PEER_DIR", DEFAULT_PEER))
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument(
+        "--vidur-repeat",
+        type=int,
+        help="Vidur's rows in the first N rounds only (default: every round; a round of both "
+        "releases takes minutes)",
+    )
+    parser.add_argument(
         "--busy", type=int, default=0, help="CPU-bound processes beside the timed rounds"
     )
     parser.add_argument("--requests", type=int, default=100_000, help="trace prefix (all)")
@@ -241,6 +251,8 @@ def main() -> int:
     )
     parser.add_argument("--lab-sizes", action="store_true", help="lab engine in the scaling too")
     args = parser.parse_args()
+    if args.vidur_repeat is None:
+        args.vidur_repeat = args.repeat
     if not args.csv.is_file():
         print(f"error: trace CSV not found: {args.csv} (pass --csv)", file=sys.stderr)
         return 2
