@@ -3,12 +3,14 @@
 The job: the Azure conversation trace (ours as JSON, Vidur's as CSV), the affine A30/7B device
 profile, unit 08's ``budgeted`` with a 512-token budget and 128 active sequences, and the flags
 that make Vidur's ``run_vidur.py`` run the same. A lab folder with the reference solution runs
-our side as a student's finished lab; ``timed_child`` times one whole process (wall time, peak
-RSS); ``vidur_stats`` reads what Vidur printed.
+our side as a student's finished lab; ``run_child`` times one whole process (wall time, peak
+RSS, CPU, page faults, context switches; ``timed_child`` the first two); ``busy`` loads the
+machine; ``vidur_stats`` reads what Vidur printed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import os
@@ -16,6 +18,7 @@ import shutil
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -70,6 +73,28 @@ VIDUR_FLAGS = [
 ]
 
 
+# the Vidur releases the job runs: release -> (peer script, its flags); 0.0.26 names the KV
+# pool flag ``--cache_config_num_blocks`` (the peer README), everything else is the same
+VIDUR_RELEASES = {
+    "0.0.9": ("run_vidur.py", VIDUR_FLAGS),
+    "0.0.26": (
+        "run_vidur26.py",
+        [
+            "--cache_config_num_blocks" if f == "--sarathi_scheduler_config_num_blocks" else f
+            for f in VIDUR_FLAGS
+        ],
+    ),
+}
+
+
+def vidur_command(release: str, python: str, peer: Path, table: Path, out: Path) -> list[str]:
+    """The command that runs Vidur ``release`` (``VIDUR_RELEASES``) on the job."""
+    script, flags = VIDUR_RELEASES[release]
+    command = [python, str(peer / script), *flags]
+    command += ["--trace_request_generator_config_trace_file", str(table)]
+    return [*command, "--metrics_config_output_dir", str(out)]
+
+
 def write_inputs(folder: Path, csv_path: Path, requests: int) -> tuple[Path, Path, Path, dict]:
     """The trace (ours and Vidur's CSV) and the device profile; returns their paths and doc."""
     doc = import_azure(csv_path, requests=requests)
@@ -92,8 +117,23 @@ def write_inputs(folder: Path, csv_path: Path, requests: int) -> tuple[Path, Pat
 CHILD_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
-def timed_child(command: list[str], cwd: Path) -> tuple[float, float, str]:
-    """Run ``command``; (wall seconds, peak RSS in MiB, stderr). Exits on failure."""
+@dataclass(frozen=True)
+class ChildRun:
+    """One whole process: wall seconds, peak RSS (MiB), stderr, and what the kernel counted
+    for it (CPU seconds, minor page faults, voluntary and involuntary context switches)."""
+
+    wall: float
+    rss_mib: float
+    stderr: str
+    user: float
+    sys: float
+    minor_faults: int
+    voluntary: int
+    involuntary: int
+
+
+def run_child(command: list[str], cwd: Path) -> ChildRun:
+    """Run ``command`` and measure it (``ChildRun``). Exits on failure."""
     start = time.perf_counter()
     child = subprocess.Popen(
         command,
@@ -111,7 +151,42 @@ def timed_child(command: list[str], cwd: Path) -> tuple[float, float, str]:
         sys.exit(
             f"error: {' '.join(command[:4])} ... failed ({child.returncode}):\n{stderr[-2000:]}"
         )
-    return wall, usage.ru_maxrss / 1024.0, stderr
+    return ChildRun(
+        wall,
+        usage.ru_maxrss / 1024.0,
+        stderr,
+        usage.ru_utime,
+        usage.ru_stime,
+        usage.ru_minflt,
+        usage.ru_nvcsw,
+        usage.ru_nivcsw,
+    )
+
+
+def timed_child(command: list[str], cwd: Path) -> tuple[float, float, str]:
+    """Run ``command``; (wall seconds, peak RSS in MiB, stderr). Exits on failure."""
+    run = run_child(command, cwd)
+    return run.wall, run.rss_mib, run.stderr
+
+
+@contextlib.contextmanager
+def busy(count: int):
+    """``count`` CPU-bound processes (a bare Python loop each) running beside the block: the
+    benchmark's "loaded" machine. Each is ended by its own pid when the block ends."""
+    spinners = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"], env=CHILD_ENV)
+        for _ in range(count)
+    ]
+    try:
+        yield
+    finally:
+        for spinner in spinners:
+            spinner.kill()
+            spinner.wait()
+
+
+def load_average() -> str:
+    return "load average " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def lab_copy(folder: Path) -> Path:

@@ -1,17 +1,25 @@
 #!/usr/bin/env python3
-"""Benchmark: infra-lab and Vidur 0.0.9 side by side on one job, in one run, on one machine.
+"""Benchmark: infra-lab and Vidur (0.0.9 and 0.0.26) side by side on one job, in one run.
 
 The job (``peers/vidur/README.md`` in the shared folder next to this repository): the Azure
 conversation trace (CC-BY 4.0, Azure/AzurePublicDataset; Patel et al., "Splitwise", ISCA 2024),
 unit 08's ``budgeted`` policy with a 512-token budget and 128 active sequences, on the affine
 A30/7B device (0.25 ms per step + 0.1 ms per prefill token + 20 ms + 0.05 ms per decoded
-sequence). Three whole processes run it, each ``--repeat`` times (medians printed):
+sequence). These whole processes run it, each ``--repeat`` times in rounds (medians printed):
 
 - ``infralab fast``: the TA command, ``infralab simulate --unit unit08 --reference --policy
-  budgeted --budget 512 --trace T --device-profile P --output RUN.json`` (it picks the fast path);
+  budgeted --budget 512 --trace T --device-profile P --output RUN.json`` (it picks the fast path
+  and, for a run this long, the default compact format);
 - ``lab simulate.py``: the lab folder's ``simulate.py`` (standard library only) with the
-  reference ``policies.py`` copied in, same flags;
-- ``vidur``: the peer's ``run_vidur.py`` (its predictor replaced by the same affine device).
+  reference ``policies.py`` copied in, same flags (``--skip "lab simulate.py"`` leaves it out:
+  it takes minutes and about 2 GiB);
+- ``vidur 0.0.9`` and ``vidur 0.0.26``: the peer's ``run_vidur.py`` and ``run_vidur26.py``
+  (their predictor replaced by the same affine device), each with its own interpreter.
+
+``--busy N`` runs N CPU-bound processes (a bare Python loop each) beside every timed round:
+the loaded measurement. The load average is printed before and after the rounds.
+``--vidur-repeat N`` runs the Vidur rows in the first N rounds only (on a loaded machine a
+round of both releases takes many minutes); the ratios round by round then cover those rounds.
 
 Our commands run once untimed first, and the children may cache bytecode (the benchmark drops
 ``PYTHONDONTWRITEBYTECODE`` from their environment), as Python does by default: Vidur's package
@@ -20,19 +28,24 @@ neither side pays for compiling its sources in the timed rounds. The job itself 
 flags, timing a child) is in ``vidur_job.py``.
 
 For each: whole-process wall time, the simulation loop alone (ours measured in this process,
-Vidur's from the JSON line ``run_vidur.py`` prints), peak RSS of the child, and the ratio to
-Vidur. Then the loops at several trace sizes (first N requests) with the cost per token event
-(first tokens plus decode slots), which should stay flat as the trace grows.
+Vidur's from the JSON line its script prints), peak RSS of the child, and the ratio to each
+Vidur. Then where our whole process's time goes (``cli_phases.py``, run once per round beside
+the timed runs: interpreter start, imports, setup, loop, summary, output; wall and CPU), and
+the loops at several trace sizes (first N requests) with the cost per token event (first tokens
+plus decode slots), which should stay flat as the trace grows.
 
-Vidur is not a dependency of this project: install it in its own virtualenv, outside the repo
-(``python -m venv V && V/bin/pip install vidur==0.0.9``), and pass that interpreter:
+Vidur is not a dependency of this project: install each release in its own virtualenv, outside
+the repo (``python -m venv V && V/bin/pip install vidur==0.0.9``, the same for 0.0.26 in
+another), and pass those interpreters:
 
-    python benchmarks/vs_vidur.py --vidur-python V/bin/python [--repeat 3] [--sizes 1000,5000]
+    python benchmarks/vs_vidur.py --vidur-python V9/bin/python --vidur26-python V26/bin/python \
+        [--repeat 3] [--vidur-repeat 1] [--busy 1] [--skip "lab simulate.py"] [--sizes 1000]
 
-``--vidur-dir`` (or ``VIDUR_PEER_DIR``) is the folder holding ``run_vidur.py``, by default
-``../shared/peers/vidur`` next to the repository; ``--vidur-python`` may also come from
-``VIDUR_PYTHON``. Without a Vidur interpreter only our side runs. Figures depend on the machine
-and its load: quote them with the machine they came from.
+``--vidur-dir`` (or ``VIDUR_PEER_DIR``) is the folder holding the peer scripts, by default
+``../shared/peers/vidur`` next to the repository; ``--vidur-python`` and ``--vidur26-python``
+may also come from ``VIDUR_PYTHON`` and ``VIDUR26_PYTHON``. Without a Vidur interpreter only our
+side runs. Figures depend on the machine and its load: quote them with the machine they came
+from and the load averages printed.
 """
 
 from __future__ import annotations
@@ -55,49 +68,86 @@ from vidur_job import (  # noqa: E402
     DEFAULT_CSV,
     DEFAULT_PEER,
     PROFILE,
-    VIDUR_FLAGS,
+    VIDUR_RELEASES,
+    busy,
     lab_copy,
+    load_average,
+    run_child,
     timed_child,
+    vidur_command,
     vidur_stats,
     write_inputs,
 )
+from vidur_report import phase_times, report, report_phases  # noqa: E402
 
 FAST_REPEAT = 9  # the fast loop takes milliseconds on small traces: more runs steady the median
 
 
-def whole_processes(folder: Path, trace: Path, table: Path, profile: Path, args) -> dict:
+def vidur_pythons(args) -> dict[str, str]:
+    """The Vidur releases to run and their interpreters."""
+    chosen = {"0.0.9": args.vidur_python, "0.0.26": args.vidur26_python}
+    return {release: python for release, python in chosen.items() if python}
+
+
+def whole_processes(folder: Path, trace: Path, table: Path, profile: Path, args):
+    """Every row's timed runs (wall, peak RSS, Vidur's stats) and our phases, per round."""
     flags = ["--policy", "budgeted", "--budget", str(BUDGET), "--trace", str(trace)]
     flags += ["--device-profile", str(profile)]
-    infralab = [sys.executable, "-m", "grader.cli", "simulate", "--unit", "unit08", "--reference"]
+    infralab = ["simulate", "--unit", "unit08", "--reference"]
     commands = {
-        "infralab fast": ([*infralab, *flags, "--output", str(folder / "fast.json")], ROOT),
+        "infralab fast": (
+            [
+                sys.executable,
+                "-m",
+                "grader.cli",
+                *infralab,
+                *flags,
+                "--output",
+                str(folder / "fast.json"),
+            ],
+            ROOT,
+        ),
         "lab simulate.py": (
             [sys.executable, "simulate.py", *flags, "--output", str(folder / "lab.json")],
-            lab_copy(folder),
+            lab_copy(folder) if "lab simulate.py" not in args.skip else folder,
         ),
     }
-    if args.vidur_python:
-        script = Path(args.vidur_dir) / "run_vidur.py"
-        vidur = [args.vidur_python, str(script), *VIDUR_FLAGS]
-        vidur += ["--trace_request_generator_config_trace_file", str(table)]
-        vidur += ["--metrics_config_output_dir", str(folder / "vidur-out")]
-        commands["vidur"] = (vidur, folder)
+    for release, python in vidur_pythons(args).items():
+        out = folder / f"vidur-{release}"
+        command = vidur_command(release, python, Path(args.vidur_dir), table, out)
+        commands[f"vidur {release}"] = (command, folder)
+    phases = [sys.executable, str(ROOT / "benchmarks/cli_phases.py"), *infralab, *flags]
+    phases += ["--output", str(folder / "phases.json")]
     results = {name: [] for name in commands if name not in args.skip}
     for name in results:  # warm-up: our bytecode caches (pip compiled Vidur's), the file cache
-        if name != "vidur":
+        if not name.startswith("vidur"):
             timed_child(*commands[name])
-    for _ in range(args.repeat):  # rounds, so that a change in machine load hits every row
-        for name, runs in results.items():
-            command, cwd = commands[name]
-            wall, rss, stderr = timed_child(command, cwd)
-            runs.append((wall, rss, vidur_stats(stderr) if name == "vidur" else None))
-            print(f"  {name}: {wall:.2f} s, {rss:.0f} MiB", flush=True)
-    return results
+    spent = []
+    print(f"before the rounds: {load_average()}; {args.busy} CPU-bound process(es) beside them")
+    with busy(args.busy):
+        for round_ in range(args.repeat):  # rounds: a change in machine load hits every row
+            for name, runs in results.items():
+                if name.startswith("vidur") and round_ >= args.vidur_repeat:
+                    continue
+                run = run_child(*commands[name])
+                stats = vidur_stats(run.stderr) if name.startswith("vidur") else None
+                runs.append((run.wall, run.rss_mib, stats, run))
+                print(
+                    f"  {name}: {run.wall:.2f} s, {run.rss_mib:.0f} MiB, CPU {run.user:.2f} "
+                    f"user + {run.sys:.2f} sys",
+                    flush=True,
+                )
+            if "infralab fast" in results:
+                wall, _, stderr = timed_child(phases, ROOT)
+                spent.append(phase_times(stderr, wall))
+        print(f"after the rounds: {load_average()}")
+    return results, spent
 
 
-def check_exact(run_file: Path, doc: dict, vidur: dict | None) -> bool:
+def check_exact(run_file: Path, doc: dict, vidurs: dict[str, dict]) -> bool:
     """The TA command's run against the lab engine (every token time and step end, ``==``)
-    and Vidur's counts (steps, decode slots, prefill tokens); prints what it compared."""
+    and each Vidur release's counts (steps, decode slots, prefill tokens); prints what it
+    compared."""
     import servesim
     from servesim.compact import expand_run
 
@@ -117,26 +167,27 @@ def check_exact(run_file: Path, doc: dict, vidur: dict | None) -> bool:
     tokens = sum(len(req["tokenTimesMs"]) for req in run["requests"])
     verdict = "identical to" if same else "DIFFERENT from"
     print(f"exact: {tokens:,} token times and {len(events):,} step ends {verdict} the lab engine's")
-    if vidur is None:
-        return same
     ours = {
         "batches": len(events),
         "decode_slots": sum(len(e["decode"]) for e in events),
         "prefill_tokens": sum(c["tokens"] for e in events for c in e["prefill"]),
     }
-    # Vidur books some final prompt tokens as decode slots: compare the steps and their tokens
-    agree = ours["batches"] == vidur["batches"] and sum(ours.values()) - ours["batches"] == (
-        vidur["decode_slots"] + vidur["prefill_tokens"]
-    )
     last = max(t for req in run["requests"] for t in req["tokenTimesMs"][-1:])
-    print(
-        f"vs Vidur: steps {ours['batches']:,} / {vidur['batches']:,}, decode slots "
-        f"{ours['decode_slots']:,} / {vidur['decode_slots']:,}, prefill tokens "
-        f"{ours['prefill_tokens']:,} / {vidur['prefill_tokens']:,} "
-        f"({'the same steps and tokens' if agree else 'DIFFERENT'}); "
-        f"last token {last / 1000:.3f} s / {vidur['sim_end_s']:.3f} s"
-    )
-    return same and agree
+    agree_all = True
+    for name, vidur in vidurs.items():
+        # Vidur books some final prompt tokens as decode slots: compare the steps and their tokens
+        agree = ours["batches"] == vidur["batches"] and sum(ours.values()) - ours["batches"] == (
+            vidur["decode_slots"] + vidur["prefill_tokens"]
+        )
+        agree_all = agree_all and agree
+        print(
+            f"vs {name}: steps {ours['batches']:,} / {vidur['batches']:,}, decode slots "
+            f"{ours['decode_slots']:,} / {vidur['decode_slots']:,}, prefill tokens "
+            f"{ours['prefill_tokens']:,} / {vidur['prefill_tokens']:,} "
+            f"({'the same steps and tokens' if agree else 'DIFFERENT'}); "
+            f"last token {last / 1000:.3f} s / {vidur['sim_end_s']:.3f} s"
+        )
+    return same and agree_all
 
 
 def loops(doc: dict, repeat: int, lab: bool) -> dict:
@@ -173,32 +224,26 @@ def loops(doc: dict, repeat: int, lab: bool) -> dict:
     return out
 
 
-def report(results: dict, loop: dict) -> None:
-    vidur = results.get("vidur")
-    base = statistics.median(r[0] for r in vidur) if vidur else None
-    print(f"\n{'':18}{'whole process':>15}{'loop':>10}{'peak RSS':>11}{'vs Vidur':>10}")
-    for name, runs in results.items():
-        wall = statistics.median(r[0] for r in runs)
-        rss = statistics.median(r[1] for r in runs)
-        if name == "vidur":
-            inner = statistics.median(r[2]["loop_s"] for r in runs if r[2] is not None)
-        else:
-            inner = loop.get("fast" if name == "infralab fast" else "lab")
-        ratio = f"{base / wall:9.1f}x" if base else "        -"
-        inner_text = f"{inner:9.2f}s" if inner is not None else "        -"
-        print(f"{name:18}{wall:14.2f}s{inner_text}{rss:7.0f} MiB{ratio}")
-    print(
-        "(medians; loop: ours = the executor plus the compact run and summary (fast) or "
-        "servesim.simulate (lab), measured in this process; Vidur's from run_vidur.py)"
-    )
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--csv", type=Path, default=DEFAULT_CSV, help="Azure conversation CSV")
-    parser.add_argument("--vidur-python", default=os.environ.get("VIDUR_PYTHON"))
+    parser.add_argument(
+        "--vidur-python", default=os.environ.get("VIDUR_PYTHON"), help="Vidur 0.0.9's python"
+    )
+    parser.add_argument(
+        "--vidur26-python", default=os.environ.get("VIDUR26_PYTHON"), help="Vidur 0.0.26's"
+    )
     parser.add_argument("--vidur-dir", default=os.environ.get("VIDUR_PEER_DIR", DEFAULT_PEER))
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--vidur-repeat",
+        type=int,
+        help="Vidur's rows in the first N rounds only (default: every round; a round of both "
+        "releases takes minutes)",
+    )
+    parser.add_argument(
+        "--busy", type=int, default=0, help="CPU-bound processes beside the timed rounds"
+    )
     parser.add_argument("--requests", type=int, default=100_000, help="trace prefix (all)")
     parser.add_argument("--sizes", default="1000,5000,10000,19366", help="loop-scaling sizes")
     parser.add_argument(
@@ -206,22 +251,31 @@ def main() -> int:
     )
     parser.add_argument("--lab-sizes", action="store_true", help="lab engine in the scaling too")
     args = parser.parse_args()
+    if args.vidur_repeat is None:
+        args.vidur_repeat = args.repeat
     if not args.csv.is_file():
         print(f"error: trace CSV not found: {args.csv} (pass --csv)", file=sys.stderr)
         return 2
-    if args.vidur_python and not (Path(args.vidur_dir) / "run_vidur.py").is_file():
-        print(f"error: no run_vidur.py in {args.vidur_dir} (pass --vidur-dir)", file=sys.stderr)
-        return 2
+    for release in vidur_pythons(args):
+        script = VIDUR_RELEASES[release][0]
+        if not (Path(args.vidur_dir) / script).is_file():
+            print(f"error: no {script} in {args.vidur_dir} (pass --vidur-dir)", file=sys.stderr)
+            return 2
     with tempfile.TemporaryDirectory(prefix="vs-vidur-") as tmp:
         folder = Path(tmp)
         trace, table, profile, doc = write_inputs(folder, args.csv, args.requests)
         count, cpus = len(doc["requests"]), os.cpu_count()
         print(f"job: {count} requests, budgeted B={BUDGET}, K=128; {cpus} CPUs")
-        results = whole_processes(folder, trace, table, profile, args)
+        results, spent = whole_processes(folder, trace, table, profile, args)
         report(results, loops(doc, args.repeat, lab="lab simulate.py" in results))
-        vidur = next((r[2] for r in results.get("vidur", ()) if r[2] is not None), None)
+        report_phases(spent)
+        vidurs = {
+            name: next(r[2] for r in runs if r[2] is not None)
+            for name, runs in results.items()
+            if name.startswith("vidur") and any(r[2] is not None for r in runs)
+        }
         print()
-        exact = check_exact(folder / "fast.json", doc, vidur)
+        exact = check_exact(folder / "fast.json", doc, vidurs)
         print(f"\n{'requests':>9}{'token events':>14}{'fast µs/event':>15}{'lab µs/event':>14}")
         for size in (int(s) for s in args.sizes.split(",")):
             part = {**doc, "requests": doc["requests"][:size]}

@@ -21,6 +21,8 @@ FAST = {
         "tests/test_swap.py",
         "tests/test_faults.py",
         "tests/test_fault_table.py",
+        "tests/test_engine_cancel.py",
+        "tests/test_prefix_cache.py",
     ),
     "servesim.runview": ("tests/test_view.py",),
     "grader": (
@@ -32,7 +34,7 @@ FAST = {
     "grader.cli": ("tests/grader/test_cli_inputs.py",),
     "grader.course": ("tests/nbgrader/test_nbcheck.py", "tests/grader/test_golden.py"),
     "grader.diagnosis": ("tests/grader/test_diagnosis.py",),
-    "grader.fastpath": ("tests/grader/test_fastpath.py",),
+    "grader.fastpath": ("tests/grader/test_fastpath.py", "tests/grader/test_tracecolumns.py"),
     "grader.grading": (
         "tests/grader/test_hidden_feedback.py",
         "tests/grader/test_report_order.py",

@@ -6,6 +6,7 @@ import sys
 from collections.abc import Callable
 
 from .. import reference
+from ..collector import collector_off
 from ..units import load_unit
 from .common import add_unit, load_with_engine, show_path
 
@@ -42,14 +43,15 @@ def _run_script(command: str, load_main: Callable, args, extra: list[str]) -> in
     if engine is None or args.help:
         return _help_exit(script_main, extra, policies, unit)
     run_one, encode, read_trace = fast_runner(unit, engine)
-    return script_main(
-        extra,
-        policies_module=policies,
-        lab_dir=unit.lab_dir,
-        run_one=run_one,
-        encode=encode,
-        read_trace=read_trace,
-    )
+    with collector_off():  # simulate (the command with --engine) makes no reference cycles
+        return script_main(
+            extra,
+            policies_module=policies,
+            lab_dir=unit.lab_dir,
+            run_one=run_one,
+            encode=encode,
+            read_trace=read_trace,
+        )
 
 
 def fast_runner(unit, engine: str):

@@ -15,12 +15,10 @@ timelines identical to the lab engine's.
 
 from __future__ import annotations
 
-import gc
-from contextlib import contextmanager
-
 import numpy as np
 from servesim.compact import COMPACT, expand_run
 
+from ..collector import collector_off
 from . import paged, summary, tracecolumns
 from .columns import Table, floats, ints, view, zeros
 from .executor import Steps, Unsupported, Workload, execute, request_columns, request_ids
@@ -79,24 +77,13 @@ def reference_run(unit, policy: str, params: dict, trace, device, fmt: str, exte
     if not covers(unit, policy, trace, device):
         return None
     work = Workload.of(trace, device)
-    with _no_gc():  # only acyclic lists and dicts are made: collection passes are pure cost
+    with collector_off():  # only acyclic lists and dicts are made: collection passes are pure cost
         try:
             steps = _steps(planner_name(unit, policy), work, device, params)
         except Unsupported:
             return None
         run = compact_run(policy, params, device, trace, steps, extended)
         return run if fmt == COMPACT else expand_run(run)
-
-
-@contextmanager
-def _no_gc():
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def compact_run(policy: str, params: dict, device, trace, steps: Steps, extended=False) -> dict:
