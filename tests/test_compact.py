@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from randomruns import request_rows, unit08_run
 from servesim import cli
 from servesim.compact import compact_run, expand_document, expand_run
-from servesim.runfile import COMPACT_ABOVE_TOKENS, build_run, default_format
+from servesim.runfile import COMPACT_ABOVE_TOKENS, default_format
 
 from grader import cli as infralab
 from grader import reference, verify
@@ -95,39 +96,12 @@ def test_unit08_round_trip(tmp_path, trace, profile):
     assert expand_document(compact) == full
 
 
-POLICIES08 = reference.solution_policies(U08)
-
-
-def unit08_run(rows, policy, budget, pool, cap):
-    """A full unit 08 run entry and its timeline (None when the engine rejects a batch)."""
-    trace = servesim.parse_trace({"name": "random", "requests": rows})
-    need = max(-(-(r["inputTokens"] + r["outputTokens"]) // 16) for r in rows)
-    device = servesim.DeviceProfile(decode_batch_ms=2.0, kv_pages=need + pool, max_active=cap)
-    params = {"budget": budget, "quantum": 8} if policy == "fair" else {"budget": budget}
-    if policy in ("static", "continuous"):
-        params = {}
-    function = getattr(POLICIES08, policy)
-    try:
-        timeline = servesim.simulate(
-            trace, lambda view: function(view, **params), device, budget=params.get("budget")
-        )
-    except servesim.PolicyError:
-        return None, None
-    return build_run(policy, params, device, timeline, None, extended=True), timeline
-
-
-request = st.fixed_dictionaries(
-    {
-        "arrivalMs": st.integers(0, 40).map(lambda q: q / 4),
-        "inputTokens": st.integers(1, 60),
-        "outputTokens": st.integers(1, 30),
-    }
-)
+REQUEST = request_rows(40)
 
 
 @settings(max_examples=80, deadline=None)
 @given(
-    requests=st.lists(request, min_size=1, max_size=10),
+    requests=st.lists(REQUEST, min_size=1, max_size=10),
     policy=st.sampled_from(["paged", "budgeted", "fair", "static", "continuous"]),
     budget=st.integers(4, 64),
     pool=st.integers(0, 3),

@@ -10,6 +10,7 @@ import copy
 import json
 
 import pytest
+from randomruns import PRESSURE, pressure_device
 from servesim import Batch, DeviceProfile, PolicyError, PrefillChunk, parse_trace, simulate
 from servesim.compact import compact_run, expand_run
 from servesim.runfile import build_run
@@ -231,11 +232,6 @@ def test_replay_rejects_a_swap_out_of_a_sequence_that_is_not_running():
     assert found[0].statistic == "swapOut"
 
 
-PRESSURE = [
-    {"id": f"r{i}", "arrivalMs": 5 * i, "inputTokens": 200, "outputTokens": 100} for i in range(4)
-]
-
-
 @pytest.mark.parametrize("host_pages", [64, 10])
 def test_swap_long_around_paged(host_pages):
     """Four requests outgrow a 64-page pool while they decode, so ``paged`` preempts the newest
@@ -243,15 +239,7 @@ def test_swap_long_around_paged(host_pages):
     every run passes the replay and its compact form expands to it."""
     paged = reference.solution_policies(U08).paged
     pressure = parse_trace({"name": "pressure", "requests": PRESSURE})
-    dev = DeviceProfile(
-        prefill_ms_per_token=0.1,
-        decode_batch_ms=20,
-        decode_ms_per_seq=0.05,
-        kv_pages=64,
-        swap_ms_per_page=0.05,
-        swap_sync_ms=0.5,
-        host_pages=host_pages,
-    )
+    dev = pressure_device(host_pages)
     runs = {}
     for min_tokens in (0, 10**9):
         policy = swap_long(lambda view: paged(view, 512), min_tokens)

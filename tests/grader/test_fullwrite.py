@@ -18,6 +18,7 @@ import tracemalloc
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from randomruns import PRESSURE, pressure_device, request_rows, unit08_run
 from servesim import cli
 from servesim.compact import compact_run, expand_document
 from servesim.runfile import build_document, build_run, dumps
@@ -79,18 +80,12 @@ def test_rejected_requests_are_written(tmp_path):
     assert_streams(doc)
 
 
-request = st.fixed_dictionaries(
-    {
-        "arrivalMs": st.integers(0, 400).map(lambda q: q / 4),
-        "inputTokens": st.integers(1, 60),
-        "outputTokens": st.integers(1, 30),
-    }
-)
+REQUEST = request_rows(400)
 
 
 @settings(max_examples=60, deadline=None)
 @given(
-    requests=st.lists(request, min_size=1, max_size=10),
+    requests=st.lists(REQUEST, min_size=1, max_size=10),
     policy=st.sampled_from(["paged", "budgeted", "fair", "continuous"]),
     budget=st.integers(4, 64),
     pool=st.integers(0, 3),
@@ -98,41 +93,20 @@ request = st.fixed_dictionaries(
 )
 def test_random_runs(requests, policy, budget, pool, cap):
     rows = [{"id": f"R{i}", **r} for i, r in enumerate(requests)]
-    trace = servesim.parse_trace({"name": "random", "requests": rows})
-    need = max(-(-(r["inputTokens"] + r["outputTokens"]) // 16) for r in rows)
-    device = servesim.DeviceProfile(decode_batch_ms=2.0, kv_pages=need + pool, max_active=cap)
-    params = {"budget": budget, "quantum": 8} if policy == "fair" else {"budget": budget}
-    params = {} if policy == "continuous" else params
-    function = getattr(reference.solution_policies(U08), policy)
-    try:
-        timeline = servesim.simulate(
-            trace, lambda view: function(view, **params), device, budget=params.get("budget")
-        )
-    except servesim.PolicyError:
+    run, timeline = unit08_run(rows, policy, budget, pool, cap)
+    if run is None:
         return
-    run = build_run(policy, params, device, timeline, None, extended=True)
     compact = compact_run(run, timeline)
     if compact is not None:
+        trace = servesim.parse_trace({"name": "random", "requests": rows})
         assert_streams(build_document(trace, [compact]))
 
 
 @pytest.mark.parametrize("host_pages", [64, 10])
 def test_runs_that_swap(host_pages):
     """Swapped requests re-enter by resumes (their token times merge two kinds of rows)."""
-    rows = [
-        {"id": f"r{i}", "arrivalMs": 5 * i, "inputTokens": 200, "outputTokens": 100}
-        for i in range(4)
-    ]
-    trace = servesim.parse_trace({"name": "pressure", "requests": rows})
-    device = servesim.DeviceProfile(
-        prefill_ms_per_token=0.1,
-        decode_batch_ms=20,
-        decode_ms_per_seq=0.05,
-        kv_pages=64,
-        swap_ms_per_page=0.05,
-        swap_sync_ms=0.5,
-        host_pages=host_pages,
-    )
+    trace = servesim.parse_trace({"name": "pressure", "requests": PRESSURE})
+    device = pressure_device(host_pages)
     paged = reference.solution_policies(U08).paged
     timeline = servesim.simulate(trace, swap_long(lambda v: paged(v, 512), 0), device, budget=512)
     run = build_run("paged", {"budget": 512}, device, timeline, None, extended=True)
