@@ -14,8 +14,9 @@ student. The grader's ``diagnosis.rejections`` matches their shapes (never their
 
 from __future__ import annotations
 
+import re
 import reprlib
-from dataclasses import dataclass
+from dataclasses import FrozenInstanceError, dataclass
 from typing import NoReturn
 
 from .batch import Batch, PrefillChunk
@@ -93,6 +94,25 @@ def changed_view(who: str, what: str) -> str:
         f"{who} changed its view ({what}); expected a policy that only reads the view "
         "and returns a Batch (the engine changes the sequences when it runs the batch)"
     )
+
+
+# Python's own refusals of a write to what the view holds: a frozen dataclass (the view, the
+# device, a batch, a chunk), the read-only ``view.live``, and a property of a sequence or the
+# view set with ``object.__setattr__`` (``generated``, ``free_pages``, ...)
+_NO_SETTER = re.compile(r"property '\w+' of '(Sequence|SchedulerView|DeviceProfile)' object")
+
+
+def refused_write(who: str, exc: BaseException) -> str | None:
+    """The one sentence for ``exc`` when it is Python refusing a write to the view (None when
+    it is some other error of the policy's, which is then raised as it is)."""
+    if isinstance(exc, FrozenInstanceError):
+        return changed_view(who, str(exc))
+    text = str(exc)
+    if isinstance(exc, (TypeError, AttributeError)) and "'mappingproxy' object" in text:
+        return changed_view(who, f"view.live: {text}")
+    if isinstance(exc, AttributeError) and _NO_SETTER.match(text):
+        return changed_view(who, text)
+    return None
 
 
 _SHORT = reprlib.Repr()

@@ -14,7 +14,7 @@ from dataclasses import FrozenInstanceError, dataclass
 
 from . import contract, rules
 from .arrivals import Arrivals, ClosedLoop, realised_trace
-from .batch import Batch, Wait
+from .batch import Batch, PrefillChunk, Wait
 from .contract import GUARD, PolicyError
 from .device import DeviceProfile
 from .sequence import Phase, Sequence
@@ -103,16 +103,17 @@ def simulate(
         if type(batch) is Wait:  # idle on purpose until its time or the next arrival
             clock, previous = _wake(batch, view, arrivals), None
             continue
-        starts = check_batch(batch, view, who=who, known=arrivals.ids)
-        context = _context(batch, state.live) if needs_context or batch.moved else {}
-        work = device.work_ms(batch, context)
+        step = _own(batch)  # what is checked, run and recorded: never the policy's object
+        starts = check_batch(step, view, who=who, known=arrivals.ids)
+        context = _context(step, state.live) if needs_context or step.moved else {}
+        work = device.work_ms(step, context)
         if execute is None:
             end = clock + device.overhead_ms + work
         else:
-            end = clock + execute(batch, context)
-        state.run_step(batch, clock, end)
-        events.append(Event(len(events), clock, end, work, batch, starts, state.page_ops()))
-        clock, previous = end, batch
+            end = clock + execute(step, context)
+        state.run_step(step, clock, end)
+        events.append(Event(len(events), clock, end, work, step, starts, state.page_ops()))
+        clock, previous = end, batch  # the policy's own batch: the engine never reads it back
 
     seqs = tuple(arrivals.sequences)
     return Timeline(seqs, tuple(events), realised_trace(trace, closed, seqs))
@@ -125,22 +126,34 @@ def _copy(frozen):
     return copy
 
 
+def _own(batch):
+    """The engine's copy of a ``Batch`` the policy returned, with copies of its chunks (its
+    members are tuples): what the policy kept of its answer, written later with
+    ``object.__setattr__``, is not the run's record of the step. Anything else is returned as
+    it is, for ``check_batch`` to refuse."""
+    if not isinstance(batch, Batch):
+        return batch
+    copy = object.__new__(Batch)
+    copy.__dict__.update(batch.__dict__)
+    if batch.prefill:  # most steps of a long run only decode
+        chunks = batch.prefill  # anything but a tuple of chunks: check_batch refuses it
+        if type(chunks) is tuple:
+            copy.__dict__["prefill"] = tuple(
+                [_copy(c) if isinstance(c, _CHUNK) else c for c in chunks]
+            )
+    return copy
+
+
 def _handed(view: SchedulerView, device: DeviceProfile) -> SchedulerView:
     """The view a policy is given: the engine's, with copies of what is frozen but writable all
-    the same (``object.__setattr__``) and read back by the engine: the view's own fields, the
-    device (``device``, one copy per run) and the previous batch with its chunks (the run's
-    record of that step). The engine checks each batch against its own view, so a policy that
-    writes them changes nothing of the run: it is stopped by the check its batch then fails,
-    or its writes are lost. About a microsecond a step."""
-    previous = view.previous
-    if previous is not None:
-        copy = object.__new__(Batch)
-        copy.__dict__.update(previous.__dict__)
-        if previous.prefill:  # most steps of a long run only decode
-            copy.__dict__["prefill"] = tuple(map(_copy, previous.prefill))
-        previous = copy
+    the same (``object.__setattr__``) and read back by the engine: the view's own fields and
+    the device (``device``, one copy per run). ``view.previous`` is the policy's own last
+    answer, which the engine never reads back (it runs and records its copy, ``_own``). The
+    engine checks each batch against its own view, so a policy that writes these changes
+    nothing of the run: it is stopped by the check its batch then fails, or its writes are
+    lost."""
     handed = object.__new__(SchedulerView)
-    handed.__dict__.update(view.__dict__, device=device, previous=previous)
+    handed.__dict__.update(view.__dict__, device=device)
     return handed
 
 
@@ -155,12 +168,11 @@ def _ask(policy: Policy, view: SchedulerView, who: str) -> Batch | Wait:
     GUARD.start(who)
     try:
         batch = policy(view)
-    except FrozenInstanceError as exc:  # the view, a batch or a chunk: all frozen
-        raise PolicyError(contract.changed_view(who, str(exc))) from None
-    except (TypeError, AttributeError) as exc:  # view.live is a read-only mapping
-        if "'mappingproxy' object" in str(exc):
-            raise PolicyError(contract.changed_view(who, f"view.live: {exc}")) from None
-        raise
+    except (FrozenInstanceError, TypeError, AttributeError) as exc:
+        refused = contract.refused_write(who, exc)  # Python's own refusal of a write
+        if refused is None:
+            raise
+        raise PolicyError(refused) from None
     finally:
         broken = GUARD.stop()
     if broken is not None:
@@ -290,6 +302,7 @@ def _at(view: SchedulerView) -> str:
 
 # Looked up once: reading a member off an Enum class is slow where every step does it.
 _PREFILL, _DECODE, _SWAPPED = Phase.PREFILL, Phase.DECODE, Phase.SWAPPED
+_CHUNK = PrefillChunk
 
 
 __all__ = ["ClosedLoop", "Event", "PolicyError", "SchedulerView", "Timeline", "rules", "simulate"]

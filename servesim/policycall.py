@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+from dataclasses import FrozenInstanceError
 
 from . import contract
 from .cliargs import every_policy
@@ -16,7 +17,12 @@ from .stubs import unfinished
 def guarded(function, lab: LabConfig | None = None, check=None):
     """``function`` with a stub's ``NotImplementedError`` turned into a ``PolicyError`` that
     names the unfinished function (``servesim.stubs``); ``check(answer)`` (``servesim.contract``)
-    turns an answer that breaks its contract into a ``PolicyError`` naming the function."""
+    turns an answer that breaks its contract into a ``PolicyError`` naming the function.
+
+    The view refuses changes while ``function`` runs (``contract.GUARD``, unless the engine
+    guards the call already): a refused change, or Python's own refusal of a write to the view
+    (``contract.refused_write``), stops the run with the one sentence naming the function and
+    what it changed, even when the function caught the error."""
 
     def call(*args, **kwargs):
         own_guard = contract.GUARD.who is None  # the engine guards a policy's view itself
@@ -27,6 +33,11 @@ def guarded(function, lab: LabConfig | None = None, check=None):
             answer = function(*args, **kwargs)
         except NotImplementedError as exc:
             raise PolicyError(unfinished(exc, lab)) from None
+        except (FrozenInstanceError, TypeError, AttributeError) as exc:
+            refused = contract.refused_write(f"{function.__name__}()", exc)
+            if refused is None:
+                raise
+            raise PolicyError(refused) from None
         finally:
             if own_guard:
                 broken = contract.GUARD.stop()

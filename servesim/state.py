@@ -150,7 +150,7 @@ class EngineState:
                 self.waiting.remove(seq)
                 seq.phase = Phase.DECODE
                 self.running.append(seq)
-                if seq.remaining_output == 0:
+                if seq.remaining_output <= 0:
                     done.append(seq)
         pages_kept = tally.pages_kept
         for rid in batch.decode:
