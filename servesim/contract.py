@@ -30,23 +30,27 @@ class PolicyError(RuntimeError):
 class Guard:
     """While a policy runs (``start`` .. ``stop``, around every call), ``who`` names it and what
     the view holds refuses changes; ``broken`` keeps the first refusal, so that a policy that
-    catches the error is stopped all the same when it returns.
+    catches the error is stopped all the same when it returns. Starting and stopping only set
+    ``who``: the guard costs the engine two assignments a step.
 
-    What refuses, by construction: the view itself and every batch and chunk (frozen
-    dataclasses), the view's lists of sequences (``queues.SeqView``: read-only at all times),
-    ``view.live`` (a read-only mapping), each sequence's attributes and its token times
-    (``Sequence.__setattr__`` and ``sequence.TokenTimes`` ask ``who``: the engine's own writes,
-    between calls, go through). The engine's running totals (``view.tally``) are compared
-    before and after each call instead. Starting and stopping only set ``who``: the guard costs
-    the engine two assignments a step.
+    Stopped by the guard, with ``changed_view``'s sentence (docs/grading.md, "A policy that
+    changes its view"): an assignment to the view, its device, a batch or a chunk (frozen
+    dataclasses); any edit of the view's lists of sequences (``queues.SeqView``, read-only at
+    all times) or of ``view.live`` (a read-only mapping); an attribute assigned on a sequence
+    or an edit of its token times while a policy runs (``Sequence.__setattr__`` and
+    ``sequence.TokenTimes`` ask ``who``; the engine's own writes, between calls, go through);
+    a property set with ``object.__setattr__`` (Python refuses: ``refused_write``); a change to
+    ``view.tally`` or ``view.pool``, compared before and after each call. ``view.memo`` is the
+    policy's own.
 
-    What ``object.__setattr__`` writes all the same into a frozen dataclass holds by
-    construction for what the engine reads back: the policy gets copies of the view, the
-    device and the previous batch (``engine._handed``), and the engine checks each batch
-    against its own, so such a write changes nothing of the run. Not covered: a sequence's
-    attributes or token times written with ``object.__setattr__`` or ``list.append`` on
-    purpose is not stopped (comparing every live sequence after every call measured 2.3
-    times the engine's time on unit 08's azure-conv-slice).
+    Not stopped by the guard: writes behind it (``object.__setattr__``, ``list.append`` on a
+    sequence's token times). Those to the view's fields, the device or a batch change nothing
+    of the run: the policy gets copies of the view's fields and the device
+    (``engine._handed``), and the engine checks, runs and records its own copy of each batch
+    (``engine._own``). Those to a sequence change what the engine does next (its state lives on
+    the sequences; comparing every live sequence after every call measured 2.3 times the
+    engine's time on unit 08's azure-conv-slice): the parent's replay of the run's event log
+    rejects such a graded run with a named reason (tests/grader/test_view_guard.py).
     """
 
     who: str | None = None

@@ -127,31 +127,22 @@ def _copy(frozen):
 
 
 def _own(batch):
-    """The engine's copy of a ``Batch`` the policy returned, with copies of its chunks (its
-    members are tuples): what the policy kept of its answer, written later with
-    ``object.__setattr__``, is not the run's record of the step. Anything else is returned as
-    it is, for ``check_batch`` to refuse."""
+    """The engine's copy of a returned ``Batch`` and its chunks, which it checks, runs and
+    records: a batch the policy keeps and writes later is not read back. Else ``batch``."""
     if not isinstance(batch, Batch):
         return batch
     copy = object.__new__(Batch)
     copy.__dict__.update(batch.__dict__)
-    if batch.prefill:  # most steps of a long run only decode
-        chunks = batch.prefill  # anything but a tuple of chunks: check_batch refuses it
-        if type(chunks) is tuple:
-            copy.__dict__["prefill"] = tuple(
-                [_copy(c) if isinstance(c, _CHUNK) else c for c in chunks]
-            )
+    chunks = batch.prefill  # empty on most steps; not a tuple: check_batch refuses it
+    if chunks and type(chunks) is tuple:
+        copy.__dict__["prefill"] = tuple([_copy(c) if isinstance(c, _CHUNK) else c for c in chunks])
     return copy
 
 
 def _handed(view: SchedulerView, device: DeviceProfile) -> SchedulerView:
-    """The view a policy is given: the engine's, with copies of what is frozen but writable all
-    the same (``object.__setattr__``) and read back by the engine: the view's own fields and
-    the device (``device``, one copy per run). ``view.previous`` is the policy's own last
-    answer, which the engine never reads back (it runs and records its copy, ``_own``). The
-    engine checks each batch against its own view, so a policy that writes these changes
-    nothing of the run: it is stopped by the check its batch then fails, or its writes are
-    lost."""
+    """The view a policy is given: a copy of the engine's (writable all the same with
+    ``object.__setattr__``) with ``device``, the run's one copy of the device. The engine reads
+    only its own view and batches (``_own``): such writes change nothing of the run."""
     handed = object.__new__(SchedulerView)
     handed.__dict__.update(view.__dict__, device=device)
     return handed

@@ -235,7 +235,12 @@ MUTATIONS = {  # kind: (what the policy does first, what the message names)
         f"{HEAD}.token_times_ms.append(0.0)",
         "(token_times_ms of request '",
     ),
+    "token times cleared": (f"{HEAD}.token_times_ms.clear()", "(token_times_ms of request '"),
     "the id mapping": ("view.live['x'] = view.waiting[0]", "(view.live: 'mappingproxy' object"),
+    "a property set behind the guard": (
+        f"object.__setattr__({HEAD}, 'remaining_prefill', 0)",
+        "(property 'remaining_prefill' of 'Sequence' object has no setter)",
+    ),
     "the engine's totals": ("view.tally.active += 1", "(the engine's totals, view.tally)"),
 }
 UNITS = {"unit07": ("fcfs", "mixed"), "unit08": ("paged", "kv-pages")}
@@ -385,3 +390,163 @@ def test_a_previous_batch_rewritten_leaves_the_run_as_it_was():
     assert [s.token_times_ms for s in rewritten.sequences] == [
         s.token_times_ms for s in honest.sequences
     ]
+
+
+# -- everything a policy reaches, and what each refuses ------------------------------------------
+
+
+def _reachable(value, path: str, found: dict, seen: set) -> None:
+    """Walk what a policy can reach from ``value`` by attributes, items and values; note in
+    ``found`` each object that is not immutable by construction, by the path it was reached
+    at first: ``refusing`` (edits stop the policy), ``mutable`` (anything else)."""
+    import dataclasses
+    from enum import Enum
+    from types import MappingProxyType
+
+    from servesim.queues import SeqView
+    from servesim.sequence import TokenTimes
+
+    if value is None or isinstance(value, (bool, int, float, str, Enum)):
+        return
+    if id(value) in seen:
+        return
+    seen.add(id(value))
+    if isinstance(value, (TokenTimes, SeqView, MappingProxyType)):
+        found.setdefault("refusing", {})[path] = value
+        items = value.values() if isinstance(value, MappingProxyType) else value
+        for index, item in enumerate(items):
+            _reachable(item, f"{path}[{index}]", found, seen)
+        return
+    if type(value) is tuple:
+        for index, item in enumerate(value):
+            _reachable(item, f"{path}[{index}]", found, seen)
+        return
+    if dataclasses.is_dataclass(value) and type(value).__name__ == "Sequence":
+        for field in dataclasses.fields(value):  # its __setattr__ refuses while guarded
+            _reachable(getattr(value, field.name), f"{path}.{field.name}", found, seen)
+        return
+    if dataclasses.is_dataclass(value) and type(value).__dataclass_params__.frozen:
+        for field in dataclasses.fields(value):
+            _reachable(getattr(value, field.name), f"{path}.{field.name}", found, seen)
+        return
+    found.setdefault("mutable", {})[path] = type(value).__name__
+
+
+def _edits(container) -> dict:
+    """Each list or dict edit with arguments it would accept: what a policy might call."""
+    values = list(container.values()) if hasattr(container, "values") else list(container)
+    item = values[0] if values else 0.0
+    return {
+        "append": (item,), "extend": ([item],), "insert": (0, item), "pop": (0,),
+        "remove": (item,), "clear": (), "sort": (), "reverse": (), "__setitem__": (0, item),
+        "__delitem__": (0,), "__iadd__": ([item],), "__imul__": (2,), "update": ({0: item},),
+        "setdefault": (0, item), "popitem": (),
+    }  # fmt: skip
+
+
+def test_everything_a_policy_reaches_is_read_only_or_compared():
+    """During a call of a unit 08 policy with requests waiting, running, swapped out and
+    holding pages: what the view holds is immutable (numbers, strings, enums, tuples, frozen
+    dataclasses), refuses every list edit while the policy runs (the view's lists, ``live``,
+    each sequence's token times; each sequence refuses attribute writes), or is one of the two
+    named exceptions: ``view.memo`` (the policy's own dict) and ``view.tally`` (the engine's
+    totals, compared after each call). A list or dict added anywhere fails this test."""
+    from servesim import Batch, PolicyError, PrefillChunk, simulate
+
+    device = DeviceProfile(kv_pages=64, host_pages=64, max_active=8)
+    rows = [{"id": f"r{i}", "arrivalMs": i, "inputTokens": 40, "outputTokens": 6} for i in range(4)]
+    seen_views, refused, allowed = [], [], []
+
+    def policy(view):
+        if view.swapped and view.waiting and view.running and not seen_views:
+            found = {}
+            _reachable(view, "view", found, set())
+            seen_views.append(found)
+            for path, container in found["refusing"].items():
+                for name, args in _edits(container).items():
+                    try:  # a method it does not have refuses too
+                        getattr(container, name)(*args)
+                    except (PolicyError, TypeError, AttributeError):
+                        refused.append((path, name))
+                    else:
+                        allowed.append((path, name))
+            return Batch()
+        decode = [s.id for s in view.running]
+        if view.swapped:
+            return Batch(decode, swap_in=[view.swapped[0].id])
+        if len(view.running) >= 2 and not view.swapped:
+            return Batch(decode[1:], swap_out=[decode[0]])
+        head = view.waiting[0] if view.waiting else None
+        return Batch(decode, [PrefillChunk(head.id, head.remaining_prefill)] if head else [])
+
+    with pytest.raises(PolicyError, match=r"^fcfs\(\) changed its view \("):
+        simulate(parse_trace({"requests": rows}), policy, device, name="fcfs")
+    (found,) = seen_views
+    assert found["mutable"] == {"view.memo": "dict", "view.tally": "Tally"}
+    paths = set(found["refusing"])
+    assert {"view.waiting", "view.running", "view.swapped", "view.holding", "view.live"} <= paths
+    assert any(p.endswith(".token_times_ms") for p in paths), paths
+    assert refused and not allowed, allowed
+
+
+def test_an_admission_hook_that_changes_its_view_is_one_sentence():
+    """``policycall.guarded`` guards a call the engine does not (an admission hook): a refused
+    edit, a frozen field and a property set behind the guard each end in the one sentence."""
+    from servesim import contract
+    from servesim.engine import PolicyError
+    from servesim.policycall import guarded
+    from servesim.sequence import Sequence
+
+    seq = Sequence("a", 0.0, 3, 2, 0)
+
+    def appends(seq, view):
+        seq.token_times_ms.append(1.0)
+        return True
+
+    def assigns(seq, view):
+        view.budget = 1
+        return True
+
+    def behind(seq, view):
+        object.__setattr__(seq, "generated", 5)
+        return True
+
+    view = contract.PrefillChunk("a", 1)  # any frozen dataclass stands for the view here
+    expected = {
+        appends: "admit() changed its view (token_times_ms of request 'a': .append())",
+        assigns: "admit() changed its view (cannot assign to field 'budget')",
+        behind: "admit() changed its view (property 'generated' of 'Sequence' object has no",
+    }
+    for function, message in expected.items():
+        function.__name__ = "admit"
+        with pytest.raises(PolicyError) as info:
+            guarded(function, None, contract.admit_problem)(seq, view)
+        assert str(info.value).startswith(message), str(info.value)
+    assert seq.token_times_ms == [] and seq.generated == 0
+
+
+@pytest.mark.parametrize(
+    ("action", "named"),
+    [
+        ("view.device.kv_pages = 1", "cannot assign to field 'kv_pages'"),
+        ("view.previous.decode = ()", "cannot assign to field 'decode'"),
+        ("view.previous.prefill[0].tokens = 1", "cannot assign to field 'tokens'"),
+        ("object.__setattr__(view, 'free_pages', 1)", "property 'free_pages' of 'SchedulerView'"),
+    ],
+)
+def test_the_device_a_batch_a_chunk_and_the_views_properties_refuse(action, named):
+    """The frozen device, the previous batch and its chunks refuse an assignment, and a
+    property of the view set with ``object.__setattr__`` is refused by Python: each ends in the
+    one sentence (the engine's own guard, no ``policycall`` wrapper)."""
+    from servesim import Batch, PolicyError, PrefillChunk, simulate
+
+    def fcfs(view):
+        if view.previous is not None and view.previous.prefill:
+            exec(action, {"view": view})
+        head = view.waiting[0] if view.waiting else None
+        chunks = [PrefillChunk(head.id, min(8, head.remaining_prefill))] if head else []
+        return Batch([s.id for s in view.running], chunks)
+
+    with pytest.raises(PolicyError) as info:
+        simulate(_small_trace(), fcfs, DeviceProfile(kv_pages=64), name="fcfs")
+    assert str(info.value).startswith(f"fcfs() changed its view ({named}"), str(info.value)
