@@ -3,8 +3,9 @@
 Runs unit 08's reference ``continuous``, ``budgeted`` and ``paged`` (on a 2,000-page pool) on
 the public trace ``azure-conv-slice`` through the engine, each policy wrapped as the lab wraps
 it (``policycall.guarded``), and prints the median of --repeat timings of all three runs
-together (each timing runs them --loops times). Compare a change to the guard by running it
-before and after on the same machine; say what else the machine was running.
+together (each timing runs them --loops times), in CPU seconds of this process (less
+disturbed than wall time on a shared machine) and wall seconds. Compare a change to the guard
+by running it before and after on the same machine; say what else the machine was running.
 
     .venv/bin/python benchmarks/guard_cost.py [--repeat 3] [--loops 5]
 """
@@ -58,17 +59,21 @@ def main() -> int:
     args = parser.parse_args()
     trace = parse_trace(json.loads(TRACE.read_text(encoding="utf-8")))
     chosen = list(runs())
-    timings, steps = [], 0
+    cpu, wall, steps = [], [], 0
     for _ in range(args.repeat):
-        start = time.perf_counter()
+        start, start_wall = time.process_time(), time.perf_counter()
         for _ in range(args.loops):
             for name, policy, device in chosen:
                 steps += len(simulate(trace, policy, device, name=name).events)
-        timings.append(time.perf_counter() - start)
-    median = statistics.median(timings)
-    print(f"{len(chosen)} runs x {args.loops} loops: median {median:.3f} s of {args.repeat}")
-    print("timings: " + ", ".join(f"{t:.3f}" for t in timings))
+        cpu.append(time.process_time() - start)
+        wall.append(time.perf_counter() - start_wall)
+    print(
+        f"{len(chosen)} runs x {args.loops} loops, median of {args.repeat}: "
+        f"{statistics.median(cpu):.3f} CPU s, {statistics.median(wall):.3f} wall s"
+    )
+    print("CPU s: " + ", ".join(f"{t:.3f}" for t in cpu))
     print(f"steps per timing: {steps // args.repeat}; load: {os.getloadavg()}")
+    print(f"engine: {Path(sys.modules['servesim'].__file__).parent}")
     return 0
 
 
