@@ -36,12 +36,12 @@ class Guard:
     Stopped by the guard, with ``changed_view``'s sentence (docs/grading.md, "A policy that
     changes its view"): an assignment to the view, its device, a batch or a chunk (frozen
     dataclasses); any edit of the view's lists of sequences (``queues.SeqView``, read-only at
-    all times) or of ``view.live`` (a read-only mapping); an attribute assigned on a sequence
-    or an edit of its token times while a policy runs (``Sequence.__setattr__`` and
-    ``sequence.TokenTimes`` ask ``who``; the engine's own writes, between calls, go through);
-    a property set with ``object.__setattr__`` (Python refuses: ``refused_write``); a change to
-    ``view.tally`` or ``view.pool``, compared before and after each call. ``view.memo`` is the
-    policy's own.
+    all times) or of ``view.live`` (a read-only mapping); an attribute assigned or deleted on
+    a sequence or an edit of its token times while a policy runs (``Sequence.__setattr__``,
+    ``__delattr__`` and ``sequence.TokenTimes`` ask ``who``; the engine's own writes, between
+    calls, go through); a property set with ``object.__setattr__`` (Python refuses:
+    ``refused_write``); a change to ``view.tally`` or ``view.pool``, compared before and after
+    each call. ``view.memo`` is the policy's own.
 
     Not stopped by the guard: writes behind it (``object.__setattr__``, ``list.append`` on a
     sequence's token times). Those to the view's fields, the device or a batch change nothing

@@ -106,6 +106,12 @@ class Sequence:
             GUARD.refuse(f"{name} of request {self.id!r}")
         _SET(self, name, value)
 
+    def __delattr__(self, name: str) -> None:
+        """Refused while a policy runs, as an assignment is (the class default would show)."""
+        if GUARD.who is not None:
+            GUARD.refuse(f"{name} of request {self.id!r} deleted")
+        object.__delattr__(self, name)
+
     @classmethod
     def of(cls, request: Request, order: int) -> Sequence:
         return cls(

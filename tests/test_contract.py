@@ -236,6 +236,7 @@ MUTATIONS = {  # kind: (what the policy does first, what the message names)
         "(token_times_ms of request '",
     ),
     "token times cleared": (f"{HEAD}.token_times_ms.clear()", "(token_times_ms of request '"),
+    "an attribute deleted": (f"del {HEAD}.prefilled", "(prefilled of request '"),
     "the id mapping": ("view.live['x'] = view.waiting[0]", "(view.live: 'mappingproxy' object"),
     "a property set behind the guard": (
         f"object.__setattr__({HEAD}, 'remaining_prefill', 0)",
