@@ -98,7 +98,7 @@ def simulate(
         if streams is not None:
             streams.update(clock, state)
         if not state.live or (streams is not None and streams.blocks(state.live)):
-            clock, previous = streaming.wake_ms(clock, arrivals, streams), None  # idle: jump
+            clock, previous = streaming.wake_ms(clock, arrivals, state), None  # idle: jump
             continue
 
         batch = _ask(policy, handed, who)

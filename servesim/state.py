@@ -19,6 +19,7 @@ them (``streaming.Streams.update``), and a stream paused too long leaves the sam
 from __future__ import annotations
 
 import heapq
+import math
 from types import MappingProxyType
 
 from . import prefixcache, rules, streaming
@@ -109,6 +110,10 @@ class EngineState:
         heap = self._cancels
         while heap and heap[0][0] <= clock:
             self.terminate(heapq.heappop(heap)[2], Status.CANCELLED, clock, "client")
+
+    def next_cancel_ms(self) -> float:
+        """The next client cancel not yet seen (inf when none is left)."""
+        return self._cancels[0][0] if self._cancels else math.inf
 
     def terminate(self, seq: Sequence, status: Status, at_ms: float, reason=None) -> bool:
         """``seq`` leaves now, from whatever phase, its pages released, for ``reason``

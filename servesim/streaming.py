@@ -189,10 +189,13 @@ def streams_for(device) -> Streams | None:
     return Streams(device) if device.stream_buffer_bytes is not None else None
 
 
-def wake_ms(clock: float, arrivals, streams: Streams | None) -> float:
-    """Where an idle device's clock goes: the next arrival, or the next time a paused stream
-    resumes or stalls, whichever comes first."""
-    wake = math.inf if streams is None else streams.next_change()
+def wake_ms(clock: float, arrivals, state) -> float:
+    """Where an idle device's clock goes: the next arrival or, when every live request is a
+    paused stream, the next time one resumes or stalls or a client cancels, whichever comes
+    first."""
+    wake = math.inf
+    if state.live and state.streams is not None:
+        wake = min(state.streams.next_change(), state.next_cancel_ms())
     if arrivals:
         wake = min(wake, max(clock, arrivals.next_ms()))
     return clock if wake == math.inf else wake
