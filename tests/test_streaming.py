@@ -203,3 +203,28 @@ def test_no_busy_loop_with_many_paused_streams():
     tokens = sum(s.generated for s in timeline.sequences)
     assert len(timeline.events) <= tokens and len(calls) <= len(timeline.events) + 6
     assert reasons(run, stream_trace(*rows), device) == {}
+
+
+def test_ex31_10_prints_the_runs_figures(capsys):
+    """starter/unit09/ex31_10.py (standard library and the engine only) runs the example and
+    prints what its runs give, beside the chapter's closed form."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "starter" / "unit09" / "ex31_10.py"
+    spec = importlib.util.spec_from_file_location("ex31_10", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    figures = module.figures()
+    free, stall = figures["no_deadline"], figures["with_deadline"]
+    assert figures["fill_s"] == 8.0 and free["pauses_ms"] == [[7968.75, 15937.5]]
+    assert (stall["status"], stall["cancel_reason"], stall["tokens"]) == (
+        "cancelled",
+        "stalled",
+        255,
+    )
+    assert stall["ack_ms"] is None and free["steps"] == 300
+    assert module.main([]) == 0
+    out = capsys.readouterr().out
+    assert "= 8 s" in out and "paused at 7.969 s" in out and "resumed at 15.938 s" in out
+    assert "cancelled (stalled) at 12.969 s after 255 of 300 tokens" in out
