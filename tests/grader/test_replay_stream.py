@@ -133,3 +133,28 @@ def test_streaming_run_files_keep_the_published_schema():
         bad = copy.deepcopy(doc)
         entry(bad["runs"][0])[field] = value
         assert validate_run_file(unit, bad) is not None, field
+
+
+def test_a_paused_stream_preempted_and_recomputed_replays_clean():
+    """A policy may free a paused stream's pages (preempt it); it is recomputed after it
+    resumes, and the token its recompute emits enters its buffer like any other."""
+    from servesim import Batch
+    from stream_policies import backpressure
+
+    freed = []
+
+    def freeing(view):
+        victims = [s.id for s in view.paused if s.holds_kv]
+        if victims:
+            freed.extend(victims)
+            batch = backpressure(view)
+            if isinstance(batch, Batch) and (batch.decode or batch.prefill):
+                return Batch(batch.decode, batch.prefill, preempt=[*batch.preempt, *victims])
+        return backpressure(view)
+
+    trace = stream_trace((0, 300, READ), (0, 700, None))
+    timeline, run = run_of(trace, EXAMPLE, freeing)
+    slow = timeline.sequences[0]
+    assert freed and slow.recomputes == 1 and slow.status is Status.COMPLETED
+    assert len(entry(run)["pausedMs"]) >= 1 and entry(run)["ackMs"] is not None
+    assert reasons(run, trace, EXAMPLE) == {}
