@@ -31,9 +31,11 @@ import math
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from .contract import GUARD
 from .sequence import Sequence, Status
 
 STALLED = "stalled"  # Sequence.cancel_reason of a stream cancelled at its pause deadline
+_SET = object.__setattr__  # the engine's writes on the hot path, past the refusals below
 
 
 def level_at(level: float, last_ms: float, rate: float, now_ms: float) -> float:
@@ -71,10 +73,19 @@ class Buffer:
     stall_at: float = math.inf  # while paused: when its pause deadline passes
     pauses: list = field(default_factory=list)  # [start, end or None] per pause
 
+    def __setattr__(self, name: str, value) -> None:
+        """Refused while a policy runs (``contract.Guard``): policies read buffers."""
+        if GUARD.who is not None:
+            GUARD.refuse(f"{name} of the output buffer of request {self.seq.id!r}")
+        _SET(self, name, value)
+
     def add(self, at_ms: float, size: int) -> None:
-        self.level = level_at(self.level, self.last_ms, self.rate, at_ms) + size
-        self.last_ms, self.events = at_ms, self.events + 1
-        self.peak = max(self.peak, self.level)
+        level = level_at(self.level, self.last_ms, self.rate, at_ms) + size
+        _SET(self, "level", level)
+        _SET(self, "last_ms", at_ms)
+        _SET(self, "events", self.events + 1)
+        if level > self.peak:
+            _SET(self, "peak", level)
 
 
 class Streams:
@@ -89,6 +100,12 @@ class Streams:
         self.buffers = MappingProxyType(self._buffers)  # requests with a read rate, by id
         self.paused = MappingProxyType(self._paused)  # in the order they paused
         self._fresh: list[Buffer] = []  # buffers that took events at the last step end
+
+    def __setattr__(self, name: str, value) -> None:
+        """Refused while a policy runs (``contract.Guard``), like the buffers themselves."""
+        if GUARD.who is not None:
+            GUARD.refuse(f"{name} of the output buffers, view.streams")
+        _SET(self, name, value)
 
     def admit(self, seq: Sequence) -> None:
         """A request admitted to the run: a buffer if its client reads at a finite rate."""

@@ -228,3 +228,22 @@ def test_ex31_10_prints_the_runs_figures(capsys):
     out = capsys.readouterr().out
     assert "= 8 s" in out and "paused at 7.969 s" in out and "resumed at 15.938 s" in out
     assert "cancelled (stalled) at 12.969 s after 255 of 300 tokens" in out
+
+
+def test_a_policy_that_writes_an_output_buffer_is_stopped():
+    def meddling(view):
+        for seq in view.paused:
+            view.streams.paused[seq.id].resume_at = view.now_ms  # resume it early
+        return backpressure(view)
+
+    trace = stream_trace((0, 300, READ), (0, 600, None))
+    with pytest.raises(PolicyError, match="resume_at of the output buffer of request 'S0'"):
+        simulate(trace, meddling, EXAMPLE, name="meddling")
+
+    def clearing(view):
+        if view.paused:
+            view.streams.paused.clear()
+        return backpressure(view)
+
+    with pytest.raises(PolicyError, match="changed its view"):
+        simulate(trace, clearing, EXAMPLE, name="clearing")
