@@ -27,7 +27,7 @@ class ClosedLoop:
     next one a think time after the previous one completed (last token), was rejected (its
     arrival) or was cancelled (the step end). Request ``k`` (0-based, in creation order) of the
     run is named ``c{k}`` with zero padding; the sizes, deadline, tenant and declared maximum
-    are copied from the drawn request (and its cancel time and prefix, unit 09).
+    are copied from the drawn request (and its cancel time, prefix and read rate, unit 09).
     """
 
     users: int
@@ -113,6 +113,7 @@ def realised_trace(source: Trace | None, closed: ClosedLoop | None, seqs) -> Tra
             s.tenant,
             s.cancel_ms,
             s.prefix,
+            s.read_bytes_per_s,
         )
         for s in seqs
     )
@@ -145,4 +146,6 @@ def _request_json(r: Request) -> dict:
         doc["cancelMs"] = r.cancel_ms
     if r.prefix:
         doc["prefix"] = [{"id": sid, "tokens": tokens} for sid, tokens in r.prefix]
+    if r.read_bytes_per_s is not None:
+        doc["readBytesPerS"] = r.read_bytes_per_s
     return doc

@@ -60,7 +60,10 @@ def in_format(run: dict, timeline, fmt: str) -> dict:
     if fmt != "compact" or run["fault"] is not None:
         return run
     if uses_lifecycle(run):
-        print(f"note: {run['policy']}: client cancels and shared prefixes are written in full")
+        print(
+            f"note: {run['policy']}: client cancels, shared prefixes and streamed output "
+            "are written in full"
+        )
         return run
     compact = compact_run(run, timeline)
     if compact is None:

@@ -12,6 +12,11 @@ the transfer charged in the step that moves the pages (``swapMsPerPage`` per pag
 ``swapSyncMs`` per sequence moved); all zero, the device cannot swap and says nothing of it.
 ``prefixCaching`` (unit 09, left out while false) keeps the KV pages as vLLM's prefix cache
 does (``prefixcache.py``): shared-prefix pages held once, hits that skip prefill work.
+The four ``stream*`` fields (unit 09, ``streaming.py``) give every request an output buffer of
+``streamBufferBytes`` (null: streaming off, and the four are left out of ``to_json``), each
+generated token an event of ``streamEventBytes`` in it, the level ``streamLowMarkBytes`` at or
+below which a paused stream resumes, and ``streamPauseDeadlineMs`` after which a paused stream
+is cancelled (null: never).
 """
 
 from __future__ import annotations
@@ -40,6 +45,10 @@ class DeviceProfile:
     swap_sync_ms: float = 0.0  # per sequence swapped out or in (the chapter's C_s is two of them)
     host_pages: int = 0  # pages of the host pool swapped-out sequences wait in (0: no swap)
     prefix_caching: bool = False  # unit 09: shared-prefix pages, vLLM's way (prefixcache.py)
+    stream_buffer_bytes: int | None = None  # unit 09: per-request output buffer (None: off)
+    stream_event_bytes: int = 256  # what one generated token's event takes in the buffer
+    stream_low_mark_bytes: int = 0  # a paused stream resumes at or below this level
+    stream_pause_deadline_ms: float | None = None  # a stream paused this long is cancelled
 
     def work_ms(self, batch: Batch, context: Mapping[str, int]) -> float:
         """Device time of a batch without the submission overhead (see ``rules.step_work_ms``)."""
@@ -51,10 +60,11 @@ class DeviceProfile:
     pages_for = rules.pages_for  # (tokens) -> pages; a method without a call in between
 
     def to_json(self) -> dict:
+        streams = self.stream_buffer_bytes is not None
         return {
             _camel(k): v
             for k, v in asdict(self).items()
-            if not (k in _OMITTED_WHEN_ZERO and v == 0)
+            if not (k in _OMITTED_WHEN_ZERO and v == 0) and (streams or k not in _STREAM_FIELDS)
         }
 
     @classmethod
@@ -104,6 +114,40 @@ class DeviceProfile:
             raise ValueError(f"{source}: prefixCaching must be true or false")
         if self.prefix_caching and host:
             raise ValueError(f"{source}: prefixCaching and a host pool cannot be combined")
+        if self.stream_buffer_bytes is not None:
+            self._check_streams(source)
+
+    def _check_streams(self, source: str) -> None:
+        """The output buffer's settings (unit 09): whole bytes, an event that fits, a low mark
+        at which the buffer can take another event (or a resumed stream would pause at once)."""
+        size, event, low = (
+            self.stream_buffer_bytes,
+            self.stream_event_bytes,
+            self.stream_low_mark_bytes,
+        )
+        for name, value, least in (("Buffer", size, 1), ("Event", event, 1), ("LowMark", low, 0)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise ValueError(f"{source}: stream{name}Bytes must be an integer >= {least}")
+        if event > size:
+            raise ValueError(f"{source}: streamEventBytes ({event}) exceeds streamBufferBytes")
+        if low > size - event:
+            raise ValueError(
+                f"{source}: streamLowMarkBytes ({low}) must leave room for one event "
+                f"(at most streamBufferBytes - streamEventBytes = {size - event})"
+            )
+        deadline = self.stream_pause_deadline_ms
+        if deadline is not None and not (
+            isinstance(deadline, (int, float))
+            and not isinstance(deadline, bool)
+            and math.isfinite(deadline)
+            and deadline > 0
+        ):
+            raise ValueError(f"{source}: streamPauseDeadlineMs must be null or a number > 0")
+
+    @property
+    def streams(self) -> bool:
+        """Whether requests stream their output through a bounded buffer (unit 09)."""
+        return self.stream_buffer_bytes is not None
 
     @property
     def swaps(self) -> bool:
@@ -119,6 +163,12 @@ _COSTS_OMITTED_WHEN_ZERO = (
     "swap_sync_ms",
 )
 _OMITTED_WHEN_ZERO = (*_COSTS_OMITTED_WHEN_ZERO, "host_pages", "prefix_caching")
+_STREAM_FIELDS = (
+    "stream_buffer_bytes",
+    "stream_event_bytes",
+    "stream_low_mark_bytes",
+    "stream_pause_deadline_ms",
+)
 
 
 def _camel(name: str) -> str:

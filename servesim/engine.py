@@ -1,7 +1,7 @@
 """The engine loop: admit arrivals, ask the policy for a batch, check it, run it, postprocess.
 
-    arrivals (admit / reject) -> deadlines, client cancels -> schedule (policy) -> check
-    -> run (device clock) -> postprocess (preempt, swap, tokens, phases)
+    arrivals (admit / reject) -> deadlines, client cancels, output buffers -> schedule (policy)
+    -> check -> run (device clock) -> postprocess (preempt, swap, tokens, phases)
 
 The policy only decides; the engine owns the clock and every sequence's state (``state.py``).
 The device rules (cost of a step, KV pages, caps, the token rule) are in ``rules.py``.
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import FrozenInstanceError, dataclass
 
-from . import contract, rules
+from . import contract, rules, streaming
 from .arrivals import Arrivals, ClosedLoop, realised_trace
 from .batch import Batch, PrefillChunk, Wait
 from .contract import GUARD, PolicyError
@@ -41,6 +41,7 @@ class Timeline:
     sequences: tuple[Sequence, ...]  # trace order (creation order in a closed loop)
     events: tuple[Event, ...]
     trace: Trace | None = None  # the requests as replayed (closed loop: as generated)
+    streams: dict | None = None  # id -> its output stream's record (unit 09), or None
 
     @property
     def all_done_ms(self) -> float:
@@ -84,7 +85,7 @@ def simulate(
     state = EngineState(device, arrivals, budget)
     needs_context = execute is not None or rules.reads_context(device)
     events: list[Event] = []
-    clock, previous = 0.0, None
+    clock, previous, streams = 0.0, None, state.streams  # streams: unit 09's output buffers
     own_device = _copy(device)  # what policies are given as view.device
 
     while arrivals or state.live:
@@ -94,14 +95,15 @@ def simulate(
         if previous is not None:  # a step just ended here
             state.cancel_expired(clock)
         state.cancel_requested(clock)  # clients' cancels (unit 09)
-        if not state.live:  # idle: jump to the next arrival
-            if arrivals:
-                clock, previous = max(clock, arrivals.next_ms()), None
+        if streams is not None:
+            streams.update(clock, state)
+        if not state.live or (streams is not None and streams.blocks(state.live)):
+            clock, previous = streaming.wake_ms(clock, arrivals, state), None  # idle: jump
             continue
 
         batch = _ask(policy, handed, who)
         if type(batch) is Wait:  # idle on purpose until its time or the next arrival
-            clock, previous = _wake(batch, view, arrivals), None
+            clock, previous = _wake(batch, view, arrivals, streams), None
             continue
         step = _own(batch)  # what is checked, run and recorded: never the policy's object
         starts = check_batch(step, view, who=who, known=arrivals.ids)
@@ -116,7 +118,8 @@ def simulate(
         clock, previous = end, batch  # the policy's own batch: the engine never reads it back
 
     seqs = tuple(arrivals.sequences)
-    return Timeline(seqs, tuple(events), realised_trace(trace, closed, seqs))
+    records = streams and streams.records(seqs)  # unit 09's streams (None: streaming off)
+    return Timeline(seqs, tuple(events), realised_trace(trace, closed, seqs), records)
 
 
 def _copy(frozen):
@@ -175,12 +178,14 @@ def _ask(policy: Policy, view: SchedulerView, who: str) -> Batch | Wait:
     return batch
 
 
-def _wake(wait: Wait, view: SchedulerView, arrivals: Arrivals) -> float:
-    """When a ``Wait`` returned at ``view.now_ms`` ends: at its time or the next arrival."""
+def _wake(wait: Wait, view: SchedulerView, arrivals: Arrivals, streams) -> float:
+    """When a ``Wait`` returned at ``view.now_ms`` ends: at its time, the next arrival or the
+    next time a paused stream resumes or stalls (unit 09), whichever is first."""
     until = wait.until_ms
     if not isinstance(until, (int, float)) or isinstance(until, bool) or not until > view.now_ms:
         raise PolicyError(f"Wait({until!r}) {_at(view)}: it must wait until a later time")
-    return min(until, arrivals.next_ms()) if arrivals else float(until)
+    until = min(until, arrivals.next_ms()) if arrivals else float(until)
+    return until if streams is None else min(until, streams.next_change())
 
 
 def _context(batch: Batch, live) -> dict[str, int]:

@@ -34,7 +34,8 @@ def build_run(
     fields (units 08 and 09),
     each event's ``preempt`` list, the engine ``limits`` and the status counts of the summary;
     without it the entry is exactly unit 07's. On a device with a host pool every event also
-    lists the sequences it swapped out and in (``swapOut``, ``swapIn``).
+    lists the sequences it swapped out and in (``swapOut``, ``swapIn``). An extended run on a
+    streaming device (unit 09) gives each request its stream's record (``_stream_fields``).
     """
     requests = request_records(timeline, extended=extended)
     events = [_event(event, extended, device.swaps) for event in timeline.events]
@@ -56,7 +57,21 @@ def build_run(
 
 def request_records(timeline: Timeline, *, extended: bool = False) -> list[dict]:
     """The ``requests`` of a run entry alone (what measurement reads), in trace order."""
-    return [_request(seq, extended) for seq in timeline.sequences]
+    streams = timeline.streams if extended else None
+    if streams is None:
+        return [_request(seq, extended) for seq in timeline.sequences]
+    return [_request(seq, extended) | _stream_fields(seq, streams) for seq in timeline.sequences]
+
+
+def _stream_fields(seq, streams: dict) -> dict:
+    """A request's output stream (unit 09): ``ackMs``, when its client had read the last event
+    (null unless it completed), ``pausedMs`` (``[start, end]`` per pause, end null if it never
+    resumed), ``bufferPeakBytes``, and for a cancelled request ``cancelReason`` ("deadline",
+    "client" or "stalled")."""
+    entry = dict(streams[seq.id])
+    if seq.status is Status.CANCELLED:
+        entry["cancelReason"] = seq.cancel_reason
+    return entry
 
 
 def _request(seq, extended: bool) -> dict:
@@ -77,6 +92,8 @@ def _request(seq, extended: bool) -> dict:
             entry["cancelMs"] = seq.cancel_ms
         if seq.prefix:
             entry["prefix"] = [{"id": sid, "tokens": n} for sid, n in seq.prefix]
+        if seq.read_bytes_per_s is not None:
+            entry["readBytesPerS"] = seq.read_bytes_per_s
         entry |= {
             "status": seq.status.value,
             "statusMs": seq.status_ms,
@@ -112,13 +129,14 @@ def _event(event, extended: bool, swaps: bool) -> dict:
     return entry
 
 
-LIFECYCLE_FIELDS = ("cancelMs", "prefix")  # unit 09's request fields
+LIFECYCLE_FIELDS = ("cancelMs", "prefix", "readBytesPerS")  # unit 09's request fields
 
 
 def uses_lifecycle(run: dict) -> bool:
-    """Whether a full run entry has client cancels, shared prefixes or a prefix cache (unit 09):
-    the compact format does not hold them, so such a run is written in full."""
-    if run["device"].get("prefixCaching"):
+    """Whether a full run entry has client cancels, shared prefixes, a prefix cache or streamed
+    output (unit 09): the compact format does not hold them, so such a run is written in full."""
+    device = run["device"]
+    if device.get("prefixCaching") or device.get("streamBufferBytes") is not None:
         return True
     return any(key in req for req in run["requests"] for key in LIFECYCLE_FIELDS)
 

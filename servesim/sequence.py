@@ -28,7 +28,7 @@ class Status(Enum):
 
     COMPLETED = "completed"
     REJECTED = "rejected"  # at arrival: queue full, could never fit, or refused by admit()
-    CANCELLED = "cancelled"  # its deadline passed before its first token
+    CANCELLED = "cancelled"  # see ``Sequence.cancel_reason``
 
 
 class TokenTimes(list):
@@ -80,6 +80,9 @@ class Sequence:
     tenant: str = ""
     cancel_ms: float | None = None  # unit 09: the client cancels at arrival + cancel_ms
     prefix: tuple[tuple[str, int], ...] = ()  # unit 09: shared prompt segments (trace.py)
+    read_bytes_per_s: float | None = None  # unit 09: the client's read rate (None: at once)
+    paused: bool = False  # unit 09: its output buffer is full; not decoded until it drains
+    cancel_reason: str | None = None  # "deadline", "client" or "stalled" (a paused stream)
     phase: Phase = Phase.PENDING
     status: Status | None = None
     status_ms: float | None = None
@@ -125,6 +128,7 @@ class Sequence:
             tenant=request.tenant,
             cancel_ms=request.cancel_ms,
             prefix=request.prefix,
+            read_bytes_per_s=request.read_bytes_per_s,
         )
 
     @property

@@ -12,15 +12,17 @@ passes after the client cancelled) does nothing. Its pages are released once: ``
 frees only what the request still holds. A client cancel (trace ``cancelMs``, unit 09) is seen
 at the first decision point at or after its time (a step end, or the end of an idle wait),
 after that point's arrivals and deadlines, whatever the request's phase: waiting, running,
-partly prefilled or swapped out.
+partly prefilled or swapped out. On a streaming device (unit 09) the output buffers come after
+them (``streaming.Streams.update``), and a stream paused too long leaves the same way.
 """
 
 from __future__ import annotations
 
 import heapq
+import math
 from types import MappingProxyType
 
-from . import prefixcache, rules
+from . import prefixcache, rules, streaming
 from .arrivals import Arrivals
 from .batch import Batch
 from .contract import PolicyError
@@ -42,6 +44,7 @@ class EngineState:
         self.swapped: list[Sequence] = []  # on the host pool, in the order they left (31.6)
         self.pool = prefixcache.pool_for(device)  # shared-prefix pages (unit 09), or None
         self.tally = Tally(pages_kept=device.kv_pages is not None or self.pool is not None)
+        self.streams = streaming.streams_for(device)  # output buffers (unit 09), or None
         self._deadlines: list[tuple[float, int, Sequence]] = []
         self._cancels: list[tuple[float, int, Sequence]] = []  # client cancels (unit 09)
         self._starts = 0  # prefills begun so far (Sequence.prefill_start)
@@ -59,6 +62,7 @@ class EngineState:
             SeqView(self.holding.values(), name="view.holders"),
             SeqView(self.swapped, name="view.swapped"),
             self.pool,
+            self.streams,
         )
 
     def view(self, clock: float, previous: Batch | None) -> SchedulerView:
@@ -90,6 +94,8 @@ class EngineState:
             if seq.cancel_ms is not None:
                 due = seq.arrival_ms + seq.cancel_ms
                 heapq.heappush(self._cancels, (due, seq.order, seq))
+            if self.streams is not None:
+                self.streams.admit(seq)
 
     def cancel_expired(self, boundary: float) -> None:
         """At a step boundary: cancel live requests past their deadline without a first token."""
@@ -97,19 +103,25 @@ class EngineState:
         while heap and heap[0][0] < boundary:
             seq = heapq.heappop(heap)[2]
             if not seq.token_times_ms:
-                self.terminate(seq, Status.CANCELLED, boundary)
+                self.terminate(seq, Status.CANCELLED, boundary, "deadline")
 
     def cancel_requested(self, clock: float) -> None:
         """At a decision point: cancel live requests whose client cancelled by ``clock``."""
         heap = self._cancels
         while heap and heap[0][0] <= clock:
-            self.terminate(heapq.heappop(heap)[2], Status.CANCELLED, clock)
+            self.terminate(heapq.heappop(heap)[2], Status.CANCELLED, clock, "client")
 
-    def terminate(self, seq: Sequence, status: Status, at_ms: float) -> bool:
-        """``seq`` leaves now, from whatever phase, its pages released; False (and nothing
-        changes) when it has already left: leaving is terminal."""
+    def next_cancel_ms(self) -> float:
+        """The next client cancel not yet seen (inf when none is left)."""
+        return self._cancels[0][0] if self._cancels else math.inf
+
+    def terminate(self, seq: Sequence, status: Status, at_ms: float, reason=None) -> bool:
+        """``seq`` leaves now, from whatever phase, its pages released, for ``reason``
+        (``Sequence.cancel_reason``); False (and nothing changes) when it has already left:
+        leaving is terminal."""
         if seq.status is not None:
             return False
+        seq.cancel_reason = reason
         self._release(seq)
         if seq.phase is Phase.PREFILL:
             self.waiting.remove(seq)
@@ -163,6 +175,8 @@ class EngineState:
             tally.pages = self.pool.in_use
             done.sort(key=lambda seq: seq.prefill_start)  # vLLM frees in scheduling order
         self._finish(done, end)
+        if self.streams is not None:  # the step's tokens enter their output buffers (unit 09)
+            self.streams.after_step(batch, end)
 
     def _pool_step(self, batch: Batch) -> None:
         """The step's page changes in the prefix cache (``prefixcache.apply_step``), noted

@@ -17,6 +17,8 @@ each segment's stream in turn (the segments' tokens sum to at most ``inputTokens
 of the prompt, and every output token, are the request's own. So two requests hold the same
 first n tokens exactly when their segment lists agree up to n tokens, and the KV pages of those
 tokens can be shared (``prefixcache.py`` derives each full page's key from this).
+``readBytesPerS`` (a number > 0): how fast the client reads the request's streamed output, on a
+device with an output buffer (``streaming.py``); without it the client reads at once.
 """
 
 from __future__ import annotations
@@ -31,7 +33,10 @@ from .fields import unknown_field_message
 
 TRACE_FIELDS = ("name", "description", "requests")
 REQUIRED_FIELDS = ("id", "arrivalMs", "inputTokens", "outputTokens")
-REQUEST_FIELDS = (*REQUIRED_FIELDS, "maxOutputTokens", "deadlineMs", "tenant", "cancelMs", "prefix")
+REQUEST_FIELDS = (
+    *REQUIRED_FIELDS,
+    *("maxOutputTokens", "deadlineMs", "tenant", "cancelMs", "prefix", "readBytesPerS"),
+)
 SEGMENT_FIELDS = ("id", "tokens")
 _REQUEST_FIELDS = frozenset(REQUEST_FIELDS)
 
@@ -52,6 +57,7 @@ class Request(NamedTuple):
     tenant: str = ""
     cancel_ms: float | None = None  # unit 09: the client cancels at arrival + cancel_ms
     prefix: tuple[tuple[str, int], ...] = ()  # unit 09: shared prompt segments (id, tokens)
+    read_bytes_per_s: float | None = None  # unit 09: the client's read rate (None: at once)
 
     @property
     def declared_output(self) -> int:
@@ -159,9 +165,13 @@ def _unit08(item: dict, where: str) -> dict:
                 f"got {value!r}"
             )
         extra["max_output_tokens"] = value
-    for key, name in (("deadlineMs", "deadline_ms"), ("cancelMs", "cancel_ms")):
+    for key, name in (
+        ("deadlineMs", "deadline_ms"),
+        ("cancelMs", "cancel_ms"),
+        ("readBytesPerS", "read_bytes_per_s"),
+    ):
         if key in item:
-            extra[name] = _positive_ms(item[key], key, where)
+            extra[name] = _positive(item[key], key, where)
     if "tenant" in item:
         value = item["tenant"]
         if not isinstance(value, str) or not value:
@@ -172,8 +182,8 @@ def _unit08(item: dict, where: str) -> dict:
     return extra
 
 
-def _positive_ms(value, field: str, where: str) -> float:
-    """A duration in ms counted from arrival: a finite number > 0."""
+def _positive(value, field: str, where: str) -> float:
+    """A duration in ms counted from arrival, or a read rate: a finite number > 0."""
     if not _is_number(value) or not math.isfinite(value) or value <= 0:
         raise TraceError(f"{where}: field '{field}' must be a finite number > 0, got {value!r}")
     return float(value)

@@ -11,6 +11,7 @@ from .device import DeviceProfile
 from .prefixcache import BlockPool, PoolError, step_ops
 from .queues import SeqView
 from .sequence import Sequence
+from .streaming import Streams
 
 
 @dataclass
@@ -50,7 +51,9 @@ class SchedulerView:
     they got it. ``holders``: every sequence that holds KV, in the order its current prefill
     began (vLLM V1's ``running`` queue). ``swapped``: sequences swapped out to the host pool,
     in the order they left (31.6). All are read-only sequences valid during the call.
-    ``memo`` is one dict per run for a policy's own state.
+    ``memo`` is one dict per run for a policy's own state. On a streaming device (unit 09)
+    ``paused`` lists the streams whose output buffer is full (``seq.paused``), which no batch
+    may decode or prefill, and ``buffer_bytes(seq)`` reads a buffer's level now.
     """
 
     now_ms: float
@@ -66,6 +69,7 @@ class SchedulerView:
     holding: SeqView | tuple[Sequence, ...] | None = field(default=None, repr=False)
     swapped: SeqView | tuple[Sequence, ...] = ()
     pool: BlockPool | None = field(default=None, repr=False)  # prefix cache (unit 09)
+    streams: Streams | None = field(default=None, repr=False)  # output buffers (unit 09)
 
     def at(self, now_ms: float, previous: Batch | None) -> SchedulerView:
         """The same view at another decision point: another time and previous batch. What the
@@ -130,6 +134,17 @@ class SchedulerView:
         """Host pages a swap-out may still take (0 on a device without a host pool)."""
         return self.device.host_pages - self.host_pages_held
 
+    @property
+    def paused(self) -> tuple[Sequence, ...]:
+        """The paused streams, in the order they paused (unit 09; empty without streaming)."""
+        streams = self.streams
+        return () if streams is None else tuple(buf.seq for buf in streams.paused.values())
+
+    def buffer_bytes(self, seq: Sequence) -> float:
+        """Bytes in ``seq``'s output buffer now (0 without streaming, or for a client that
+        reads at once)."""
+        return 0.0 if self.streams is None else self.streams.occupancy(seq.id, self.now_ms)
+
     def sequence(self, rid: str) -> Sequence:
         """The arrived, unfinished sequence with id ``rid`` (KeyError if none)."""
         if self.live is not None:
@@ -137,8 +152,10 @@ class SchedulerView:
         return next(s for s in (*self.waiting, *self.running, *self.swapped) if s.id == rid)
 
     def violation(self, batch: Batch) -> str | None:
-        """Why ``batch`` would break B, K, M or the host pool now (None: it fits). Ids must be
-        valid."""
+        """Why ``batch`` would break B, K, M or the host pool, or decode a paused stream, now
+        (None: it fits). Ids must be valid."""
+        if self.streams is not None and (paused := self.streams.violation(batch, self.now_ms)):
+            return paused
         sequence = self.sequence if self.live is None else self.live.__getitem__
         pages = self.device.kv_pages is not None
 

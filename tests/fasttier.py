@@ -23,6 +23,7 @@ FAST = {
         "tests/test_fault_table.py",
         "tests/test_engine_cancel.py",
         "tests/test_prefix_cache.py",
+        "tests/test_streaming.py",
     ),
     "servesim.runview": ("tests/test_view.py",),
     "grader": (
@@ -53,6 +54,7 @@ FAST = {
         "tests/grader/test_verify.py",
         "tests/grader/test_runschema.py",
         "tests/grader/test_fault_detection.py",
+        "tests/grader/test_replay_stream.py",
     ),
     "realdevice": (
         "tests/runner/test_model.py",

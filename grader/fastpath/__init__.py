@@ -61,6 +61,8 @@ def covers(unit, policy: str, trace, device) -> bool:
         return False
     if getattr(device, "prefix_caching", False):
         return False  # shared-prefix pages (unit 09): the lab engine's prefix cache
+    if getattr(device, "stream_buffer_bytes", None) is not None:
+        return False  # streamed output (unit 09): the lab engine's output buffers
     if isinstance(trace.requests, tracecolumns.Requests):
         return True  # read into columns: plain requests only
     return not any(set(r) - _PLAIN_FIELDS for r in trace.raw.get("requests", []))

@@ -27,6 +27,7 @@ from .replay_checks import (
 from .replay_prefix import PrefixChecks
 from .replay_state import ReqState, reported_statuses
 from .replay_step_checks import StepChecks, Where
+from .replay_stream import StreamChecks
 
 BAD = ProblemKind.INVALID_SCHEDULE
 
@@ -75,6 +76,7 @@ def replay_events(
     """
     walker = _Walker(trace, profile, servesim.rules, found, timing, requests, limits)
     walker._pool_init(trace, servesim)
+    walker._stream_init(trace, servesim, requests)
     walker.wait_ms = wait_ms
     prev_end = 0.0  # the engine's clock starts at 0
     for k, event in enumerate(events):
@@ -83,15 +85,17 @@ def replay_events(
             return
         prev_end = walker.step(k, event, where, prev_end)
         replay.ends.append(prev_end)
+    walker._stream_gap(prev_end, math.inf)  # resumes and stalls after the last step
     walker._cancel_clients(math.inf, idle_from=prev_end)  # cancels seen after the last step
     walker._check_page_ops()
+    walker._check_streams()
     walker.final_checks()
     replay.token_times = {rid: st.times for rid, st in walker.reqs.items()}
     replay.recomputes = {rid: (st.recomputes, st.recomputed) for rid, st in walker.reqs.items()}
     replay.statuses = walker.reported
 
 
-class _Walker(StepChecks, CancelChecks, PrefixChecks):
+class _Walker(StepChecks, CancelChecks, PrefixChecks, StreamChecks):
     """The replay's own state of every request, advanced one event at a time."""
 
     def __init__(self, trace, profile, rules, found: Collector, timing, requests, limits):
@@ -117,6 +121,7 @@ class _Walker(StepChecks, CancelChecks, PrefixChecks):
         start = event["startMs"]
         self._check_start(start, where, prev_end)
         self.arrivals.admit_until(start)
+        self._stream_start(event, where, prev_end)  # paused streams (unit 09)
         self._cancel_clients(start, idle_from=prev_end)
         self._check_members(event, where)
         end = self._end(k, event, where)
@@ -131,6 +136,7 @@ class _Walker(StepChecks, CancelChecks, PrefixChecks):
         self.arrivals.admit_until(end)  # arrivals due at a step end come before cancellations
         self._cancel_expired(end)
         self._cancel_clients(end)
+        self._stream_point(event, end)
         return end
 
     def _end(self, k: int, event: dict, where: Where) -> float:

@@ -75,7 +75,8 @@ class StepChecks:
 
     def _check_start(self, start: float, where: Where, prev_end: float) -> None:
         """The engine never idles while a request is live, and an idle device jumps to the next
-        arrival (virtual timing: a measured log may have gaps between steps)."""
+        arrival (virtual timing: a measured log may have gaps between steps); while a stream
+        is paused (unit 09) it may idle."""
         if self.timing != "virtual":
             return
         due = self.arrivals.earliest_start(prev_end)
@@ -84,7 +85,7 @@ class StepChecks:
                 (self.reqs[rid].spec.arrival_ms for rid in self.arrivals.unstarted), default=due
             )
             due = max(due, min(oldest, due) + self.wait_ms)
-        if due is not None and start > due + EPS_MS:
+        if due is not None and start > due + EPS_MS and not self._stream_idles():
             self.found.add(
                 BAD,
                 "idle",
