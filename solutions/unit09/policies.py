@@ -37,6 +37,14 @@ def grow_pages(pool: BlockPool, seq, tokens: int) -> int:
     return max(0, -(-(seq.context_tokens + tokens) // pool.page_tokens) - have)
 
 
+def start_on(pool: BlockPool, seq, hit: int, tokens: int) -> PrefillChunk:
+    """Start ``seq`` on the copy ``pool`` with ``hit`` cached and ``tokens`` computed positions,
+    and return its chunk (given): a later start of the same step then finds the pages it fills.
+    """
+    pool.apply_step([], [], [Start(seq.id, hit, tokens, seq.prefill_target)])
+    return PrefillChunk(seq.id, tokens, hit)
+
+
 def grow_holders(view: SchedulerView, pool: BlockPool, budget: int):
     """Steps 1 and 2 of unit 08's ``paged`` (given), with the pages counted in ``pool``.
 
@@ -143,8 +151,8 @@ def prefix_paged(view: SchedulerView, budget: int) -> Batch:
     pool.hit_tokens(seq.id, seq.prefill_target)`` on the copy (what ``view.prefix_hit(seq,
     after=step so far)`` says: pages an earlier start of this step fills count) and computes
     ``min(prefill_target - hit, budget left)`` tokens: ``PrefillChunk(id, tokens, hit)``.
-    Apply each start to the copy (``pool.apply_step([], [], [Start(id, hit, tokens,
-    prefill_target)])``) before the next. The first that cannot start ends the walk.
+    Apply each start to the copy (``start_on``, which returns the chunk) before the next. The
+    first that cannot start ends the walk.
     """
     ### BEGIN SOLUTION
     pool, cap = pool_copy(view), view.device.max_active
@@ -161,8 +169,7 @@ def prefix_paged(view: SchedulerView, budget: int) -> Batch:
                 break
             hit = pool.hit_tokens(seq.id, target)
             tokens = min(target - hit, left)
-            pool.apply_step([], [], [Start(seq.id, hit, tokens, target)])
-            chunks.append(PrefillChunk(seq.id, tokens, hit))
+            chunks.append(start_on(pool, seq, hit, tokens))
             left, active = left - tokens, active + 1
     return Batch(decode=decode, prefill=chunks, preempt=preempt)
     ### END SOLUTION
@@ -195,8 +202,7 @@ def prefix_admit(view: SchedulerView, budget: int) -> Batch:
             if device.pages_for(target) - len(pages) + revived > pool.free:
                 break
             tokens = min(target - hit, left)
-            pool.apply_step([], [], [Start(seq.id, hit, tokens, target)])
-            chunks.append(PrefillChunk(seq.id, tokens, hit))
+            chunks.append(start_on(pool, seq, hit, tokens))
             left, active = left - tokens, active + 1
     return Batch(decode=decode, prefill=chunks, preempt=preempt)
     ### END SOLUTION

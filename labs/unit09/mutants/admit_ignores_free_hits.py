@@ -1,6 +1,8 @@
 """Mutant: prefix_admit counts every hit page as free of cost, also the cached pages no one
 holds (they leave the free queue when taken): it admits past the pool."""
 
+import contextlib
+
 from servesim import Batch, PrefillChunk, SchedulerView
 from servesim.prefixcache import Start
 
@@ -20,10 +22,8 @@ def prefix_admit(view: SchedulerView, budget: int) -> Batch:
             if device.pages_for(target) - hit // device.page_tokens > pool.free:
                 break
             tokens = min(target - hit, left)
-            try:
+            with contextlib.suppress(ValueError):  # the copy refuses it; the engine gets it
                 pool.apply_step([], [], [Start(seq.id, hit, tokens, target)])
-            except ValueError:
-                pass  # the copy refuses it; the step goes to the engine all the same
             chunks.append(PrefillChunk(seq.id, tokens, hit))
             left, active = left - tokens, active + 1
     return Batch(decode=decode, prefill=chunks, preempt=preempt)
