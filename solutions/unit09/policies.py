@@ -13,7 +13,9 @@ What a policy sees is unit 08's ``SchedulerView`` (``view.waiting``, ``view.runn
 - ``view.prefix_hit(seq, after=batch)``: the positions ``seq`` would find cached if it started
   now, after the members of ``batch`` (the step built so far); what its first chunk may claim;
 - ``view.pool``: the device's prefix cache (``servesim.prefixcache.BlockPool``). Read it, or
-  work on ``pool_copy(view)``; never change the view's own pool.
+  work on ``pool_copy(view)``; never change the view's own pool. On the copy: ``pool.free``
+  (pages a step may still take), ``pool.tables[id]`` (a holder's pages, shared ones
+  included), ``pool.hit_tokens(id, n)``, ``pool.release(id)`` and ``pool.apply_step``.
 
 ``PrefillChunk(id, tokens, cached)`` starts a request with ``cached`` positions taken from the
 cache (whole pages, at most ``view.prefix_hit``) before the ``tokens`` it computes; cached
@@ -37,6 +39,12 @@ def grow_pages(pool: BlockPool, seq, tokens: int) -> int:
     return max(0, -(-(seq.context_tokens + tokens) // pool.page_tokens) - have)
 
 
+def grow_on(pool: BlockPool, seq, tokens: int) -> None:
+    """Add ``tokens`` positions to the cache of the holder ``seq`` on the copy ``pool``
+    (given): it takes ``grow_pages(pool, seq, tokens)`` pages from ``pool.free``."""
+    pool.apply_step([Grow(seq.id, seq.context_tokens, tokens)], [], [])
+
+
 def start_on(pool: BlockPool, seq, hit: int, tokens: int) -> PrefillChunk:
     """Start ``seq`` on the copy ``pool`` with ``hit`` cached and ``tokens`` computed positions,
     and return its chunk (given): a later start of the same step then finds the pages it fills.
@@ -46,13 +54,21 @@ def start_on(pool: BlockPool, seq, hit: int, tokens: int) -> PrefillChunk:
 
 
 def grow_holders(view: SchedulerView, pool: BlockPool, budget: int):
-    """Steps 1 and 2 of unit 08's ``paged`` (given), with the pages counted in ``pool``.
+    """Steps 1 and 2 of ``cancel_aware`` (unit 08's ``paged``), with the pages counted in
+    ``pool`` (a copy of the prefix cache; ``prefix_paged`` and ``prefix_admit`` call this).
 
-    Walk ``view.holders`` while budget is left: a decode asks for 1 token, a partial prefill
-    for its next chunk; while the pages it needs are more than ``pool.free``, the last holder
-    of the walk is preempted and ``pool.release`` frees the pages no one else holds (a shared
-    page only loses one reference). Returns ``(decode ids, chunks, victims, budget left)``.
+    Walk ``view.holders`` while budget is left: a decode asks for 1 token, a partial prefill for
+    ``min(remaining_prefill, budget left)``; it needs ``grow_pages(pool, seq, tokens)`` pages.
+    While that is more than ``pool.free``, preempt the last holder of the walk and
+    ``pool.release(victim.id)``: only the pages no one else holds are freed (a shared page
+    loses one reference), so do not count ``pages_for(context_tokens)`` back. When the last
+    holder is the one asking, it is preempted itself (and released) and the walk ends.
+    Otherwise apply its growth to the copy (``grow_on``) and give it its decode or
+    ``PrefillChunk``.
+
+    Returns ``(decode ids, prefill chunks, victims in the order preempted, budget left)``.
     """
+    ### BEGIN SOLUTION
     walk, left = list(view.holders), budget
     decode, chunks, preempt = [], [], []
     done = 0
@@ -68,7 +84,7 @@ def grow_holders(view: SchedulerView, pool: BlockPool, budget: int):
             preempt.append(walk.pop().id)
             pool.release(seq.id)
             break
-        pool.apply_step([Grow(seq.id, seq.context_tokens, tokens)], [], [])
+        grow_on(pool, seq, tokens)
         if remaining:
             chunks.append(PrefillChunk(seq.id, tokens))
         else:
@@ -76,6 +92,7 @@ def grow_holders(view: SchedulerView, pool: BlockPool, budget: int):
         left -= tokens
         done += 1
     return decode, chunks, preempt, left
+    ### END SOLUTION
 
 
 def cancel_aware(view: SchedulerView, budget: int) -> Batch:

@@ -32,9 +32,9 @@ def test_starter_files_are_in_step_with_solutions_and_unit_yaml():
 def test_stubs_name_every_function_and_keep_the_given_helpers():
     stub = (UNIT09.lab_dir / "policies.py").read_text(encoding="utf-8")
     assert "### BEGIN SOLUTION" not in stub
-    for function in ("cancel_aware", "prefix_paged", "prefix_admit"):
+    for function in ("cancel_aware", "grow_holders", "prefix_paged", "prefix_admit"):
         assert f'raise NotImplementedError("{function}() is not implemented yet")' in stub
-    for given in ("def pool_copy(", "def grow_pages(", "def start_on(", "def grow_holders("):
+    for given in ("def pool_copy(", "def grow_pages(", "def grow_on(", "def start_on("):
         assert given in stub
 
 
