@@ -66,3 +66,22 @@ def test_part1_cancel_aware_on_shared_prefixes_claims_nothing():
     run = run_policy("shared-prefix", "cancel_aware")
     check_timeline("shared-prefix", "cancel_aware", run)
     assert not any(c.get("cached") for e in run["events"] for c in e["prefill"])
+
+
+def test_part1_a_victim_cancelled_while_requeued_never_restarts():
+    """Exercise 31.11's late re-queue: on a 10-page pool A and B (60-token prompts) decode
+    until both need a sixth page (80 positions each, 12 pages); B, admitted last, is preempted
+    at 419.25 ms and waits at the front of the queue for pages; its client cancels at 700 ms.
+    B must end cancelled with its 21 tokens, never prefilled again; A runs on alone."""
+    trace = [
+        {"id": "A", "arrivalMs": 0, "inputTokens": 60, "outputTokens": 60},
+        {"id": "B", "arrivalMs": 0, "inputTokens": 60, "outputTokens": 60, "cancelMs": 700},
+    ]
+    run = run_policy(trace, "cancel_aware", device(kvPages=10))
+    victims = [(e["index"], rid) for e in run["events"] for rid in e["preempt"]]
+    assert [rid for _, rid in victims] == ["B"], "B, admitted last, is the one victim"
+    restarts = [e["index"] for e in run["events"] for c in e["prefill"] if c["id"] == "B"]
+    assert restarts == [0], "B is never prefilled again after its preemption"
+    req = {r["id"]: r for r in run["requests"]}
+    assert (req["B"]["status"], len(req["B"]["tokenTimesMs"])) == ("cancelled", 21)
+    assert req["A"]["status"] == "completed" and cancelled_late(run) == []
