@@ -21,7 +21,7 @@ from grader.sandbox import ChildResult
 from grader.traces.mutants import list_mutants
 from grader.units import UnitError, load_unit
 
-UNITS = {uid: load_unit(uid) for uid in ("unit07", "unit08")}
+UNITS = {uid: load_unit(uid) for uid in ("unit07", "unit08", "unit09")}
 
 
 def _named() -> list[tuple[str, str, str]]:
