@@ -63,6 +63,7 @@ FAST = {
     ),
     "labs/unit07": ("tests/test_starter.py",),
     "labs/unit08": ("tests/unit08/test_u08_schemas.py", "tests/unit08/test_u08_lab.py"),
+    "labs/unit09": ("tests/unit09/test_u09_lab.py",),
 }
 SLOW_IN_FAST = (
     "tests/test_compact.py::test_ta_command_same_file_from_either_engine",

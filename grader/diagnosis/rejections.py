@@ -19,7 +19,10 @@ _ERROR_LINE = re.compile(r"^simulate\.py: error: (.{0,400})$", re.M)
 PATTERNS = {
     "rejected-budget": re.compile(r"new positions, token budget \d+$"),
     "rejected-max-active": re.compile(r"active sequences, cap \d+$"),
-    "rejected-kv-pages": re.compile(r"needs \d+ KV pages, budget \d+$"),
+    # the second form: a device with a prefix cache, whose pool counts shared pages once
+    "rejected-kv-pages": re.compile(
+        r"needs \d+ KV pages, budget \d+$|needs \d+ more KV pages, \d+ free$"
+    ),
     "rejected-not-running": re.compile(r"decode of '.*' at .* ms: it is not running$"),
     "rejected-prefill-size": re.compile(r"prefill of '.*' at .* ms: .* tokens, must be 1\.\.\d+$"),
     "rejected-no-prefill": re.compile(

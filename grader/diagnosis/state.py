@@ -79,18 +79,13 @@ class Shared:
         return sorted(out, key=self.rank.__getitem__)
 
     def fresh_starts(self, step: Step) -> set[str]:
-        """Requests that ``step`` starts for the first time."""
-        return {
-            rid
-            for rid, (start, _) in step.chunks.items()
-            if start == 0 and rid not in self.admitted and not self.reqs[rid].times
-        }
+        """Requests that ``step`` starts for the first time (a chunk of a request that holds no
+        KV starts it: at position 0, or after the positions it claims from a prefix cache)."""
+        return {rid for rid in step.chunks if rid not in self.admitted and not self.reqs[rid].times}
 
     def restarts(self, step: Step) -> set[str]:
         """Requests that ``step`` (re)starts from their first token: new ones and victims."""
-        return {
-            rid for rid, (start, _) in step.chunks.items() if start == 0 and not self.holds(rid)
-        }
+        return {rid for rid in step.chunks if not self.holds(rid)}
 
     def reservation_pages(self, rid: str) -> int:
         spec = self.reqs[rid].spec
@@ -125,9 +120,11 @@ def shared_state(trace, profile, rules, want_run: dict, upto: int, limits: dict 
             admitted.pop(rid, None)
             preempted.add(rid)
         for chunk in event["prefill"]:
-            if chunk["fromToken"] == 0:
+            cached = chunk.get("cached", 0)  # positions taken from a prefix cache (a start)
+            if chunk["fromToken"] == cached:
                 admitted[chunk["id"]] = k
                 preempted.discard(chunk["id"])
+            reqs[chunk["id"]].prefilled += cached
             reqs[chunk["id"]].prefill(chunk["tokens"], event["endMs"], rules)
         for rid in event["decode"]:
             reqs[rid].decode(event["endMs"])

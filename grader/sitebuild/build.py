@@ -175,7 +175,8 @@ def _neighbours(units: list[SiteUnit]) -> dict[str, dict]:
     """Each unit's previous and next unit in course order, as the unit nav links them."""
 
     def link(u: SiteUnit) -> dict:
-        return {"id": u.id, "title": u.unit.doc.get("title_zh", u.unit.title)}
+        first = u.pages[0].file if u.pages else "handout.html"  # a unit without a lesson
+        return {"id": u.id, "title": u.unit.doc.get("title_zh", u.unit.title), "file": first}
 
     return {
         u.id: {

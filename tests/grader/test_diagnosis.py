@@ -21,7 +21,7 @@ from grader.sandbox import ChildResult
 from grader.traces.mutants import list_mutants
 from grader.units import UnitError, load_unit
 
-UNITS = {uid: load_unit(uid) for uid in ("unit07", "unit08")}
+UNITS = {uid: load_unit(uid) for uid in ("unit07", "unit08", "unit09")}
 
 
 def _named() -> list[tuple[str, str, str]]:
@@ -198,3 +198,17 @@ def test_a_catalogue_text_with_a_digit_is_refused(tmp_path):
         line = re.sub(rf"{key}: [^,}}]+", bad, text.replace("request kx5 at 3 ms", "ok"))
         with pytest.raises(UnitError, match=match):
             _load("diagnoses.yaml", line, UNIT08)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "batch at 3.00 ms: 'a' needs 70 KV pages, budget 64",
+        "batch at 151.40 ms: 'c05' needs 8 more KV pages, 4 free",  # a prefix cache's pool
+    ],
+)
+def test_both_page_pool_refusals_are_named(line):
+    from grader.diagnosis.rejections import rejection
+
+    assert rejection(f"simulate.py: error: {line}\n") == "rejected-kv-pages"
+    assert rejection(f"simulate.py: error: {line} and more\n") is None

@@ -15,9 +15,10 @@ import pytest
 from conftest import ADVERSARIAL
 
 from grader.cases import load_grading
+from grader.course import release
 from grader.diagnosis import load_catalogue
 from grader.traces.mutants import list_mutants
-from grader.units import REPO_ROOT
+from grader.units import REPO_ROOT, load_unit, unit_ids
 
 
 def infralab(*args: str, cwd=None) -> subprocess.CompletedProcess:
@@ -48,6 +49,20 @@ def student_zip(tmp_path_factory, unit) -> Path:
 
 
 def test_student_zip_holds_nothing_secret(student_zip, unit):
+    assert_nothing_secret(student_zip, unit)
+
+
+@pytest.mark.parametrize("unit_id", unit_ids())
+def test_every_units_student_zip_holds_nothing_secret(unit_id, tmp_path):
+    unit = load_unit(unit_id)
+    archive = release.build_student_zip(unit, tmp_path / release.student_zip_name(unit))
+    # one common line may recur in given code (unit 08's exercises decode every runner too)
+    assert_nothing_secret(archive, unit, common=1)
+
+
+def assert_nothing_secret(student_zip: Path, unit, common: int = 0) -> None:
+    """No hidden trace, golden run, grader code or solution body in the unit's student zip:
+    at most ``common`` distinct solution lines in any one file."""
     hidden = [json.loads(p.read_text()) for p in (unit.traces_dir / "hidden").glob("*.json")]
     assert hidden, "no hidden traces to look for"
     body_lines = solution_lines(unit)
@@ -59,8 +74,8 @@ def test_student_zip_holds_nothing_secret(student_zip, unit):
         for name in names:
             text = archive.read(name).decode("utf-8", "replace")
             assert "BEGIN SOLUTION" not in text and "END SOLUTION" not in text, name
-            leaked = [line for line in body_lines if line in text]
-            assert not leaked, (name, leaked)
+            leaked = {line for line in body_lines if line in text}
+            assert len(leaked) <= common, (name, sorted(leaked))
             assert "grade_submission" not in text and "import grader" not in text, name
             if name.endswith(".json"):
                 doc = json.loads(text)

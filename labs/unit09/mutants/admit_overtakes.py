@@ -1,0 +1,28 @@
+"""Mutant: prefix_admit skips a waiting request whose pages do not fit and starts later ones
+(overtaking), where vLLM's FCFS walk stops."""
+
+from servesim import Batch, PrefillChunk, SchedulerView
+from servesim.prefixcache import Start
+
+
+def prefix_admit(view: SchedulerView, budget: int) -> Batch:
+    pool, device, cap = pool_copy(view), view.device, view.device.max_active  # noqa: F821
+    decode, chunks, preempt, left = grow_holders(view, pool, budget)  # noqa: F821
+    if not preempt:
+        active = view.active
+        for seq in view.waiting:
+            if seq.holds_kv:
+                continue
+            if left <= 0 or (cap is not None and active >= cap):
+                break
+            target = seq.prefill_target
+            hit = pool.hit_tokens(seq.id, target)
+            pages = [pool.key(seq.id, n) for n in range(hit // device.page_tokens)]
+            revived = sum(1 for key in pages if pool.page[next(iter(pool.cached[key]))].refs == 0)
+            if device.pages_for(target) - len(pages) + revived > pool.free:
+                continue
+            tokens = min(target - hit, left)
+            pool.apply_step([], [], [Start(seq.id, hit, tokens, target)])
+            chunks.append(PrefillChunk(seq.id, tokens, hit))
+            left, active = left - tokens, active + 1
+    return Batch(decode=decode, prefill=chunks, preempt=preempt)

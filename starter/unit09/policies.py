@@ -1,0 +1,128 @@
+"""Unit 09 scheduling policies: the file you implement and submit.
+
+The device of this unit keeps its KV pages as vLLM V1 does with prefix caching on
+(``prefixCaching``): a full page of a prompt prefix that several requests share (trace
+``prefix`` segments) is held once, with a reference count, and a request that starts may take
+the pages the cache already holds for its first positions instead of computing them. Clients
+may also cancel (trace ``cancelMs``): the engine ends a cancelled request at the first decision
+point at or after its cancel time, whatever its phase, and releases its pages once.
+
+What a policy sees is unit 08's ``SchedulerView`` (``view.waiting``, ``view.running``,
+``view.holders``, ``view.device``, ``view.free_pages``, ``view.memo``), plus:
+
+- ``view.prefix_hit(seq, after=batch)``: the positions ``seq`` would find cached if it started
+  now, after the members of ``batch`` (the step built so far); what its first chunk may claim;
+- ``view.pool``: the device's prefix cache (``servesim.prefixcache.BlockPool``). Read it, or
+  work on ``pool_copy(view)``; never change the view's own pool. On the copy: ``pool.free``
+  (pages a step may still take), ``pool.tables[id]`` (a holder's pages, shared ones
+  included), ``pool.hit_tokens(id, n)``, ``pool.release(id)`` and ``pool.apply_step``.
+
+``PrefillChunk(id, tokens, cached)`` starts a request with ``cached`` positions taken from the
+cache (whole pages, at most ``view.prefix_hit``) before the ``tokens`` it computes; cached
+positions cost no device time and no budget.
+"""
+
+from servesim import Batch, PrefillChunk, SchedulerView
+from servesim.prefixcache import BlockPool, Grow, Start
+
+
+def pool_copy(view: SchedulerView) -> BlockPool:
+    """A private copy of the device's prefix cache (given): apply each decision of the step
+    being built to it, and its ``free``, ``hit_tokens`` and ``tables`` stay true."""
+    return view.pool.copy()
+
+
+def grow_pages(pool: BlockPool, seq, tokens: int) -> int:
+    """Pages a holder takes to add ``tokens`` positions to its cache (given): its table
+    already holds ``len(pool.tables[seq.id])`` pages, shared ones included."""
+    have = len(pool.tables.get(seq.id, ()))
+    return max(0, -(-(seq.context_tokens + tokens) // pool.page_tokens) - have)
+
+
+def grow_on(pool: BlockPool, seq, tokens: int) -> None:
+    """Add ``tokens`` positions to the cache of the holder ``seq`` on the copy ``pool``
+    (given): it takes ``grow_pages(pool, seq, tokens)`` pages from ``pool.free``."""
+    pool.apply_step([Grow(seq.id, seq.context_tokens, tokens)], [], [])
+
+
+def start_on(pool: BlockPool, seq, hit: int, tokens: int) -> PrefillChunk:
+    """Start ``seq`` on the copy ``pool`` with ``hit`` cached and ``tokens`` computed positions,
+    and return its chunk (given): a later start of the same step then finds the pages it fills.
+    """
+    pool.apply_step([], [], [Start(seq.id, hit, tokens, seq.prefill_target)])
+    return PrefillChunk(seq.id, tokens, hit)
+
+
+def grow_holders(view: SchedulerView, pool: BlockPool, budget: int):
+    """Steps 1 and 2 of ``cancel_aware`` (unit 08's ``paged``), with the pages counted in
+    ``pool`` (a copy of the prefix cache; ``prefix_paged`` and ``prefix_admit`` call this).
+
+    Walk ``view.holders`` while budget is left: a decode asks for 1 token, a partial prefill for
+    ``min(remaining_prefill, budget left)``; it needs ``grow_pages(pool, seq, tokens)`` pages.
+    While that is more than ``pool.free``, preempt the last holder of the walk and
+    ``pool.release(victim.id)``: only the pages no one else holds are freed (a shared page
+    loses one reference), so do not count ``pages_for(context_tokens)`` back. When the last
+    holder is the one asking, it is preempted itself (and released) and the walk ends.
+    Otherwise apply its growth to the copy (``grow_on``) and give it its decode or
+    ``PrefillChunk``.
+
+    Returns ``(decode ids, prefill chunks, victims in the order preempted, budget left)``.
+    """
+    # YOUR CODE HERE
+    raise NotImplementedError("grow_holders() is not implemented yet")
+
+
+def cancel_aware(view: SchedulerView, budget: int) -> Batch:
+    """Unit 08's ``paged`` (vLLM V1: FCFS, chunked prefill, lazy LIFO recompute preemption) on
+    traces whose clients cancel, claiming no prefix hits.
+
+    1. Walk ``view.holders`` while budget is left: a decode asks for 1 token, a partial
+       prefill for ``min(remaining_prefill, budget left)``; that takes ``pages_for(context +
+       tokens) - pages_for(context)`` pages out of ``free`` (``view.free_pages`` at the start).
+    2. While those pages are more than ``free``, preempt the last holder of the walk and add its
+       ``pages_for(context_tokens)`` back; when it is the one asking, it is preempted itself and
+       the walk ends. Name victims in ``preempt`` in the order preempted.
+    3. Only if nobody was preempted: start waiting requests that hold no KV, in queue order,
+       while budget is left, fewer than K hold KV and ``pages_for(prefill_target) <= free``;
+       each gets ``PrefillChunk(id, min(prefill_target, budget left))`` (nothing cached). The
+       first that cannot start ends the walk.
+
+    Cancellation: read everything from the view at every call. A cancelled request has left
+    ``view.waiting``, ``view.running`` and ``view.holders`` by the next decision point and its
+    pages are already counted free in ``view.free_pages``. Ids remembered from an earlier call
+    (in ``view.memo``) may name a terminated request, which the engine refuses to schedule or
+    preempt; freed pages counted again by the policy overfill the pool.
+    """
+    # YOUR CODE HERE
+    raise NotImplementedError("cancel_aware() is not implemented yet")
+
+
+def prefix_paged(view: SchedulerView, budget: int) -> Batch:
+    """``paged`` with prefix caching: every request that starts claims its prefix hit.
+
+    Grow the holders with ``grow_holders`` on ``pool_copy(view)``. Only if nobody was
+    preempted, start the waiting requests that hold no KV, in queue order, while budget is
+    left, fewer than K hold KV and ``pages_for(prefill_target) <= pool.free`` (the whole
+    prompt, as in ``paged``, hit or not). A request that starts claims its hit: ``hit =
+    pool.hit_tokens(seq.id, seq.prefill_target)`` on the copy (what ``view.prefix_hit(seq,
+    after=step so far)`` says: pages an earlier start of this step fills count) and computes
+    ``min(prefill_target - hit, budget left)`` tokens: ``PrefillChunk(id, tokens, hit)``.
+    Apply each start to the copy (``start_on``, which returns the chunk) before the next. The
+    first that cannot start ends the walk.
+    """
+    # YOUR CODE HERE
+    raise NotImplementedError("prefix_paged() is not implemented yet")
+
+
+def prefix_admit(view: SchedulerView, budget: int) -> Batch:
+    """Prefix-aware admission, vLLM V1's rule with prefix caching on.
+
+    As ``prefix_paged``, except the start rule. A waiting request with ``hit`` cached
+    positions (``h = hit // pageTokens`` pages) needs ``pages_for(prefill_target) - h`` new
+    pages, plus each of its ``h`` hit pages that no sequence holds now (``refs == 0``: it sits
+    in the free queue, counted in ``pool.free``, and leaves it when the request takes it). It
+    starts only when that total is at most ``pool.free``. The hit pages that other sequences
+    hold cost nothing: a long shared prefix lets a request in that ``paged`` would keep out.
+    """
+    # YOUR CODE HERE
+    raise NotImplementedError("prefix_admit() is not implemented yet")

@@ -1,0 +1,90 @@
+"""Unit 09's hidden-trace grading: reference full marks, stubs 0, every mutant killed by a hidden
+case of its part, and prefix_admit is the policy the vLLM comparison runs (benchmarks/
+prefix_vs_vllm.py's ``paged_prefix``, checked there against vLLM's own scheduler)."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+from servesim import DeviceProfile, read_trace_file, simulate
+
+from grader import reference
+from grader.cases import load_grading
+from grader.grading.grade import Status, grade_submission
+from grader.grading.inprocess import run_in_process
+from grader.traces.mutants import list_mutants
+from grader.units import REPO_ROOT, load_unit
+
+UNIT = load_unit("unit09")
+GRADING = load_grading(UNIT)
+
+# mutant -> (the part whose hidden cases must catch it, the failure kinds it may get there)
+EXPECTED = {
+    "cancel_memo_queue": ("cancel", {Status.CRASH}),
+    "cancel_double_free": ("cancel", {Status.CRASH, Status.WRONG_SCHEDULE}),
+    "prefix_ignores_hit": ("prefix", {Status.WRONG_SCHEDULE}),
+    "prefix_hit_before_step": ("prefix", {Status.WRONG_SCHEDULE}),
+    "admit_ignores_free_hits": ("admit", {Status.CRASH}),
+    "admit_overtakes": ("admit", {Status.WRONG_SCHEDULE}),
+    "admit_whole_prompt": ("admit", {Status.WRONG_SCHEDULE}),
+}
+
+
+def case_ids(part: str) -> list[str]:
+    return [c.id for c in GRADING.cases if c.part == part]
+
+
+def test_reference_gets_full_marks_and_stubs_zero():
+    report = grade_submission(UNIT, UNIT.solutions_dir, runner=run_in_process)
+    assert report.score == report.max_score > 0
+    assert [c.id for c in report.cases if c.status is not Status.PASSED] == []
+    stubs = grade_submission(UNIT, UNIT.lab_dir, runner=run_in_process)
+    assert stubs.score == 0
+    assert {c.status for c in stubs.cases} == {Status.NOT_IMPLEMENTED}
+
+
+def test_every_part_has_hidden_cases_and_a_metamorphic_copy():
+    for part in ("cancel", "prefix", "admit"):
+        assert len([c for c in GRADING.cases if c.part == part and c.hidden]) >= 4, part
+    relabelled = {c.part for c in GRADING.cases if c.transform is not None}
+    assert relabelled >= {"cancel", "admit"}
+    assert {key for c in GRADING.cases for key in c.device} == {"maxActive", "kvPages"}
+
+
+def test_corpus_covers_every_part_and_each_mutant_says_what_is_wrong():
+    mutants = {m.name: m for m in list_mutants(UNIT)}
+    assert set(mutants) == set(EXPECTED)
+    assert all(m.summary for m in mutants.values())
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_mutant_loses_points_on_a_hidden_case_of_its_part(name):
+    mutant = next(m for m in list_mutants(UNIT) if m.name == name)
+    part, kinds = EXPECTED[name]
+    report = grade_submission(
+        UNIT, mutant.submission(UNIT), cases=case_ids(part), runner=run_in_process
+    )
+    killers = report.killed_by()
+    assert killers, f"{name} survives every hidden case of part {part}"
+    assert {c.status for c in report.cases if c.id in killers} <= kinds
+
+
+def test_prefix_admit_is_the_policy_compared_with_vllm():
+    path = REPO_ROOT / "benchmarks" / "prefix_vs_vllm.py"
+    spec = importlib.util.spec_from_file_location("_u09_prefix_vs_vllm", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    policies = reference.solution_policies(UNIT)
+    base = dict(UNIT.device)
+    for case in (c for c in GRADING.cases if c.policy == "prefix_admit" and c.transform is None):
+        trace = read_trace_file(UNIT.traces_dir / "hidden" / f"{case.trace}.json") if case.hidden \
+            else read_trace_file(UNIT.lab_dir / "traces" / f"{case.trace}.json")  # fmt: skip
+        device = DeviceProfile.from_json({**base, **case.device}, source=case.id)
+        budget = case.params["budget"] if case.params else 128
+
+        def times(policy, trace=trace, device=device, budget=budget):
+            run = simulate(trace, lambda view: policy(view, budget), device, budget=budget)
+            return [(s.id, tuple(s.token_times_ms), s.status) for s in run.sequences]
+
+        assert times(policies.prefix_admit) == times(bench.paged_prefix), case.id
