@@ -31,6 +31,7 @@ MIN_REQUESTS = 20  # fewer requests with a first token: not enough evidence for 
 QUEUE_GROWTH = 1.5  # overload: the second half's mean queue is at least this times the first's
 MIN_QUEUE = 2.0  # ... and at least this many requests wait, on average, in the second half
 WAITING_SHARE = 0.25  # ... and waiting is at least this share of the requests' residence
+REJECTED_SHARE = 0.05  # overload under admission control: at least this share rejected
 ITL_GROWTH = 3.0  # a long gap: more than this times the median gap of decode-only steps
 BLOCKED_SHARE = 0.8  # prefill blocking: at least this share of the long gaps in prefill steps
 PAUSED_SHARE = 0.01  # slow clients: more than this share of the streamed requests paused
@@ -80,6 +81,8 @@ class Evidence:
     served: int  # requests with a first token (the population of the TTFT tail)
     p99_ttft_ms: float | None
     p99_itl_ms: float | None
+    p99_wait_ms: float | None  # first step start - arrival, over the prefilled requests
+    rejected: Ratio  # rejected / submitted
     amplification: Ratio  # executed prefill tokens / new prompt tokens
     waiting: Ratio  # ms spent waiting for a first step / ms of residence
     queue_first_half: float  # mean queue length over the first half of the arrival span
@@ -272,6 +275,9 @@ def evidence(run: dict) -> Evidence:
     """
     requests = run["requests"]
     ttfts = [r["tokenTimesMs"][0] - r["arrivalMs"] for r in requests if r["tokenTimesMs"]]
+    starts = first_steps(run)
+    waits = [starts[r["id"]] - r["arrivalMs"] for r in requests if r["id"] in starts]
+    rejected = sum(1 for r in requests if r["status"] == REJECTED)
     split = itl_split(run)
     gaps = split.with_prefill + split.without_prefill
     arrivals = [r["arrivalMs"] for r in requests]
@@ -286,6 +292,8 @@ def evidence(run: dict) -> Evidence:
         served=len(ttfts),
         p99_ttft_ms=p99(ttfts),
         p99_itl_ms=p99(gaps),
+        p99_wait_ms=p99(waits),
+        rejected=Ratio(rejected, len(requests), "requests rejected / requests submitted"),
         amplification=prefill_amplification(run),
         waiting=waiting_share(run),
         queue_first_half=mean_queue(run, first, middle),
@@ -306,24 +314,29 @@ def diagnose(run: dict, baseline: dict | None = None) -> Diagnosis:
     0. fewer than ``MIN_REQUESTS`` requests got a first token: NOT_ENOUGH_EVIDENCE.
     1. OVERLOAD: the queue grows over the arrival span (second half's mean queue at least
        ``QUEUE_GROWTH`` times the first half's and at least ``MIN_QUEUE``) and waiting is at
-       least ``WAITING_SHARE`` of residence.
+       least ``WAITING_SHARE`` of residence; or, under admission control, which holds the
+       queue still, at least ``REJECTED_SHARE`` of the submitted requests were rejected.
     2. PREFILL_BLOCKING: the p99 ITL exceeds ``ITL_GROWTH`` times the median decode-only gap
        and at least ``BLOCKED_SHARE`` of the long gaps were ended by steps with prefill.
     3. SLOW_CLIENTS: streaming evidence exists and more than ``PAUSED_SHARE`` of the streamed
        requests paused, or any was cancelled as stalled.
     4. No rule fired: without a baseline, NOT_ENOUGH_EVIDENCE (nothing says whether the tail
-       grew). With one: NONE when neither p99 (TTFT, ITL) is more than ``TAIL_GROWTH`` times
-       the baseline's, NOT_ENOUGH_EVIDENCE otherwise (a grown tail no rule explains).
+       grew). With one, the tail has grown when the p99 wait for a first step or the p99 ITL
+       is more than ``TAIL_GROWTH`` times the larger of the baseline's p99 and the baseline's
+       median decode-only gap (a few milliseconds more than a near-zero wait is not a tail):
+       NONE when neither grew, NOT_ENOUGH_EVIDENCE otherwise (a grown tail no rule explains).
+       The wait, not the TTFT, because a long prompt's own prefill is in its TTFT however
+       well it is scheduled (chunking it even lengthens it, section 31.3).
     """
     ### BEGIN SOLUTION
     ev = evidence(run)
     if ev.served < MIN_REQUESTS:
         return Diagnosis(Cause.NOT_ENOUGH_EVIDENCE, ev, ACTIONS[Cause.NOT_ENOUGH_EVIDENCE])
     fired = []
-    if (
-        ev.queue_second_half >= max(MIN_QUEUE, QUEUE_GROWTH * ev.queue_first_half)
-        and (ev.waiting.value or 0.0) >= WAITING_SHARE
-    ):
+    growing = ev.queue_second_half >= max(MIN_QUEUE, QUEUE_GROWTH * ev.queue_first_half)
+    if (growing and (ev.waiting.value or 0.0) >= WAITING_SHARE) or (
+        ev.rejected.value or 0.0
+    ) >= REJECTED_SHARE:
         fired.append(Cause.OVERLOAD)
     median = ev.decode_only_median_itl_ms
     if (
@@ -341,9 +354,10 @@ def diagnose(run: dict, baseline: dict | None = None) -> Diagnosis:
     if baseline is None:
         return Diagnosis(Cause.NOT_ENOUGH_EVIDENCE, ev, ACTIONS[Cause.NOT_ENOUGH_EVIDENCE])
     base = evidence(baseline)
+    step = base.decode_only_median_itl_ms or 0.0
     grown = any(
-        now is not None and then is not None and now > TAIL_GROWTH * then
-        for now, then in ((ev.p99_ttft_ms, base.p99_ttft_ms), (ev.p99_itl_ms, base.p99_itl_ms))
+        now is not None and then is not None and now > TAIL_GROWTH * max(then, step)
+        for now, then in ((ev.p99_wait_ms, base.p99_wait_ms), (ev.p99_itl_ms, base.p99_itl_ms))
     )
     cause = Cause.NOT_ENOUGH_EVIDENCE if grown else Cause.NONE
     return Diagnosis(cause, ev, ACTIONS[cause])
