@@ -102,13 +102,15 @@ class Cause(Enum):
 
 @dataclass(frozen=True)
 class Diagnosis:
-    """The cause named, the evidence behind it, the action it implies, and any other cause
-    whose rule also fired (a mixed run), in the order the rules are tried."""
+    """The cause named, the evidence behind it, the action it implies, any other cause whose
+    rule also fired (a mixed run, in the order the rules are tried), and one line saying which
+    numbers decided it."""
 
     cause: Cause
     evidence: Evidence | None
     action: str
     also: tuple[Cause, ...] = field(default=())
+    why: str = ""
 
 
 ACTIONS = {
@@ -330,35 +332,54 @@ def diagnose(run: dict, baseline: dict | None = None) -> Diagnosis:
     """
     ### BEGIN SOLUTION
     ev = evidence(run)
+
+    def verdict(cause, why, also=()):
+        return Diagnosis(cause, ev, ACTIONS[cause], tuple(also), why)
+
     if ev.served < MIN_REQUESTS:
-        return Diagnosis(Cause.NOT_ENOUGH_EVIDENCE, ev, ACTIONS[Cause.NOT_ENOUGH_EVIDENCE])
-    fired = []
+        why = f"{ev.served} requests got a first token; a p99 needs {MIN_REQUESTS}"
+        return verdict(Cause.NOT_ENOUGH_EVIDENCE, why)
+    fired = {}
     growing = ev.queue_second_half >= max(MIN_QUEUE, QUEUE_GROWTH * ev.queue_first_half)
-    if (growing and (ev.waiting.value or 0.0) >= WAITING_SHARE) or (
-        ev.rejected.value or 0.0
-    ) >= REJECTED_SHARE:
-        fired.append(Cause.OVERLOAD)
-    median = ev.decode_only_median_itl_ms
+    waiting, rejected = ev.waiting.value or 0.0, ev.rejected.value or 0.0
+    if (growing and waiting >= WAITING_SHARE) or rejected >= REJECTED_SHARE:
+        fired[Cause.OVERLOAD] = (
+            f"mean queue {ev.queue_first_half:.1f} then {ev.queue_second_half:.1f} requests, "
+            f"waiting {waiting:.2f} of residence, {ev.rejected.num:g} of "
+            f"{ev.rejected.den:g} submitted rejected"
+        )
+    median, long = ev.decode_only_median_itl_ms, ev.long_gaps_in_prefill
     if (
         median is not None
         and ev.p99_itl_ms is not None
         and ev.p99_itl_ms > ITL_GROWTH * median
-        and (ev.long_gaps_in_prefill.value or 0.0) >= BLOCKED_SHARE
+        and (long.value or 0.0) >= BLOCKED_SHARE
     ):
-        fired.append(Cause.PREFILL_BLOCKING)
+        fired[Cause.PREFILL_BLOCKING] = (
+            f"p99 ITL {ev.p99_itl_ms:.1f} ms > {ITL_GROWTH:g} x the decode-only median "
+            f"{median:.1f} ms; {long.num:g} of {long.den:g} long gaps ended by prefill steps"
+        )
     slow = ev.slow
     if slow is not None and ((slow.paused.value or 0.0) > PAUSED_SHARE or slow.stalled.num):
-        fired.append(Cause.SLOW_CLIENTS)
+        fired[Cause.SLOW_CLIENTS] = (
+            f"{slow.paused.num:g} of {slow.paused.den:g} streamed requests paused, "
+            f"{slow.stalled.num:g} cancelled as stalled"
+        )
     if fired:
-        return Diagnosis(fired[0], ev, ACTIONS[fired[0]], tuple(fired[1:]))
+        first, *rest = fired
+        return verdict(first, fired[first], rest)
     if baseline is None:
-        return Diagnosis(Cause.NOT_ENOUGH_EVIDENCE, ev, ACTIONS[Cause.NOT_ENOUGH_EVIDENCE])
+        why = "no rule fired, and without a baseline nothing says whether the tail grew"
+        return verdict(Cause.NOT_ENOUGH_EVIDENCE, why)
     base = evidence(baseline)
     step = base.decode_only_median_itl_ms or 0.0
-    grown = any(
-        now is not None and then is not None and now > TAIL_GROWTH * max(then, step)
-        for now, then in ((ev.p99_wait_ms, base.p99_wait_ms), (ev.p99_itl_ms, base.p99_itl_ms))
+    pairs = (("wait", ev.p99_wait_ms, base.p99_wait_ms), ("ITL", ev.p99_itl_ms, base.p99_itl_ms))
+    known = [(name, now, then) for name, now, then in pairs if None not in (now, then)]
+    figures = ", ".join(
+        f"p99 {name} {now:.1f} ms (baseline {then:.1f})" for name, now, then in known
     )
-    cause = Cause.NOT_ENOUGH_EVIDENCE if grown else Cause.NONE
-    return Diagnosis(cause, ev, ACTIONS[cause])
+    grown = any(now > TAIL_GROWTH * max(then, step) for _, now, then in known)
+    if grown:
+        return verdict(Cause.NOT_ENOUGH_EVIDENCE, f"{figures}: grown, and no rule explains it")
+    return verdict(Cause.NONE, f"{figures}: within {TAIL_GROWTH:g} x the baseline")
     ### END SOLUTION
