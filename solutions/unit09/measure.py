@@ -21,7 +21,7 @@ submitted" are different figures, and a report must say which one it is.
 
 from __future__ import annotations
 
-import math
+import math  # noqa: F401, RUF100 (for p99())
 import statistics
 from dataclasses import dataclass, field
 from enum import Enum
