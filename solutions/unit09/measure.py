@@ -324,8 +324,9 @@ def diagnose(run: dict, baseline: dict | None = None) -> Diagnosis:
        requests paused, or any was cancelled as stalled.
     4. No rule fired: without a baseline, NOT_ENOUGH_EVIDENCE (nothing says whether the tail
        grew). With one, the tail has grown when the p99 wait for a first step or the p99 ITL
-       is more than ``TAIL_GROWTH`` times the larger of the baseline's p99 and the baseline's
-       median decode-only gap (a few milliseconds more than a near-zero wait is not a tail):
+       is more than ``TAIL_GROWTH`` times the larger of the baseline's p99 of that figure and
+       the baseline's p99 ITL (a wait of a step or two is not a grown tail, however small the
+       baseline's wait was):
        NONE when neither grew, NOT_ENOUGH_EVIDENCE otherwise (a grown tail no rule explains).
        The wait, not the TTFT, because a long prompt's own prefill is in its TTFT however
        well it is scheduled (chunking it even lengthens it, section 31.3).
@@ -372,13 +373,13 @@ def diagnose(run: dict, baseline: dict | None = None) -> Diagnosis:
         why = "no rule fired, and without a baseline nothing says whether the tail grew"
         return verdict(Cause.NOT_ENOUGH_EVIDENCE, why)
     base = evidence(baseline)
-    step = base.decode_only_median_itl_ms or 0.0
+    floor = base.p99_itl_ms or 0.0
     pairs = (("wait", ev.p99_wait_ms, base.p99_wait_ms), ("ITL", ev.p99_itl_ms, base.p99_itl_ms))
     known = [(name, now, then) for name, now, then in pairs if None not in (now, then)]
     figures = ", ".join(
         f"p99 {name} {now:.1f} ms (baseline {then:.1f})" for name, now, then in known
     )
-    grown = any(now > TAIL_GROWTH * max(then, step) for _, now, then in known)
+    grown = any(now > TAIL_GROWTH * max(then, floor) for _, now, then in known)
     if grown:
         return verdict(Cause.NOT_ENOUGH_EVIDENCE, f"{figures}: grown, and no rule explains it")
     return verdict(Cause.NONE, f"{figures}: within {TAIL_GROWTH:g} x the baseline")
