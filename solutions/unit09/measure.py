@@ -55,12 +55,12 @@ class Ratio:
 @dataclass(frozen=True)
 class ItlSplit:
     """The inter-token gaps of a run, split by whether the step that ended them carried prefill
-    tokens. Gaps that overlap a pause of their request's stream are left out of both lists and
-    counted in ``paused_gaps``: a full buffer explains them, not the schedule."""
+    tokens. Gaps that overlap a pause of their request's stream are in neither of those lists
+    but in ``paused``: a full buffer explains them, not the schedule."""
 
     with_prefill: list[float]
     without_prefill: list[float]
-    paused_gaps: int = 0
+    paused: list[float] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,7 @@ class SlowClients:
 
     paused: Ratio  # requests whose buffer filled at least once / streamed
     stalled: Ratio  # cancelled at the pause deadline / streamed
-    buffer_full: Ratio  # requests whose bufferPeakBytes reached the capacity / streamed
+    buffer_full: Ratio  # requests whose buffer could not take another event / streamed
     peak_bytes: int  # the largest bufferPeakBytes of the run
     capacity_bytes: int  # streamBufferBytes
 
@@ -80,7 +80,8 @@ class Evidence:
 
     served: int  # requests with a first token (the population of the TTFT tail)
     p99_ttft_ms: float | None
-    p99_itl_ms: float | None
+    p99_itl_ms: float | None  # every gap, those across a pause of the stream included
+    p99_schedule_itl_ms: float | None  # the gaps not across a pause: what the schedule made
     p99_wait_ms: float | None  # first step start - arrival, over the prefilled requests
     rejected: Ratio  # rejected / submitted
     amplification: Ratio  # executed prefill tokens / new prompt tokens
@@ -217,17 +218,17 @@ def itl_split(run: dict) -> ItlSplit:
     """Every inter-token gap u_j - u_(j-1) (j >= 2) of every request, filed by the event that
     ended it (the event whose ``endMs`` is u_j): ``with_prefill`` when that event has a prefill
     chunk, ``without_prefill`` otherwise. A gap that overlaps one of the request's
-    ``pausedMs`` intervals (``start < u_j`` and ``end > u_(j-1)``) goes in neither list and is
-    counted in ``paused_gaps``.
+    ``pausedMs`` intervals (``start < u_j`` and ``end > u_(j-1)``; an ``end`` of ``None`` is a
+    pause that never ended) goes in ``paused`` instead.
     """
     ### BEGIN SOLUTION
-    with_prefill, without, paused = [], [], 0
+    with_prefill, without, paused = [], [], []
     carries = {event["endMs"]: bool(event["prefill"]) for event in run["events"]}
     for request in run["requests"]:
         times, pauses = request["tokenTimesMs"], request.get("pausedMs") or []
         for before, after in zip(times, times[1:]):
-            if any(start < after and end > before for start, end in pauses):
-                paused += 1
+            if any(start < after and (end is None or end > before) for start, end in pauses):
+                paused.append(after - before)
             elif carries.get(after, False):
                 with_prefill.append(after - before)
             else:
@@ -240,9 +241,9 @@ def slow_clients(run: dict) -> SlowClients | None:
     """The streaming evidence, or ``None`` when the device has no ``streamBufferBytes``.
 
     Streamed: the requests with at least one token. Over them: those with a non-empty
-    ``pausedMs``; those cancelled with ``cancelReason`` ``"stalled"``; those whose
-    ``bufferPeakBytes`` reached ``streamBufferBytes``. Rejected requests never streamed and
-    are in no denominator.
+    ``pausedMs``; those cancelled with ``cancelReason`` ``"stalled"``; those whose buffer
+    filled: ``bufferPeakBytes`` plus one event (``streamEventBytes``, 0 if absent) is more
+    than ``streamBufferBytes``. Rejected requests never streamed and are in no denominator.
     """
     ### BEGIN SOLUTION
     capacity = run["device"].get("streamBufferBytes")
@@ -255,11 +256,14 @@ def slow_clients(run: dict) -> SlowClients | None:
         1 for r in streamed if r["status"] == CANCELLED and r.get("cancelReason") == "stalled"
     )
     peaks = [r.get("bufferPeakBytes") or 0 for r in streamed]
+    event = run["device"].get("streamEventBytes") or 0
     return SlowClients(
         paused=Ratio(paused, n, "requests paused / requests streamed"),
         stalled=Ratio(stalled, n, "cancelled at the pause deadline / requests streamed"),
         buffer_full=Ratio(
-            sum(1 for p in peaks if p >= capacity), n, "buffers that filled / requests streamed"
+            sum(1 for p in peaks if p + event > capacity),
+            n,
+            "buffers that filled / requests streamed",
         ),
         peak_bytes=max(peaks, default=0),
         capacity_bytes=capacity,
@@ -271,9 +275,10 @@ def evidence(run: dict) -> Evidence:
     """All the figures of one run (given: it uses the functions above).
 
     The TTFT tail is over the requests with a first token, the ITL tail over every gap (token
-    weighted). The queue halves split the arrival span [first arrival, last arrival] at its
-    middle: an open-loop run whose backlog grows shows it there. A long gap is one above
-    ``ITL_GROWTH`` times the median gap of steps without prefill.
+    weighted, the gaps across pauses included: the client waited for them too). The queue
+    halves split the arrival span [first arrival, last arrival] at its middle: an open-loop
+    run whose backlog grows shows it there. A long gap is one above ``ITL_GROWTH`` times the
+    median gap of steps without prefill (pauses left out: the schedule's gaps only).
     """
     requests = run["requests"]
     ttfts = [r["tokenTimesMs"][0] - r["arrivalMs"] for r in requests if r["tokenTimesMs"]]
@@ -281,7 +286,7 @@ def evidence(run: dict) -> Evidence:
     waits = [starts[r["id"]] - r["arrivalMs"] for r in requests if r["id"] in starts]
     rejected = sum(1 for r in requests if r["status"] == REJECTED)
     split = itl_split(run)
-    gaps = split.with_prefill + split.without_prefill
+    scheduled = split.with_prefill + split.without_prefill
     arrivals = [r["arrivalMs"] for r in requests]
     first, last = (min(arrivals), max(arrivals)) if arrivals else (0.0, 0.0)
     middle = (first + last) / 2
@@ -293,7 +298,8 @@ def evidence(run: dict) -> Evidence:
     return Evidence(
         served=len(ttfts),
         p99_ttft_ms=p99(ttfts),
-        p99_itl_ms=p99(gaps),
+        p99_itl_ms=p99(scheduled + split.paused),
+        p99_schedule_itl_ms=p99(scheduled),
         p99_wait_ms=p99(waits),
         rejected=Ratio(rejected, len(requests), "requests rejected / requests submitted"),
         amplification=prefill_amplification(run),
@@ -318,8 +324,9 @@ def diagnose(run: dict, baseline: dict | None = None) -> Diagnosis:
        ``QUEUE_GROWTH`` times the first half's and at least ``MIN_QUEUE``) and waiting is at
        least ``WAITING_SHARE`` of residence; or, under admission control, which holds the
        queue still, at least ``REJECTED_SHARE`` of the submitted requests were rejected.
-    2. PREFILL_BLOCKING: the p99 ITL exceeds ``ITL_GROWTH`` times the median decode-only gap
-       and at least ``BLOCKED_SHARE`` of the long gaps were ended by steps with prefill.
+    2. PREFILL_BLOCKING: the p99 of the schedule's gaps (those not across a pause) exceeds
+       ``ITL_GROWTH`` times the median decode-only gap and at least ``BLOCKED_SHARE`` of the
+       long gaps were ended by steps with prefill.
     3. SLOW_CLIENTS: streaming evidence exists and more than ``PAUSED_SHARE`` of the streamed
        requests paused, or any was cancelled as stalled.
     4. No rule fired: without a baseline, NOT_ENOUGH_EVIDENCE (nothing says whether the tail
@@ -352,12 +359,12 @@ def diagnose(run: dict, baseline: dict | None = None) -> Diagnosis:
     median, long = ev.decode_only_median_itl_ms, ev.long_gaps_in_prefill
     if (
         median is not None
-        and ev.p99_itl_ms is not None
-        and ev.p99_itl_ms > ITL_GROWTH * median
+        and ev.p99_schedule_itl_ms is not None
+        and ev.p99_schedule_itl_ms > ITL_GROWTH * median
         and (long.value or 0.0) >= BLOCKED_SHARE
     ):
         fired[Cause.PREFILL_BLOCKING] = (
-            f"p99 ITL {ev.p99_itl_ms:.1f} ms > {ITL_GROWTH:g} x the decode-only median "
+            f"p99 ITL {ev.p99_schedule_itl_ms:.1f} ms > {ITL_GROWTH:g} x the decode-only median "
             f"{median:.1f} ms; {long.num:g} of {long.den:g} long gaps ended by prefill steps"
         )
     slow = ev.slow

@@ -38,7 +38,7 @@ FOLLOW_UPS = {
         ("chunked prefill: budget 256 tokens a step", {"budget": 256}),
     ],
     "slow clients": [
-        ("pause deadline 1 s: stalled streams are cancelled", {"streamPauseDeadlineMs": 1000.0}),
+        ("pause deadline 0.5 s: stalled streams are cancelled", {"streamPauseDeadlineMs": 500.0}),
     ],
 }
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import fields
 
-from servesim import Batch, DeviceProfile, PrefillChunk, parse_trace, simulate
+from servesim import Batch, DeviceProfile, PrefillChunk, Wait, parse_trace, simulate
 from servesim.runfile import build_run
 
 DEVICE = {
@@ -46,14 +46,20 @@ def engine_streams() -> bool:
     return "stream_buffer_bytes" in {f.name for f in fields(DeviceProfile)}
 
 
-def fill_slots(view, budget: int) -> Batch:
+def fill_slots(view, budget: int) -> Batch | Wait:
     """Decode every running request, then prefill ``view.waiting`` in order within ``budget``
-    while fewer than K sequences hold KV; the first that cannot start ends the walk."""
-    decode = [s.id for s in view.running]
+    while fewer than K sequences hold KV; the first that cannot start ends the walk. A paused
+    stream (its output buffer full) keeps its slot and gets nothing; when only paused streams
+    could run, wait until the first of them drains to the low mark."""
+    paused = tuple(getattr(view, "paused", ()))
+    held = {s.id for s in paused}
+    decode = [s.id for s in view.running if s.id not in held]
     left, active, chunks = budget - len(decode), view.active, []
     for seq in view.waiting:
         if left <= 0:
             break
+        if seq.id in held:
+            continue
         if not seq.holds_kv:
             if view.device.max_active is not None and active >= view.device.max_active:
                 break
@@ -61,7 +67,12 @@ def fill_slots(view, budget: int) -> Batch:
         tokens = min(left, seq.remaining_prefill)
         chunks.append(PrefillChunk(seq.id, tokens))
         left -= tokens
-    return Batch(decode=decode, prefill=chunks)
+    if decode or chunks or not paused:
+        return Batch(decode=decode, prefill=chunks)
+    low = view.device.stream_low_mark_bytes
+    return Wait(
+        min(view.now_ms + (view.buffer_bytes(s) - low) * 1000 / s.read_bytes_per_s for s in paused)
+    )
 
 
 def short_requests(every_ms: float, count: int = 60, shift: int = 0) -> list[dict]:

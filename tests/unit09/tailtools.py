@@ -31,8 +31,29 @@ def paged():
     return reference.solution_policies(load_unit("unit08")).paged
 
 
+def backpressure():
+    """The reference backpressure policy of the streaming engine (``paged`` that leaves paused
+    streams out), or None before h40stream's engine is merged: in unit 09's policies.py once
+    the unit has its folder, in tests/stream_policies.py until then."""
+    if not tailcases.engine_streams():
+        return None
+    solution = REPO_ROOT / "solutions/unit09/policies.py"
+    if solution.exists():
+        found = getattr(
+            _module("_infralab_solution_unit09_policies", solution), "backpressure", None
+        )
+        if found is not None:
+            return found
+    try:
+        from stream_policies import backpressure as found
+    except ImportError:
+        return None
+    return found
+
+
 @cache
 def case_run(kind: str, seed: int) -> dict:
-    """The reference run of one tail case (``baseline`` for the light-load comparison run)."""
+    """The reference run of one tail case (``baseline`` for the light-load comparison run):
+    ``paged``, or ``backpressure`` on a streaming device."""
     case = tailcases.baseline_case(seed) if kind == "baseline" else tailcases.make_case(kind, seed)
-    return tailcases.run_case(case, paged())
+    return tailcases.run_case(case, backpressure() if case.streaming else paged())

@@ -6,12 +6,10 @@ from __future__ import annotations
 
 import pytest
 import servesim
-from tailtools import case_run, measure, tailcases
+from tailtools import backpressure, case_run, measure, tailcases
 
 SEEDS = range(5)
-STREAMING = pytest.mark.skipif(
-    not tailcases.engine_streams(), reason="needs streaming engine (h40stream)"
-)
+STREAMING = pytest.mark.skipif(backpressure() is None, reason="needs streaming engine (h40stream)")
 RUNNABLE = ["none", "overload", "prefill-blocking", "mixed-overload-blocking"]
 NEEDS_STREAMING = ["slow-clients", "mixed-blocking-slow"]
 

@@ -4,7 +4,7 @@ how their trace was built (tailruns.py), on a device whose memory stays free."""
 import measure
 import pytest
 import tailruns
-from measurekit import request, run
+from measurekit import event, request, run
 
 BASELINE = tailruns.baseline_run()
 
@@ -58,12 +58,25 @@ def test_slow_readers_on_the_engine_are_slow_clients():
     assert got.cause is measure.Cause.SLOW_CLIENTS, f"{got.cause}: {got.evidence}"
 
 
-def test_paused_streams_are_slow_clients():
-    """Streaming fields (what a streaming run file records): 3 of 40 streamed requests paused."""
-    requests = [request(f"s{i}", i * 10.0, tokens=[i * 10.0 + 5, i * 10.0 + 6]) for i in range(40)]
-    for record in requests[:3]:
-        record["pausedMs"] = [[record["tokenTimesMs"][0], record["tokenTimesMs"][0] + 0.5]]
-    entry = run(requests, [], streamBufferBytes=2048)
-    got = measure.diagnose(entry)
-    assert got.cause is measure.Cause.SLOW_CLIENTS, f"{got.cause}"
-    assert (got.evidence.slow.paused.num, got.evidence.slow.paused.den) == (3, 40)
+def test_paused_streams_are_slow_clients_not_blocking():
+    """Streaming fields as a streaming run file records them: 100 streams with 10 ms gaps, one
+    40 ms gap ended by a step with prefill, and 5 streams whose 500 ms gap spans a pause. The
+    pauses make the ITL tail, not the schedule: its own p99 is still 10 ms."""
+    requests, ends = [], {}
+    for i in range(100):
+        start = i * 1000.0
+        tokens = [start + 5, start + 15, start + (55 if i == 0 else 25)]
+        record = request(f"s{i}", start, tokens=tokens)
+        if 1 <= i <= 5:
+            record["tokenTimesMs"][2] = start + 515
+            record["pausedMs"] = [[start + 16, start + 514]]
+        requests.append(record)
+        for t in record["tokenTimesMs"]:
+            ends[t] = event(t - 1, t, decode=[record["id"]])
+    ends[55.0] = event(15.0, 55.0, decode=["s0"], prefill=[("x", 0, 800)])
+    requests.append(request("x", 10.0, status="cancelled", end=60.0, inputs=1600))
+    got = measure.diagnose(run(requests, list(ends.values()), streamBufferBytes=2048))
+    assert got.cause is measure.Cause.SLOW_CLIENTS, f"{got.cause}: {got.why}"
+    assert got.also == (), "gaps across a pause are the buffer's, not prefill blocking"
+    assert (got.evidence.slow.paused.num, got.evidence.slow.paused.den) == (5, 100)
+    assert got.evidence.p99_itl_ms == 500, "the client's ITL tail includes the paused gaps"

@@ -88,7 +88,7 @@ def test_itl_gap_belongs_to_the_step_that_ended_it():
     split = measure.itl_split(entry)
     assert split.with_prefill == [30.0], "only the gap ended by the step with B's prefill"
     assert sorted(split.without_prefill) == [10.0, 10.0, 10.0]
-    assert split.paused_gaps == 0
+    assert split.paused == []
 
 
 def test_itl_gap_across_a_pause_is_the_buffer_s():
@@ -96,18 +96,22 @@ def test_itl_gap_across_a_pause_is_the_buffer_s():
     events, times = _two_streams()
     paused = request("A", 0.0, tokens=times, pausedMs=[[25.0, 45.0]])
     split = measure.itl_split(run([paused], events))
-    assert split.paused_gaps == 1
+    assert split.paused == [30.0]
     assert split.with_prefill == [] and split.without_prefill == [10.0, 10.0]
     touching = request("A", 0.0, tokens=times, pausedMs=[[5.0, 10.0]])
     split = measure.itl_split(run([touching], events))
-    assert split.paused_gaps == 0, "a pause that ended at the earlier token overlaps no gap"
+    assert split.paused == [], "a pause that ended at the earlier token overlaps no gap"
+    never = request("A", 0.0, tokens=times[:3], status="cancelled", pausedMs=[[45.0, None]])
+    split = measure.itl_split(run([never], events))
+    assert split.paused == [30.0], "a pause that never ended (end None) covers the gaps after it"
 
 
 def _streaming_run():
     full = 1000
     return run(
         [
-            request("a", 0.0, tokens=[5.0, 9.0], bufferPeakBytes=full, pausedMs=[[6.0, 8.0]]),
+            # 950 bytes in a 1000-byte buffer: the next 64-byte event does not fit, so it is full
+            request("a", 0.0, tokens=[5.0, 9.0], bufferPeakBytes=950, pausedMs=[[6.0, 8.0]]),
             request(
                 "b",
                 0.0,
@@ -126,6 +130,7 @@ def _streaming_run():
             request("r2", 2.0, status="rejected"),
         ],
         streamBufferBytes=full,
+        streamEventBytes=64,
     )
 
 
@@ -134,7 +139,9 @@ def test_slow_client_shares_are_over_the_streamed_requests():
     assert (slow.paused.num, slow.paused.den) == (2, 6), (
         f"got {slow.paused}: 2 paused of the 6 that streamed; the rejected never streamed"
     )
-    assert (slow.buffer_full.num, slow.buffer_full.den) == (2, 6)
+    assert (slow.buffer_full.num, slow.buffer_full.den) == (2, 6), (
+        "a buffer is full when it cannot take one more event, not only at its capacity"
+    )
     assert (slow.peak_bytes, slow.capacity_bytes) == (1000, 1000)
 
 

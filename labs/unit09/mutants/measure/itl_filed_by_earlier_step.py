@@ -3,13 +3,13 @@ ended the gap."""
 
 
 def itl_split(run):
-    with_prefill, without, paused = [], [], 0
+    with_prefill, without, paused = [], [], []
     carries = {event["endMs"]: bool(event["prefill"]) for event in run["events"]}
     for request in run["requests"]:
         times, pauses = request["tokenTimesMs"], request.get("pausedMs") or []
         for before, after in zip(times, times[1:]):
-            if any(start < after and end > before for start, end in pauses):
-                paused += 1
+            if any(start < after and (end is None or end > before) for start, end in pauses):
+                paused.append(after - before)
             elif carries.get(before, False):
                 with_prefill.append(after - before)
             else:
