@@ -20,8 +20,8 @@ step of 16 sequences takes 10 + 16 x 0.2 = 13.2 ms, so 16 slots serve a 64-token
   readers' longer outputs add gaps, and the stalls must stay above 1 % of them to reach the
   p99; at 2 a second the paused streams, which keep their slots, overload the slots too).
 
-``python labs/unit09/tailcases.py --write DIR [--seed N]`` writes each case as JSON (trace,
-device, budget, the causes); ``--summary`` prints each case's requests and load.
+``python labs/unit09/tailcases.py [--seed N] [--write DIR]`` prints each case's requests, span
+and causes, and with ``--write`` writes each as JSON (trace, device, budget, causes).
 """
 
 from __future__ import annotations

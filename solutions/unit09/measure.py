@@ -199,6 +199,21 @@ def queue_intervals(run: dict) -> list[tuple[float, float]]:
     return [(r["arrivalMs"], starts.get(r["id"], r["statusMs"])) for r in run["requests"]]
 
 
+def queue_steps(run: dict) -> list[tuple[float, int]]:
+    """The queue length over time (given): ``(time, requests waiting for their first step
+    from then on)`` at every time it changes, in time order, from ``queue_intervals``."""
+    changes: dict[float, int] = {}
+    for begin, end in queue_intervals(run):
+        if end > begin:
+            changes[begin] = changes.get(begin, 0) + 1
+            changes[end] = changes.get(end, 0) - 1
+    steps, length = [], 0
+    for when in sorted(changes):
+        length += changes[when]
+        steps.append((when, length))
+    return steps
+
+
 def mean_queue(run: dict, start_ms: float, end_ms: float) -> float:
     """The time-weighted mean number of requests waiting for their first step over
     ``[start_ms, end_ms]``: the sum of each ``queue_intervals`` interval clipped to the window,

@@ -69,6 +69,8 @@ def test_mean_queue_clips_each_wait_to_the_window():
     )
     assert measure.mean_queue(entry, 0.0, 300.0) == 260 / 300
     assert measure.mean_queue(entry, 200.0, 200.0) == 0.0
+    assert measure.queue_steps(entry) == [(0.0, 1), (50.0, 2), (100.0, 1), (150.0, 0),
+                                         (200.0, 1), (260.0, 0)]  # fmt: skip
 
 
 def _two_streams():
