@@ -11,8 +11,8 @@ step of 16 sequences takes 10 + 16 x 0.2 = 13.2 ms, so 16 slots serve a 64-token
   300 ms as one step (the budget does not chunk it), stalling every decoding stream. Capacity
   is sufficient: the long prompts use a third of the device's time.
 - ``slow-clients``: the light load on a streaming device; a quarter of the requests read at
-  1,500 bytes/s while their stream produces about 4,000 (64 bytes an event, a token every
-  ~16 ms), so their 2 KiB buffer fills within a second. Needs the streaming engine.
+  1,500 bytes/s while their stream produces about 5,000 (64 bytes an event, a token every
+  11-13 ms), so their 2 KiB buffer fills within a second. Needs the streaming engine.
 - ``mixed-overload-blocking``: short requests at 30/s and three long prompts a second: the
   slots and the long prefills both saturate the device, and each long prefill stalls the
   streams decoding beside it. ``mixed-blocking-slow``: the light load with 1.5 long prompts a
