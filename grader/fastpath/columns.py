@@ -109,8 +109,10 @@ class Table:
 
     def json_blocks(self, rows: int) -> Iterator[list[list[int]]]:
         """The rows as lists, ``rows`` at a time (what the run-file writer encodes)."""
-        for at in range(0, len(self), rows):
-            yield self[at : at + rows].tolist()
+        w = self.width
+        for at in range(0, len(self), rows):  # numpy's tolist: the same ints, made in C
+            part = self.flat[at * w : (at + rows) * w]
+            yield np.frombuffer(part, dtype=np.int64).reshape(-1, w).tolist()
 
 
 def json_blocks(column: array, size: int) -> Iterator[list]:
