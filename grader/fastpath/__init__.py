@@ -19,7 +19,7 @@ import numpy as np
 from servesim.compact import COMPACT, expand_run
 
 from ..collector import collector_off
-from . import paged, summary, tracecolumns
+from . import budgeted, paged, summary, tracecolumns
 from .columns import Table, floats, ints, view, zeros
 from .executor import Steps, Unsupported, Workload, execute, request_columns, request_ids
 from .planners import PLANNERS
@@ -39,6 +39,8 @@ def _steps(name: str, work: Workload, device, params: dict) -> Steps:
         return paged.execute(work, device, params["budget"])
     if device.kv_pages is not None and max(work.reserve) > device.kv_pages:
         raise Unsupported("the lab engine rejects a request at arrival")
+    if name == "budgeted" and set(params) == {"budget"}:
+        return budgeted.execute(work, device, params["budget"])  # the planner, fused in
     make, capped = PLANNERS[name]
     return execute(work, device, make(work, device, **params), capped)
 
