@@ -17,13 +17,16 @@ check that they do).
 
 from __future__ import annotations
 
+import math
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from .columns import Table, floats, ints, zeros
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 class Unsupported(Exception):
@@ -82,12 +85,32 @@ class Workload:
     def of(cls, trace, device) -> Workload:
         """The workload of ``trace``: its requests' columns (``request_columns``) in arrival
         order, ties in trace order."""
-        arrival, prompt, output = request_columns(trace)
-        order = np.argsort(arrival, kind="stable")
-        prompt, output = prompt[order], output[order]
+        arrival, prompt, output = plain_columns(trace)
+        order = sorted(range(len(arrival)), key=arrival.__getitem__)  # stable: ties in trace order
+        prompt, output = (
+            array("q", map(prompt.__getitem__, order)),
+            array("q", map(output.__getitem__, order)),
+        )
         # ``device.pages_for`` (math.ceil of a true division), exact for counts below 2**53
-        reserve = np.ceil((prompt + output) / device.page_tokens).astype(np.int64)
-        return cls(ints(order), floats(arrival[order]), ints(prompt), ints(output), ints(reserve))
+        pages = device.page_tokens
+        reserve = array("q", [math.ceil((p + o) / pages) for p, o in zip(prompt, output)])
+        return cls(
+            array("q", order), array("d", map(arrival.__getitem__, order)), prompt, output, reserve
+        )
+
+
+def plain_columns(trace) -> tuple[array, array, array]:
+    """``(arrival, prompt, output)`` of ``trace``'s requests as columns (``array``), in trace
+    order: a column-read trace's own (do not change them), or made from its requests."""
+    columns = getattr(trace.requests, "columns", None)
+    if columns is not None:
+        return columns.arrival, columns.prompt, columns.output
+    reqs = trace.requests
+    return (
+        array("d", [r.arrival_ms for r in reqs]),
+        array("q", [r.input_tokens for r in reqs]),
+        array("q", [r.output_tokens for r in reqs]),
+    )
 
 
 def request_columns(trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -96,15 +119,13 @@ def request_columns(trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     A trace read into columns (``grader.fastpath.tracecolumns``) gives them without a
     per-request object.
     """
-    columns = getattr(trace.requests, "columns", None)
-    if columns is not None:
-        return columns.arrival_ms(), columns.input_tokens(), columns.output_tokens()
-    reqs = trace.requests
-    count = len(reqs)
+    import numpy as np
+
+    arrival, prompt, output = plain_columns(trace)
     return (
-        np.fromiter((r.arrival_ms for r in reqs), np.float64, count),
-        np.fromiter((r.input_tokens for r in reqs), np.int64, count),
-        np.fromiter((r.output_tokens for r in reqs), np.int64, count),
+        np.frombuffer(arrival, dtype=np.float64),
+        np.frombuffer(prompt, dtype=np.int64),
+        np.frombuffer(output, dtype=np.int64),
     )
 
 

@@ -20,7 +20,6 @@ from collections.abc import Iterator, Sequence
 from operator import itemgetter
 from pathlib import Path
 
-import numpy as np
 from servesim.trace import Request, Trace, TraceError, parse_trace, read_trace_file
 
 PLAIN = ("id", "arrivalMs", "inputTokens", "outputTokens")
@@ -43,15 +42,6 @@ class TraceColumns:
 
     def __len__(self) -> int:
         return len(self.ids)
-
-    def arrival_ms(self) -> np.ndarray:
-        return np.frombuffer(self.arrival, dtype=np.float64)
-
-    def input_tokens(self) -> np.ndarray:
-        return np.frombuffer(self.prompt, dtype=np.int64)
-
-    def output_tokens(self) -> np.ndarray:
-        return np.frombuffer(self.output, dtype=np.int64)
 
     def take(self, pairs: list) -> bool:
         """Add the request of a decoded object's ``pairs`` if it is plain and valid."""
