@@ -125,12 +125,13 @@ class Table:
     def tolist(self) -> list[list[int]]:
         return [list(row) for row in self]
 
-    def json_blocks(self, rows: int) -> Iterator[list[list[int]]]:
-        """The rows as lists, ``rows`` at a time (what the run-file writer encodes)."""
+    def json_blocks(self, rows: int) -> Iterator[list[tuple[int, ...]]]:
+        """The rows (tuples, which JSON writes as lists), ``rows`` at a time (what the run-file
+        writer encodes)."""
         w = self.width
-        for at in range(0, len(self), rows):  # rows cut from one list of ints, all in C
-            values = self.flat[at * w : (at + rows) * w].tolist()
-            yield list(map(list, zip(*[iter(values)] * w)))
+        for at in range(0, len(self), rows):  # rows cut from one list of ints, all in C; a
+            values = self.flat[at * w : (at + rows) * w].tolist()  # tuple is written as a list
+            yield list(zip(*[iter(values)] * w))
 
 
 def json_blocks(column: array, size: int) -> Iterator[list]:
