@@ -35,9 +35,10 @@ def summarize(arrival: array, steps, output: array) -> tuple[dict, list[float]]:
     """``(figures, last)``: ``servesim.metrics.summarize``'s figures of the run, and each
     request's last token time (trace order)."""
     ends, decode_steps = steps.ends, steps.decode_steps
-    decode_ends = array("d", map(ends.__getitem__, decode_steps))
-    step_gaps = array("d", [0.0])  # decode step k's end minus decode step k-1's
-    step_gaps.extend(map(sub, decode_ends[1:], decode_ends[:-1]))
+    # lists, not columns: ``sum`` of a slice of Python floats reads them as they are, where an
+    # ``array`` slice makes a float object per value (millions of gaps: half the time)
+    decode_ends = list(map(ends.__getitem__, decode_steps))
+    step_gaps = [0.0, *map(sub, decode_ends[1:], decode_ends[:-1])]  # step k's end - step k-1's
     first = list(map(ends.__getitem__, steps.first_step))
     starts, spans = steps.first_decode, [n - 1 for n in output]
     last = [
@@ -116,7 +117,7 @@ def distribution(values: list[float]) -> dict | None:
     return stats
 
 
-def _gap_weights(step_gaps: array, starts, spans) -> dict[float, int]:
+def _gap_weights(step_gaps: list[float], starts, spans) -> dict[float, int]:
     """Each distinct step gap and how many request gaps it is (requests spanning it)."""
     change = [0] * (len(step_gaps) + 1)
     for at, span in zip(starts, spans):
