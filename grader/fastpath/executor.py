@@ -21,6 +21,8 @@ import math
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import repeat
+from operator import add, truediv
 from typing import TYPE_CHECKING
 
 from .columns import Table, floats, ints, zeros
@@ -83,7 +85,7 @@ class Workload:
 
     @classmethod
     def of(cls, trace, device) -> Workload:
-        """The workload of ``trace``: its requests' columns (``request_columns``) in arrival
+        """The workload of ``trace``: its requests' columns (``plain_columns``) in arrival
         order, ties in trace order."""
         arrival, prompt, output = plain_columns(trace)
         order = sorted(range(len(arrival)), key=arrival.__getitem__)  # stable: ties in trace order
@@ -93,7 +95,7 @@ class Workload:
         )
         # ``device.pages_for`` (math.ceil of a true division), exact for counts below 2**53
         pages = device.page_tokens
-        reserve = array("q", [math.ceil((p + o) / pages) for p, o in zip(prompt, output)])
+        reserve = array("q", map(math.ceil, map(truediv, map(add, prompt, output), repeat(pages))))
         return cls(
             array("q", order), array("d", map(arrival.__getitem__, order)), prompt, output, reserve
         )
