@@ -90,6 +90,10 @@ class Table:
 
         return np.asarray(self)[:, column]
 
+    def column_values(self, column: int) -> array:
+        """Column ``column`` of every row, as an ``array`` (``servesim.table`` reads it)."""
+        return self.flat[column :: self.width]
+
     def __len__(self) -> int:
         return len(self.flat) // self.width
 
