@@ -23,11 +23,7 @@ def execute(work: Workload, device, budget: int) -> Steps:
     cap, pool = device.max_active, device.kv_pages
     order, arrival, prompt, output = work.order, work.arrival, work.prompt, work.output
     reserve = work.reserve
-    # chunk rows gather in a list (extending a list by a tuple costs less than half what an
-    # ``array`` does) and move to the table every 1024 steps, so the list stays short
-    rows: list[int] = []
-    add_chunk, flat = rows.extend, out.chunks.flat
-    first_step, first_decode = out.first_step, out.first_decode
+    add_chunk, first_step, first_decode = out.chunks.flat.extend, out.first_step, out.first_decode
     add_start, add_end, add_decode = out.starts.append, out.ends.append, out.decode_steps.append
     overhead, per_token = device.overhead_ms, device.prefill_ms_per_token
     batch_ms, per_seq = device.decode_batch_ms, device.decode_ms_per_seq
@@ -40,7 +36,6 @@ def execute(work: Workload, device, budget: int) -> Steps:
             arrived += 1
         if head == arrived and not running:
             if arrived == total:
-                flat.extend(rows)
                 return out
             clock = arrival[arrived]  # idle: next arrival
             out.idle.append([steps, clock])
@@ -76,12 +71,9 @@ def execute(work: Workload, device, budget: int) -> Steps:
                 freed += reserve[pos]
                 continue
             joined += 1
-            gone = leaving.get(decodes + more - 1)
-            if gone is None:
-                leaving[decodes + more - 1] = [1, reserve[pos]]
-            else:
-                gone[0] += 1
-                gone[1] += reserve[pos]
+            gone = leaving.setdefault(decodes + more - 1, [0, 0])
+            gone[0] += 1
+            gone[1] += reserve[pos]
         tokens = budget - decoded - left
         if not decoded and not tokens:
             raise Unsupported("empty batch")
@@ -92,9 +84,6 @@ def execute(work: Workload, device, budget: int) -> Steps:
         add_start(clock)
         add_end(end)
         steps += 1
-        if not steps & 1023:
-            flat.extend(rows)
-            rows.clear()
         running += joined
         reserved -= freed
         if decoded:
