@@ -7,8 +7,8 @@ JSON line on stderr, each phase as ``[wall seconds, CPU seconds]``:
 - ``start``: the interpreter's own start-up before this file runs (CPU only; the parent, which
   sees the whole process, gives its wall time as the rest of the process's wall time);
 - ``import``: the modules the command loads (``grader.cli``, ``servesim.cli`` and, for a
-  fast-path run, ``grader.fastpath`` with numpy), imported up front so that no later phase
-  pays for them;
+  fast-path run, ``grader.fastpath``, without numpy: a planner's run does not use it),
+  imported up front so that no later phase pays for them;
 - ``setup``: from ``main`` to the fast path's run (flags, unit, reading the trace);
 - ``loop``: the executor (``grader.fastpath._steps``);
 - ``summary``: the compact run entry and its summary figures (``grader.fastpath.compact_run``);

@@ -75,7 +75,7 @@ def report_phases(spent: list[dict]) -> None:
         return
     names = {
         "start": "interpreter start + exit",
-        "import": "imports (numpy included)",
+        "import": "imports",
         "setup": "setup (flags, unit, trace)",
         "loop": "loop (executor)",
         "summary": "compact run + summary",

@@ -12,13 +12,14 @@ the field's path.
 
 from __future__ import annotations
 
-import difflib
 import math
 from collections.abc import Iterable
 
 
 def closest(name: str, known: Iterable[str]) -> str | None:
     """The known field ``name`` most likely misspells, or None when none is close."""
+    import difflib  # only when a field is unknown: reading a valid file never loads it
+
     matches = difflib.get_close_matches(str(name), sorted(known), n=1, cutoff=0.6)
     return matches[0] if matches else None
 

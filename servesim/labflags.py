@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from .arrivals import ClosedLoop
 from .device import DeviceProfile
-from .load import ClosedLoad, LoadError, open_loop, parse_load
-from .protocol import Protocol, ProtocolError, load_protocol
 from .tiers import TierError, check_budget, load_tier
 from .trace import Trace
 from .usage import UsageError, non_negative
+
+if TYPE_CHECKING:  # imported where a flag uses them: a plain replay never loads them
+    from .protocol import Protocol
 
 
 @dataclass(frozen=True)
@@ -122,6 +124,8 @@ def read_protocol(args) -> Protocol | None:
     """The ``--protocol`` file, or None; a bad one is a ``UsageError`` naming the field."""
     if not getattr(args, "protocol", None):
         return None
+    from .protocol import ProtocolError, load_protocol
+
     try:
         protocol = load_protocol(args.protocol)
     except ProtocolError as exc:
@@ -170,6 +174,8 @@ def resolve(
     requests = args.requests or default_requests
     closed = None
     if args.load:
+        from .load import ClosedLoad, LoadError, open_loop, parse_load
+
         try:
             load = parse_load(args.load)
         except LoadError as exc:
@@ -182,6 +188,8 @@ def resolve(
         else:
             trace = open_loop(trace, load.rate_per_s, requests, seed)
     elif protocol is not None:
+        from .protocol import ProtocolError
+
         try:
             protocol = protocol.narrowed(requests=requests) if args.requests else protocol
         except ProtocolError as exc:

@@ -167,7 +167,9 @@ COMPACT_ABOVE_TOKENS = 100_000
 
 def default_format(trace: Trace, runs: int) -> str:
     """``compact`` for large runs, ``full`` (today's format) otherwise."""
-    tokens = runs * sum(r.output_tokens for r in trace.requests)
+    requests = trace.requests
+    total = getattr(requests, "output_total", None)  # a column trace (staff tools) sums its column
+    tokens = runs * (total() if total else sum(r.output_tokens for r in requests))
     return "compact" if tokens > COMPACT_ABOVE_TOKENS else "full"
 
 

@@ -35,7 +35,11 @@ FAST = {
     "grader.cli": ("tests/grader/test_cli_inputs.py",),
     "grader.course": ("tests/nbgrader/test_nbcheck.py", "tests/grader/test_golden.py"),
     "grader.diagnosis": ("tests/grader/test_diagnosis.py",),
-    "grader.fastpath": ("tests/grader/test_fastpath.py", "tests/grader/test_tracecolumns.py"),
+    "grader.fastpath": (
+        "tests/grader/test_fastpath.py",
+        "tests/grader/test_fastpath_budgeted.py",
+        "tests/grader/test_tracecolumns.py",
+    ),
     "grader.grading": (
         "tests/grader/test_hidden_feedback.py",
         "tests/grader/test_report_order.py",

@@ -15,14 +15,29 @@ timelines identical to the lab engine's.
 
 from __future__ import annotations
 
-import numpy as np
+import importlib.util
+
 from servesim.compact import COMPACT, expand_run
 
 from ..collector import collector_off
-from . import paged, summary, tracecolumns
+from . import budgeted, plainrun, tracecolumns
 from .columns import Table, floats, ints, view, zeros
-from .executor import Steps, Unsupported, Workload, execute, request_columns, request_ids
+from .executor import (
+    Steps,
+    Unsupported,
+    Workload,
+    execute,
+    plain_columns,
+    request_columns,
+    request_ids,
+)
 from .planners import PLANNERS
+
+# The fast path belongs to the ``traces`` extra, numpy included: without numpy it is not there
+# (the lab engine runs). A planner's run does not use numpy (``plainrun``), so it is only
+# looked for here; ``paged`` and runs with preemptions import it when they run.
+if importlib.util.find_spec("numpy") is None:
+    raise ModuleNotFoundError("No module named 'numpy'", name="numpy")
 
 
 def planner_name(unit, policy: str) -> str | None:
@@ -34,11 +49,15 @@ def planner_name(unit, policy: str) -> str | None:
 def _steps(name: str, work: Workload, device, params: dict) -> Steps:
     """Run fast path ``name`` (raises ``Unsupported`` where it does not model the run)."""
     if name == "paged":
+        from . import paged
+
         if set(params) != {"budget"}:
             raise Unsupported(f"paged parameters {sorted(params)}")
         return paged.execute(work, device, params["budget"])
     if device.kv_pages is not None and max(work.reserve) > device.kv_pages:
         raise Unsupported("the lab engine rejects a request at arrival")
+    if name == "budgeted" and set(params) == {"budget"}:
+        return budgeted.execute(work, device, params["budget"])  # the planner, fused in
     make, capped = PLANNERS[name]
     return execute(work, device, make(work, device, **params), capped)
 
@@ -94,20 +113,16 @@ def compact_run(policy: str, params: dict, device, trace, steps: Steps, extended
     Its long lists are columns (``columns``): the run-file writer and the compact format's
     readers take them as the lists they stand for.
     """
-    arrival, prompt, output = request_columns(trace)
+    if steps.slices is None and steps.completed is None:  # a planner's run: no numpy needed
+        arrival, prompt, output = plain_columns(trace)
+        slices = plainrun.slices_of(steps, output)
+        figures, status_ms = plainrun.summarize(arrival, steps, output)
+        status, completed, prompt_sum = ["completed"] * len(output), len(output), sum(prompt)
+    else:
+        arrival, prompt, output = request_columns(trace)
+        slices, figures, status, status_ms, completed = _figures(steps, arrival, output)
+        prompt_sum = int((prompt if steps.completed is None else prompt[steps.completed]).sum())
     count = len(output)
-    slices = steps.slices
-    if slices is None:  # every request entered the running set once
-        first_step, first_decode = view(steps.first_step), view(steps.first_decode)
-        rows = np.stack((np.arange(count), first_step, first_decode, output - 1), axis=1)
-        slices = Table.of(rows)
-    done = steps.completed  # None: every request completed
-    kept = (lambda column: column) if done is None else (lambda column: column[done])
-    tokens = summary.request_tokens(steps.ends, steps.decode_steps, slices, kept(output))
-    chunk_steps = steps.chunks.column(0)
-    figures = summary.summarize(
-        kept(arrival), steps.starts, steps.ends, steps.decode_steps, chunk_steps, tokens
-    )
     figures["requests"] = count
     columns = {
         "id": request_ids(trace),
@@ -122,18 +137,13 @@ def compact_run(policy: str, params: dict, device, trace, steps: Steps, extended
         recomputes = steps.recomputes if steps.recomputes is not None else zeros(count)
         recomputed = steps.recomputed_tokens
         recomputed = recomputed if recomputed is not None else zeros(count)
-        status, status_ms = ["completed"] * count, tokens[1]
-        if done is not None:  # a rejected request's status time is its arrival
-            status = ["completed" if d else "rejected" for d in done.tolist()]
-            status_ms = arrival.copy()
-            status_ms[done] = tokens[1]
-            figures["allDoneMs"] = float(status_ms.max())
+        if steps.completed is not None:  # a rejected request's status time is its arrival
+            figures["allDoneMs"] = max(status_ms)
         columns |= {"status": status, "statusMs": floats(status_ms)}
         columns |= {"recomputes": recomputes, "recomputedTokens": recomputed}
-        completed = len(tokens[0])
         figures |= {"completed": completed, "rejected": count - completed, "cancelled": 0}
-        prompt_sum, again = int(kept(prompt).sum()), int(view(recomputed).sum())
-        figures |= {"recomputes": int(view(recomputes).sum()), "recomputedTokens": again}
+        again = sum(recomputed)
+        figures |= {"recomputes": sum(recomputes), "recomputedTokens": again}
         figures |= {
             "promptTokens": prompt_sum,
             "recomputeRatio": again / prompt_sum if prompt_sum else 0.0,
@@ -149,6 +159,34 @@ def compact_run(policy: str, params: dict, device, trace, steps: Steps, extended
         "requests": columns,
         "summary": figures,
     }
+
+
+def _figures(steps: Steps, arrival, output):
+    """``(slices, figures, status, statusMs, completed)`` of a run with preemptions or
+    rejections, with numpy (``summary``)."""
+    import numpy as np
+
+    from . import summary
+
+    count = len(output)
+    slices = steps.slices
+    if slices is None:  # every request entered the running set once
+        first_step, first_decode = view(steps.first_step), view(steps.first_decode)
+        rows = np.stack((np.arange(count), first_step, first_decode, output - 1), axis=1)
+        slices = Table.of(rows)
+    done = steps.completed  # None: every request completed
+    kept = (lambda column: column) if done is None else (lambda column: column[done])
+    tokens = summary.request_tokens(steps.ends, steps.decode_steps, slices, kept(output))
+    chunk_steps = steps.chunks.column(0)
+    figures = summary.summarize(
+        kept(arrival), steps.starts, steps.ends, steps.decode_steps, chunk_steps, tokens
+    )
+    status, status_ms = ["completed"] * count, tokens[1]
+    if done is not None:  # a rejected request's status time is its arrival
+        status = ["completed" if d else "rejected" for d in done.tolist()]
+        status_ms = arrival.copy()
+        status_ms[done] = tokens[1]
+    return slices, figures, status, status_ms.tolist(), len(tokens[0])
 
 
 __all__ = ["Unsupported", "compact_run", "covers", "reference_run"]

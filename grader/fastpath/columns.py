@@ -11,15 +11,20 @@ them a block at a time (``json_blocks``), to the same text as the lists they sta
 
 from __future__ import annotations
 
+import sys
 from array import array
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:  # numpy is imported by the functions that use it, when they are called: a
+    import numpy as np  # run that never needs it (``plainrun``) never pays for importing it
 
 
 def floats(values=()) -> array:
     """A float column (``array('d')``) of ``values`` (an iterable or a numpy array)."""
-    if isinstance(values, np.ndarray):
+    if _is_ndarray(values):
+        import numpy as np
+
         column = array("d")
         column.frombytes(np.ascontiguousarray(values, dtype=np.float64).tobytes())
         return column
@@ -28,11 +33,18 @@ def floats(values=()) -> array:
 
 def ints(values=()) -> array:
     """An int column (``array('q')``) of ``values`` (an iterable or a numpy array)."""
-    if isinstance(values, np.ndarray):
+    if _is_ndarray(values):
+        import numpy as np
+
         column = array("q")
         column.frombytes(np.ascontiguousarray(values, dtype=np.int64).tobytes())
         return column
     return array("q", values)
+
+
+def _is_ndarray(values) -> bool:
+    numpy = sys.modules.get("numpy")  # not imported: it cannot be a numpy array
+    return numpy is not None and isinstance(values, numpy.ndarray)
 
 
 def zeros(count: int) -> array:
@@ -42,6 +54,8 @@ def zeros(count: int) -> array:
 
 def view(column: array) -> np.ndarray:
     """A numpy view of an ``array`` column (no copy; do not resize the column while it lives)."""
+    import numpy as np
+
     return np.frombuffer(column, dtype=np.float64 if column.typecode == "d" else np.int64)
 
 
@@ -72,7 +86,13 @@ class Table:
 
     def column(self, column: int) -> np.ndarray:
         """Column ``column`` of every row (a numpy view)."""
+        import numpy as np
+
         return np.asarray(self)[:, column]
+
+    def column_values(self, column: int) -> array:
+        """Column ``column`` of every row, as an ``array`` (``servesim.table`` reads it)."""
+        return self.flat[column :: self.width]
 
     def __len__(self) -> int:
         return len(self.flat) // self.width
@@ -94,6 +114,8 @@ class Table:
         return zip(*[iter(self.flat)] * self.width)
 
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        import numpy as np
+
         rows = np.frombuffer(self.flat, dtype=np.int64).reshape(-1, self.width)
         return rows if dtype is None else rows.astype(dtype, copy=False)
 
@@ -107,10 +129,13 @@ class Table:
     def tolist(self) -> list[list[int]]:
         return [list(row) for row in self]
 
-    def json_blocks(self, rows: int) -> Iterator[list[list[int]]]:
-        """The rows as lists, ``rows`` at a time (what the run-file writer encodes)."""
-        for at in range(0, len(self), rows):
-            yield self[at : at + rows].tolist()
+    def json_blocks(self, rows: int) -> Iterator[list[tuple[int, ...]]]:
+        """The rows (tuples, which JSON writes as lists), ``rows`` at a time (what the run-file
+        writer encodes)."""
+        w = self.width
+        for at in range(0, len(self), rows):  # rows cut from one list of ints, all in C; a
+            values = self.flat[at * w : (at + rows) * w].tolist()  # tuple is written as a list
+            yield list(zip(*[iter(values)] * w))
 
 
 def json_blocks(column: array, size: int) -> Iterator[list]:

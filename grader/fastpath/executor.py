@@ -17,13 +17,18 @@ check that they do).
 
 from __future__ import annotations
 
+import math
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field
-
-import numpy as np
+from itertools import repeat
+from operator import add, truediv
+from typing import TYPE_CHECKING
 
 from .columns import Table, floats, ints, zeros
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 class Unsupported(Exception):
@@ -80,14 +85,34 @@ class Workload:
 
     @classmethod
     def of(cls, trace, device) -> Workload:
-        """The workload of ``trace``: its requests' columns (``request_columns``) in arrival
+        """The workload of ``trace``: its requests' columns (``plain_columns``) in arrival
         order, ties in trace order."""
-        arrival, prompt, output = request_columns(trace)
-        order = np.argsort(arrival, kind="stable")
-        prompt, output = prompt[order], output[order]
+        arrival, prompt, output = plain_columns(trace)
+        order = sorted(range(len(arrival)), key=arrival.__getitem__)  # stable: ties in trace order
+        prompt, output = (
+            array("q", map(prompt.__getitem__, order)),
+            array("q", map(output.__getitem__, order)),
+        )
         # ``device.pages_for`` (math.ceil of a true division), exact for counts below 2**53
-        reserve = np.ceil((prompt + output) / device.page_tokens).astype(np.int64)
-        return cls(ints(order), floats(arrival[order]), ints(prompt), ints(output), ints(reserve))
+        pages = device.page_tokens
+        reserve = array("q", map(math.ceil, map(truediv, map(add, prompt, output), repeat(pages))))
+        return cls(
+            array("q", order), array("d", map(arrival.__getitem__, order)), prompt, output, reserve
+        )
+
+
+def plain_columns(trace) -> tuple[array, array, array]:
+    """``(arrival, prompt, output)`` of ``trace``'s requests as columns (``array``), in trace
+    order: a column-read trace's own (do not change them), or made from its requests."""
+    columns = getattr(trace.requests, "columns", None)
+    if columns is not None:
+        return columns.arrival, columns.prompt, columns.output
+    reqs = trace.requests
+    return (
+        array("d", [r.arrival_ms for r in reqs]),
+        array("q", [r.input_tokens for r in reqs]),
+        array("q", [r.output_tokens for r in reqs]),
+    )
 
 
 def request_columns(trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -96,15 +121,13 @@ def request_columns(trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     A trace read into columns (``grader.fastpath.tracecolumns``) gives them without a
     per-request object.
     """
-    columns = getattr(trace.requests, "columns", None)
-    if columns is not None:
-        return columns.arrival_ms(), columns.input_tokens(), columns.output_tokens()
-    reqs = trace.requests
-    count = len(reqs)
+    import numpy as np
+
+    arrival, prompt, output = plain_columns(trace)
     return (
-        np.fromiter((r.arrival_ms for r in reqs), np.float64, count),
-        np.fromiter((r.input_tokens for r in reqs), np.int64, count),
-        np.fromiter((r.output_tokens for r in reqs), np.int64, count),
+        np.frombuffer(arrival, dtype=np.float64),
+        np.frombuffer(prompt, dtype=np.int64),
+        np.frombuffer(output, dtype=np.int64),
     )
 
 
@@ -125,30 +148,46 @@ def execute(work: Workload, device, planner: Planner, capped: bool = False) -> S
     out = Steps(first_step=zeros(total), first_decode=zeros(total))
     leaving: dict[int, list[int]] = {}  # decode index -> [requests, pages] leaving after it
     st = QueueState()
+    apply = _prefiller(work, st, out, leaving)
     clock = 0.0
-    arrival, ends, decode_steps = work.arrival, out.ends, out.decode_steps
+    arrival, idle = work.arrival, out.idle
+    add_start, add_end, add_decode = out.starts.append, out.ends.append, out.decode_steps.append
+    overhead, per_token = device.overhead_ms, device.prefill_ms_per_token
+    batch_ms, per_seq = device.decode_batch_ms, device.decode_ms_per_seq
+    steps = decodes = arrived = 0  # the locals of ``len(out.ends)``, ``len(out.decode_steps)``
     while True:
-        while st.arrived < total and arrival[st.arrived] <= clock:
-            st.arrived += 1
-        if st.head == st.arrived and not st.running:
-            if st.arrived == total:
+        while arrived < total and arrival[arrived] <= clock:
+            arrived += 1
+        st.arrived = arrived
+        if st.head == arrived and not st.running:
+            if arrived == total:
                 return out
-            clock, st.decoded_last = arrival[st.arrived], False  # idle: next arrival
-            out.idle.append([len(ends), clock])
+            clock, st.decoded_last = arrival[arrived], False  # idle: next arrival
+            idle.append([steps, clock])
             continue
         decode, plan, tokens = planner(st)
-        end = step_end(device, clock, st.running if decode else 0, tokens)
+        # ``step_end``, inlined: the same operations in the same order
+        decoded = st.running if decode else 0
+        if not decoded and not tokens:
+            raise Unsupported("empty batch")
+        busy = per_token * tokens
+        if decoded:
+            busy += batch_ms + per_seq * decoded
+        end = clock + overhead + busy
         if not capped:
             _check_active(device, st, plan)
-        out.starts.append(clock)
-        ends.append(end)
+        add_start(clock)
+        add_end(end)
         if decode:
-            decode_steps.append(len(ends) - 1)
-        _prefill(work, st, plan, out, leaving)
+            add_decode(steps)
+            decodes += 1
+        apply(plan, steps, decodes)
+        steps += 1
         if decode:
-            gone = leaving.pop(len(decode_steps) - 1, (0, 0))
-            st.running -= gone[0]
-            st.reserved -= gone[1]
+            gone = leaving.pop(decodes - 1, None)
+            if gone is not None:
+                st.running -= gone[0]
+                st.reserved -= gone[1]
         st.decoded_last = decode
         clock = end
 
@@ -176,32 +215,35 @@ def _check_active(device, st: QueueState, plan) -> None:
         raise Unsupported("the batch exceeds the active cap")
 
 
-def _prefill(work: Workload, st: QueueState, plan, out: Steps, leaving) -> None:
-    """Apply the step's chunks: starts reserve, completions join the running set."""
-    step = len(out.ends) - 1
-    joined = 0
-    for pos, tokens in plan:
-        if pos != st.head:
-            raise Unsupported("chunks must follow the queue from its head")
-        done = st.head_done
-        if not done:
-            st.reserved += work.reserve[pos]
-        req = work.order[pos]
-        out.chunks.flat.extend((step, req, done, tokens))  # Table.add, without the call
-        if done + tokens < work.prompt[pos]:
-            st.head_done = done + tokens
-            continue
-        st.head, st.head_done = pos + 1, 0
-        first = len(out.decode_steps)  # this request decodes from the next decode step on
-        out.first_step[req], out.first_decode[req] = step, first
-        decodes = work.output[pos] - 1
-        last = first + decodes - 1 if decodes else len(out.decode_steps) - 1
-        if decodes:
+def _prefiller(work: Workload, st: QueueState, out: Steps, leaving) -> Callable:
+    """``apply(plan, step, decodes)``: the step's chunks applied (starts reserve, completions
+    join the running set); ``decodes`` counts the decode steps so far, this one included."""
+    order, prompt, output, reserve = work.order, work.prompt, work.output, work.reserve
+    add_chunk, first_step, first_decode = out.chunks.flat.extend, out.first_step, out.first_decode
+
+    def apply(plan, step: int, decodes: int) -> None:
+        joined = 0
+        for pos, tokens in plan:
+            if pos != st.head:
+                raise Unsupported("chunks must follow the queue from its head")
+            done = st.head_done
+            if not done:
+                st.reserved += reserve[pos]
+            req = order[pos]
+            add_chunk((step, req, done, tokens))  # Table.add, without the call
+            if done + tokens < prompt[pos]:
+                st.head_done = done + tokens
+                continue
+            st.head, st.head_done = pos + 1, 0
+            first_step[req], first_decode[req] = step, decodes  # decodes from the next on
+            more = output[pos] - 1
+            if not more:  # done now: its pages leave before the next decision, as a
+                st.reserved -= reserve[pos]  # completion after this step's decode would
+                continue
             joined += 1
-        elif last < 0 or out.decode_steps[-1:] != [step]:
-            st.reserved -= work.reserve[pos]  # done now, and no decode index marks the step
-            continue
-        gone = leaving.setdefault(last, [0, 0])
-        gone[0] += 1 if decodes else 0
-        gone[1] += work.reserve[pos]
-    st.running += joined
+            gone = leaving.setdefault(decodes + more - 1, [0, 0])
+            gone[0] += 1
+            gone[1] += reserve[pos]
+        st.running += joined
+
+    return apply

@@ -52,26 +52,29 @@ def budgeted(work: Workload, device, budget: int) -> Planner:
     pool, while its reservation fits beside the holders'; the first that cannot stops the fill.
     """
     cap, pool = device.max_active, device.kv_pages
+    prompt, reserve = work.prompt, work.reserve
 
     def plan(st: QueueState) -> Plan:
-        left = budget - st.running
+        running = st.running
+        left = budget - running
         if left < 0:
             raise Unsupported("more running requests than the budget")
-        holders, reserved = st.running + (1 if st.head_done else 0), st.reserved
+        pos, done, arrived = st.head, st.head_done, st.arrived
+        holders, reserved = running + (1 if done else 0), st.reserved
         chunks = []
-        pos, done = st.head, st.head_done
-        while left > 0 and pos < st.arrived:
+        while left > 0 and pos < arrived:
             if not done:
                 if cap is not None and holders >= cap:
                     break
-                if pool is not None and reserved + work.reserve[pos] > pool:
+                if pool is not None and reserved + reserve[pos] > pool:
                     break
-                holders, reserved = holders + 1, reserved + work.reserve[pos]
-            tokens = min(left, work.prompt[pos] - done)
+                holders, reserved = holders + 1, reserved + reserve[pos]
+            need = prompt[pos] - done
+            tokens = left if left < need else need
             chunks.append((pos, tokens))
             left -= tokens
             pos, done = pos + 1, 0
-        return st.running > 0, chunks, budget - st.running - left
+        return running > 0, chunks, budget - running - left
 
     return plan
 

@@ -60,9 +60,10 @@ def python_sum_blocks(blocks: Iterable[np.ndarray]) -> float:
     total = 0  # Python's start value
     for values in blocks:
         for at in range(0, len(values), _BLOCK):
-            head = np.array([total], dtype=np.float64)
-            part = np.concatenate((head, values[at : at + _BLOCK]))
-            total = float(np.add.accumulate(part)[-1])
+            chunk = values[at : at + _BLOCK]
+            part = np.empty(len(chunk) + 1)
+            part[0], part[1:] = total, chunk
+            total = float(np.add.accumulate(part, out=part)[-1])
     return total
 
 
@@ -158,18 +159,24 @@ def _slice_gaps(step_gaps, start, span, resumes, resume_gap, entry_gap) -> np.nd
     """The gaps of consecutive slices in order: per slice its resume gap (if it resumes),
     its entry gap (if it decodes) and the step gaps of its decode range after the first.
 
-    One copy of each range (a few thousand slices, millions of gaps): cheaper than index
-    arrays as long as the gaps."""
+    Built by index arithmetic, not slice by slice: each slice's step gaps are a run of
+    consecutive indices into ``step_gaps``, and its one or two leading gaps go in front."""
     has = span > 0
-    leads = np.stack((resume_gap, entry_gap), axis=1)[np.stack((resumes, has), axis=1)]
-    reach = np.cumsum(resumes.astype(np.int64) + has)
-    pieces, done = [], 0
-    for at, count, upto in zip(start.tolist(), span.tolist(), reach.tolist()):
-        pieces.append(leads[done:upto])
-        done = upto
-        if count > 1:
-            pieces.append(step_gaps[at + 1 : at + count])
-    return np.concatenate(pieces) if pieces else np.empty(0)
+    runs = np.maximum(span - 1, 0)  # step gaps of each slice
+    heads = resumes.astype(np.int64) + has  # its leading gaps
+    width = heads + runs
+    out = np.empty(int(width.sum()))
+    first = np.cumsum(width) - width  # where each slice's gaps begin
+    out[first[resumes]] = resume_gap[resumes]
+    out[(first + resumes)[has]] = entry_gap[has]
+    lead = np.zeros(len(out), dtype=bool)
+    lead[first[resumes]] = True
+    lead[(first + resumes)[has]] = True
+    total = int(runs.sum())
+    # index k of slice i's run: start_i + 1 + k, made as one ramp minus each run's offset
+    shift = np.repeat(start + 1 - (np.cumsum(runs) - runs), runs)
+    out[~lead] = step_gaps[np.arange(total) + shift]
+    return out
 
 
 def distinct(values: np.ndarray) -> int:

@@ -17,9 +17,9 @@ import json
 import math
 from array import array
 from collections.abc import Iterator, Sequence
+from operator import itemgetter
 from pathlib import Path
 
-import numpy as np
 from servesim.trace import Request, Trace, TraceError, parse_trace, read_trace_file
 
 PLAIN = ("id", "arrivalMs", "inputTokens", "outputTokens")
@@ -42,15 +42,6 @@ class TraceColumns:
 
     def __len__(self) -> int:
         return len(self.ids)
-
-    def arrival_ms(self) -> np.ndarray:
-        return np.frombuffer(self.arrival, dtype=np.float64)
-
-    def input_tokens(self) -> np.ndarray:
-        return np.frombuffer(self.prompt, dtype=np.int64)
-
-    def output_tokens(self) -> np.ndarray:
-        return np.frombuffer(self.output, dtype=np.int64)
 
     def take(self, pairs: list) -> bool:
         """Add the request of a decoded object's ``pairs`` if it is plain and valid."""
@@ -109,6 +100,10 @@ class Requests(Sequence):
         c = self.columns
         return map(Request, c.ids, c.arrival, c.prompt, c.output)
 
+    def output_total(self) -> int:
+        """Every request's output tokens, summed (``servesim.runfile.default_format``)."""
+        return sum(self.columns.output)
+
 
 class RawRequests(Sequence):
     """A column trace's ``raw["requests"]``: the file's dicts, made when asked for.
@@ -147,6 +142,84 @@ def read_trace(path: Path) -> Trace:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, ValueError):
         return read_trace_file(path)  # its error
+    whole = _whole_document(text) if len(text) <= _WHOLE_CHARS else None
+    if whole is not None:
+        doc, columns = whole
+    else:
+        doc, columns = _by_request(text)
+        if doc is None:
+            return read_trace_file(path)
+    del text
+    if len(set(columns.ids)) < len(columns):
+        return read_trace_file(path)  # what it is not plain for, read (or refused) as ever
+    try:  # the document's own fields, checked with its first request
+        head = parse_trace({**doc, "requests": columns.records(0, 1)}, source=str(path))
+    except TraceError:
+        return read_trace_file(path)
+    raw = {**doc, "requests": RawRequests(columns)}
+    return Trace(head.name, head.description, Requests(columns), raw)
+
+
+# Below this many characters a trace is decoded whole by orjson and its requests moved into
+# columns afterwards (a tenth of the time of a hook per request); above, the dicts of every
+# request would exist at once, so the standard decoder hands each to ``take`` as it meets it.
+_WHOLE_CHARS = 4 << 20
+
+
+def _whole_document(text: str) -> tuple[dict, TraceColumns] | None:
+    """(the document without its requests, its requests as columns) if ``text`` is a plain
+    trace (what ``_by_request`` accepts, and nothing more), else None."""
+    try:
+        import orjson
+
+        doc = orjson.loads(text)
+    except (ImportError, ValueError):
+        return None
+    requests = doc.get("requests") if type(doc) is dict else None
+    if type(requests) is not list or not requests:
+        return None
+    try:
+        if _holds_dict(doc, skip=requests):
+            return None
+    except RecursionError:
+        return None
+    # each check runs in C over a column (map, set, min): a generator per value costs more
+    # than decoding; anything unusual is left to ``_by_request``
+    if set(map(type, requests)) != {dict} or not all(map(PLAIN.__eq__, map(tuple, requests))):
+        return None
+    ids, arrival, prompt, output = (list(map(itemgetter(k), requests)) for k in PLAIN)
+    if set(map(type, ids)) != {str} or not all(ids):
+        return None
+    if set(map(type, prompt)) | set(map(type, output)) != {int} or min(*prompt, *output) < 1:
+        return None
+    kinds = set(map(type, arrival))
+    if not kinds <= {int, float} or min(arrival) < 0 or max(arrival) > _EXACT:
+        return None
+    if not sum(arrival) < math.inf:  # no NaN or infinity (nor a sum that overflows)
+        return None
+    if kinds == {float}:
+        written_int = bytearray(len(arrival))
+    else:
+        written_int = bytearray(kind is int for kind in map(type, arrival))
+    columns = TraceColumns()
+    columns.ids, columns.written_int = ids, written_int
+    columns.arrival, columns.prompt, columns.output = (
+        array("d", arrival),
+        array("q", prompt),
+        array("q", output),
+    )
+    return {**doc, "requests": [None] * len(requests)}, columns
+
+
+def _holds_dict(value, skip) -> bool:
+    """Whether ``value`` holds a dict below it, leaving out the list ``skip``."""
+    members = value.values() if type(value) is dict else value if type(value) is list else ()
+    return any(type(m) is dict or _holds_dict(m, skip) for m in members if m is not skip)
+
+
+def _by_request(text: str) -> tuple[dict | None, TraceColumns]:
+    """The document and its requests as columns, each request taken as the standard decoder
+    meets it; (None, ...) when the document is not a plain trace."""
     columns = TraceColumns()
     others = 0
 
@@ -160,18 +233,12 @@ def read_trace(path: Path) -> Trace:
     try:
         doc = json.loads(text, object_pairs_hook=hook)
     except ValueError:
-        return read_trace_file(path)
-    del text
+        return None, columns
     requests = doc.get("requests") if isinstance(doc, dict) else None
     plain = others == 1 and isinstance(requests, list) and len(requests) == len(columns) > 0
-    if not plain or requests.count(None) != len(requests) or len(set(columns.ids)) < len(columns):
-        return read_trace_file(path)  # what it is not plain for, read (or refused) as ever
-    try:  # the document's own fields, checked with its first request
-        head = parse_trace({**doc, "requests": columns.records(0, 1)}, source=str(path))
-    except TraceError:
-        return read_trace_file(path)
-    raw = {**doc, "requests": RawRequests(columns)}
-    return Trace(head.name, head.description, Requests(columns), raw)
+    if not plain or requests.count(None) != len(requests):
+        return None, columns
+    return doc, columns
 
 
 def listed(document: dict) -> dict:

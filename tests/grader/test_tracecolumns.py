@@ -30,6 +30,15 @@ LAB_TRACES = sorted(
 FILES = [DATA / "azure-conv-1000.json", *LAB_TRACES]
 
 
+@pytest.fixture(params=["whole document", "by request"])
+def reader(request, monkeypatch):
+    """Both ways ``read_trace`` decodes: a small file whole (orjson, then columns), a large
+    one request by request (the standard decoder's hook); each must read every file alike."""
+    if request.param == "by request":
+        monkeypatch.setattr(tracecolumns, "_WHOLE_CHARS", -1)
+    return request.param
+
+
 def assert_same_trace(path: Path) -> None:
     ours, theirs = tracecolumns.read_trace(path), read_trace_file(path)
     assert (ours.name, ours.description) == (theirs.name, theirs.description)
@@ -43,11 +52,11 @@ def assert_same_trace(path: Path) -> None:
 
 
 @pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
-def test_every_trace_reads_the_same(path):
+def test_every_trace_reads_the_same(path, reader):
     assert_same_trace(path)
 
 
-def test_plain_traces_are_columns_and_others_are_not():
+def test_plain_traces_are_columns_and_others_are_not(reader):
     plain = tracecolumns.read_trace(DATA / "azure-conv-1000.json")
     assert isinstance(plain.requests, tracecolumns.Requests)
     assert isinstance(plain.raw["requests"], tracecolumns.RawRequests)
@@ -105,13 +114,19 @@ CASES = {
     "duplicate key": json.dumps(plain_doc())[:-1] + ', "requests": []}',
     "top level a request": json.dumps(plain_doc()["requests"][0]),
     "top level a list": json.dumps(plain_doc()["requests"]),
+    "duplicate request key": json.dumps(plain_doc())[:-3] + ', "outputTokens": 4}]}',
+    "float arrival past 2**53": edited(lambda d: d["requests"][1].update(arrivalMs=2.0**60)),
+    "arrivals past the largest sum": edited(
+        lambda d: [r.update(arrivalMs=1e308) for r in d["requests"]]
+    ),
+    "deep nesting": json.dumps(plain_doc())[:-1] + ', "extra": ' + "[" * 600 + "]" * 600 + "}",
     "not JSON": '{"name": "t", "requests": [',
     "empty file": "",
 }
 
 
 @pytest.mark.parametrize("text", CASES.values(), ids=CASES.keys())
-def test_any_file_reads_as_read_trace_file_reads_it(tmp_path, text):
+def test_any_file_reads_as_read_trace_file_reads_it(tmp_path, text, reader):
     path = tmp_path / "trace.json"
     path.write_text(text, encoding="utf-8")
     try:
@@ -125,7 +140,7 @@ def test_any_file_reads_as_read_trace_file_reads_it(tmp_path, text):
         assert_same_trace(path)
 
 
-def test_unreadable_files_fail_as_read_trace_file_fails(tmp_path):
+def test_unreadable_files_fail_as_read_trace_file_fails(tmp_path, reader):
     latin = tmp_path / "latin.json"
     latin.write_bytes(json.dumps(plain_doc()).replace('"d"', '"\xe9"').encode("latin-1"))
     for path in (tmp_path / "missing.json", tmp_path, latin):
@@ -154,7 +169,7 @@ def test_columns_are_written_as_their_lists(count):
     assert table[1:3].tolist() == rows[1:3]
 
 
-def test_columns_hold_far_less_than_a_dict_and_a_tuple_per_request(tmp_path):
+def test_columns_hold_far_less_than_a_dict_and_a_tuple_per_request(tmp_path, reader):
     """What a read trace keeps: columns, not the decoded dicts and ``Request`` tuples."""
     path = tmp_path / "trace.json"
     requests = [
