@@ -1,6 +1,7 @@
 """``run_gpu.py`` / ``infralab run-gpu`` for unit 09 on CPU (tiny model): every unit 09 policy
 runs on the lab's device (prefix caching, a pool of 40 pages) with shared prefixes and client
-cancels; the run file is valid under the unit's schema and its real cache ends empty."""
+cancels; the run file is valid under the unit's schema and its real cache ends empty; a live
+run passes the grader's verification with measured timing."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import json
 
 from grader.cli.main import main as infralab
 from grader.units import load_unit
+from grader.verify import verify_run
 from grader.verify.runschema import validate_run_file
 
 U09 = load_unit("unit09")
@@ -49,9 +51,12 @@ def test_every_unit09_policy_runs_on_the_real_cache(tmp_path, capsys, torch_cpu)
     assert "KV cache 40 pages of 16 tokens" in printed.out
 
 
-def test_live_mode_says_unit09_runs_in_replay(tmp_path, capsys, torch_cpu):
+def test_live_mode_decides_on_the_measured_clock(tmp_path, capsys, torch_cpu):
     trace = _trace_file(tmp_path)
     argv = ("--trace", str(trace), "--policy", "prefix_paged", "--mode", "live")
     got, printed, doc = _run_gpu(tmp_path, capsys, *argv)
-    assert got == 2 and doc is None
-    assert "use --mode replay" in printed.err
+    assert got == 0, printed.err
+    (run,) = doc["runs"]
+    assert run["realDevice"]["mode"] == "live" and run["events"][-1]["kvPagesHeld"] == 0
+    assert validate_run_file(U09, doc) is None
+    assert verify_run(run, doc["trace"], run["device"], timing="measured", unit=U09) == []
