@@ -1,5 +1,8 @@
 #!/usr/bin/env python3
-"""The one prepared device check of the real-device runner: both units, under five minutes.
+"""The one prepared device check of the real-device runner: every unit, under five minutes.
+
+Unit 09's run has no client cancels or output streams: a replay keeps the virtual run's
+decisions, which only then hold on the measured clock too (``realdevice.runner``).
 
 1. Calibrates a device profile (``run_gpu.py --calibrate``'s grid; affine and context-aware
    fits) and prints its held-out error, overall and per term.
@@ -47,6 +50,8 @@ QUICK_RUNS = (
     ("unit07", ["--trace", "mixed", "--chunk", "2"]),
     ("unit08", ["--trace", "lifo-victim", *KV64, "--policy", "paged"]),
     ("unit08", ["--trace", "lifo-victim", *KV64, "--policy", "budgeted"]),
+    # unit 09: the real cache follows the engine's prefix-cache pages (hits, evictions)
+    ("unit09", ["--trace", "shared-prefix", "--policy", "prefix_paged"]),
 )
 FULL_RUNS = (
     ("unit07", ["--trace", "unseen", "--chunk", "4"]),

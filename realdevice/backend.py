@@ -98,7 +98,9 @@ class RealDevice:
 
     def add_requests(self, requests) -> None:
         for request in requests:
-            self.executor.add_request(request.id, request.input_tokens, request.output_tokens)
+            self.executor.add_request(
+                request.id, request.input_tokens, request.output_tokens, request.prefix
+            )
 
     def execute(self, batch, context) -> float:
         """Run ``batch`` for real; return its measured duration in ms (the engine's hook)."""

@@ -11,10 +11,15 @@ completes it yields the next token, exactly as an uninterrupted decode would.
 Swapping (``batch.swap_out`` / ``batch.swap_in``, a device with a host pool) moves a request's
 pages to host memory and back (``host_pool``): its tokens and positions stay, so a swapped-in
 request decodes on as if it had never left.
+A request with a shared ``prefix`` (unit 09) begins with each segment's own ids, the same in
+every request that names the segment, so pages that the engine keys alike hold the same KV. A
+chunk with ``cached`` positions (a prefix hit) starts after them: they are read from the pages
+the hit shared, never computed again.
 """
 
 from __future__ import annotations
 
+import random
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -61,6 +66,16 @@ def prompt_ids(rid: str, length: int, vocab: int) -> list[int]:
     return torch.randint(vocab, (length,), generator=generator).tolist()
 
 
+def shared_prompt_ids(rid: str, length: int, vocab: int, prefix=()) -> list[int]:
+    """``prompt_ids`` after the ids of each ``(segment, tokens)`` of ``prefix``: a segment's
+    first n ids are the same wherever it is cut (a sequential draw from the segment's seed)."""
+    ids = []
+    for segment, tokens in prefix:
+        draw = random.Random(zlib.crc32(f"segment:{segment}".encode()))
+        ids += [draw.randrange(vocab) for _ in range(tokens)]
+    return ids + prompt_ids(rid, length - len(ids), vocab)
+
+
 class ExecutionError(RuntimeError):
     """A batch the executor cannot run (unknown request, state out of step with the engine)."""
 
@@ -86,9 +101,10 @@ class Executor:
         self.outputs: dict[str, list[int]] = {}  # generated ids of finished requests
         self.last_logits: dict[str, torch.Tensor] = {}  # per request of the last batch (tests)
 
-    def add_request(self, rid: str, input_tokens: int, output_tokens: int) -> None:
+    def add_request(self, rid: str, input_tokens: int, output_tokens: int, prefix=()) -> None:
         vocab = self.model.config.vocab
-        self.states[rid] = RequestState(rid, prompt_ids(rid, input_tokens, vocab), output_tokens)
+        prompt = shared_prompt_ids(rid, input_tokens, vocab, prefix)
+        self.states[rid] = RequestState(rid, prompt, output_tokens)
 
     def generated(self, rid: str) -> list[int]:
         state = self.states.get(rid)
@@ -107,10 +123,12 @@ class Executor:
         for rid in getattr(batch, "swap_in", ()):
             self._swap(rid, out=False)
         segments = [self._decode_segment(rid) for rid in batch.decode]
-        segments += [self._prefill_segment(c.id, c.tokens) for c in batch.prefill]
+        hits = {c.id: getattr(c, "cached", 0) for c in batch.prefill}
+        segments += [self._prefill_segment(c.id, c.tokens, hits[c.id]) for c in batch.prefill]
         if context is not None:
             for seg in segments:
-                if context.get(seg.id) != seg.start:
+                engine = context.get(seg.id)
+                if engine is None or engine + hits.get(seg.id, 0) != seg.start:
                     raise ExecutionError(
                         f"request '{seg.id}': engine says {context.get(seg.id)} cached positions, "
                         f"executor has {seg.start}"
@@ -155,8 +173,13 @@ class Executor:
             raise ExecutionError(f"decode of '{rid}': it is not in its decode phase")
         return Segment(rid, [state.generated[-1]], state.context)
 
-    def _prefill_segment(self, rid: str, tokens: int) -> Segment:
+    def _prefill_segment(self, rid: str, tokens: int, cached: int = 0) -> Segment:
         state = self._state(rid)
+        if cached:  # a prefix hit: those positions are in the pages the hit shared
+            if state.prefilled:
+                raise ExecutionError(f"prefill of '{rid}': a hit after {state.prefilled} tokens")
+            self.cache.claim(rid, cached)
+            state.prefilled = cached
         end = state.prefilled + tokens
         if tokens < 1 or end > state.target:
             raise ExecutionError(f"prefill of '{rid}': {tokens} tokens from {state.prefilled}")

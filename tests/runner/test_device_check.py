@@ -49,13 +49,15 @@ def _assert_report(printed: str, doc: dict, mode: str):
         assert point["tokens_per_s"] > 0 and point["fractionOfRoofline"] > 0
         assert mode == "full" or point["fractionOfRoofline"] < 1
     assert doc["prefill"] and all(p["tokens_per_s"] > 0 for p in doc["prefill"])
-    assert {entry["unit"] for entry in doc["units"]} == {"unit07", "unit08"}
+    assert {entry["unit"] for entry in doc["units"]} == {"unit07", "unit08", "unit09"}
     for entry in doc["units"]:
         for run in entry["runs"]:
             assert not run["truncated"] and run["verified"], run
             assert run["ttft"]["realMeanMs"] > 0 and run["ttft"]["simMeanMs"] > 0
             if entry["unit"] == "unit08":  # the real pool is the profile's M
                 assert run["kvPages"] in (64, 256) and run["maxKvPagesHeld"] <= run["kvPages"]
+            if entry["unit"] == "unit09":  # the lab's pool of 40 pages, prefix caching on
+                assert run["kvPages"] == 40 and run["maxKvPagesHeld"] <= 40
     printed_texts = ("held-out steps", "per term", "roofline", "prefill throughput", "TTFT real")
     for text in (*printed_texts, "ITL  real", "verified"):
         assert text in printed, text
