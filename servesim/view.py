@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 from . import rules
 from .batch import Batch
@@ -198,9 +199,12 @@ class SchedulerView:
         """What the device would charge for ``batch`` now, overhead included (the t-hat of
         section 31.3): ``rules.step_duration_ms`` with each member's cached positions."""
         sequence = self.sequence if self.live is None else self.live.__getitem__  # as violation
-        ids = (*batch.ids, *batch.moved)
-        context = {rid: sequence(rid).context_tokens for rid in ids}
+        ids = (*batch.decode, *map(_CHUNK_ID, batch.prefill), *batch.swap_out, *batch.swap_in)
+        context = dict(zip(ids, map(_CONTEXT, map(sequence, ids))))  # C loops: policies bisect
         return rules.step_duration_ms(self.device, batch, context)
+
+
+_CHUNK_ID, _CONTEXT = attrgetter("id"), attrgetter("context_tokens")
 
 
 def _ordered(ops, victims):
