@@ -79,3 +79,47 @@ def test_idle_device_jumps_to_the_next_arrival():
     timeline = simulate(trace, lambda v: Batch.prefill_of(v.waiting[0], 1), DeviceProfile())
     assert timeline.events[0].start_ms == 7.5
     assert timeline.all_done_ms == 8.75
+
+
+def test_batches_and_chunks_are_made_as_their_generated_dataclass_made_them():
+    """Batch and PrefillChunk have hand-written __init__s (speed): members become tuples,
+    strings and non-iterables stay as given for the contract check to name, the objects stay
+    frozen, and replace, equality, hashing and repr behave as the generated ones did."""
+    import dataclasses
+
+    chunk = PrefillChunk("C", 2)
+    batch = Batch(["A", "B"], [chunk], (x for x in ["D"]))
+    assert batch.decode == ("A", "B") and batch.prefill == (chunk,) and batch.preempt == ("D",)
+    assert batch.swap_out == () and batch.swap_in == ()
+    assert batch == Batch(decode=("A", "B"), prefill=(PrefillChunk("C", 2, 0),), preempt=("D",))
+    assert hash(batch) == hash(Batch(("A", "B"), (PrefillChunk(id="C", tokens=2),), ("D",)))
+    assert Batch(decode="A").decode == "A" and Batch(decode=b"A").decode == b"A"
+    assert Batch(decode=5).decode == 5 and Batch(prefill=None).prefill is None
+    assert dataclasses.replace(batch, swap_in=["S"]).swap_in == ("S",)
+    assert repr(chunk) == "PrefillChunk(id='C', tokens=2)"
+    assert repr(PrefillChunk("C", 2, cached=16)) == "PrefillChunk(id='C', tokens=2, cached=16)"
+    assert batch.prefill_tokens == 2 and batch.ids == ["A", "B", "C"]
+    for frozen, name in ((batch, "decode"), (chunk, "tokens")):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(frozen, name, ())
+
+
+def test_step_ms_prices_with_cached_positions_and_refuses_unknown_ids():
+    """view.step_ms gathers each member's cached positions (C loops): the same figure as the
+    device's own rule with the context spelled out, and a KeyError for an id not in the view."""
+    from servesim import rules
+
+    device = DeviceProfile(prefill_ms_per_context_token=0.01, decode_ms_per_context_token=0.1)
+    seen = []
+
+    def policy(view):
+        batch = mixed_batches(view)
+        context = {rid: view.live[rid].context_tokens for rid in batch.ids}
+        seen.append((view.step_ms(batch), rules.step_duration_ms(device, batch, context)))
+        if not seen[1:]:
+            with pytest.raises(KeyError):
+                view.step_ms(Batch(decode=["nobody"]))
+        return batch
+
+    simulate(TWO, policy, device)
+    assert len(seen) > 2 and all(got == want for got, want in seen)
