@@ -116,6 +116,7 @@ def test_step_ms_prices_with_cached_positions_and_refuses_unknown_ids():
         batch = mixed_batches(view)
         context = {rid: view.live[rid].context_tokens for rid in batch.ids}
         seen.append((view.step_ms(batch), rules.step_duration_ms(device, batch, context)))
+        seen.append((view.step_ms(batch), seen[-1][1]))  # the same decode set again: remembered
         if not seen[1:]:
             with pytest.raises(KeyError):
                 view.step_ms(Batch(decode=["nobody"]))
@@ -123,3 +124,33 @@ def test_step_ms_prices_with_cached_positions_and_refuses_unknown_ids():
 
     simulate(TWO, policy, device)
     assert len(seen) > 2 and all(got == want for got, want in seen)
+
+
+def test_step_ms_forgets_what_it_priced_when_the_engine_changes_a_cache_or_who_is_live():
+    """What view.step_ms remembers is keyed to the engine's count of changes (Tally.changes):
+    a changed cache prices anew, a request that left is refused again (KeyError)."""
+    from types import MappingProxyType
+
+    from servesim.sequence import Sequence
+    from servesim.view import SchedulerView, Tally
+
+    device = DeviceProfile(decode_ms_per_context_token=1.0, overhead_ms=0.0)
+    seq = Sequence("A", 0.0, 4, 3, 0)
+    seq.prefilled = 4
+    live = {"A": seq}
+    tally = Tally(changes=0)
+    view = SchedulerView(0.0, (), (), None, device, tally=tally, live=MappingProxyType(live))
+    batch = Batch(decode=["A"])
+    first = view.step_ms(batch)
+    seq.decodes = 1  # as EngineState.run_step does, which counts the change
+    tally.changes += 1
+    assert view.step_ms(batch) == first + 1.0
+    del live["A"]  # as EngineState._leave does, which counts the change
+    tally.changes += 1
+    with pytest.raises(KeyError):
+        view.step_ms(batch)
+    live["A"] = seq  # a tally nobody counts (Tally()): nothing remembered, each call prices
+    plain = SchedulerView(0.0, (), (), None, device, tally=Tally(), live=MappingProxyType(live))
+    assert plain.step_ms(batch) == first + 1.0
+    seq.decodes = 2
+    assert plain.step_ms(batch) == first + 2.0
