@@ -20,6 +20,7 @@ from .runfile import (
     build_run,
     default_format,
     dumps,
+    event_records,
     uses_lifecycle,
     write_atomic,
 )
@@ -50,25 +51,35 @@ def run_policies(
         run = run_one(spec, params, trace, device, fmt, False) if run_one and not fault else None
         if run is None:
             timeline = simulate(trace, policy, device, name=spec.function)
-            run = in_format(build_run(spec.name, params, device, timeline, fault), timeline, fmt)
+            events = fmt != "compact"  # a compact entry is made from the timeline
+            run = build_run(spec.name, params, device, timeline, fault, events=events)
+            run = in_format(run, timeline, fmt)
         runs.append(run)
     return runs
 
 
 def in_format(run: dict, timeline, fmt: str) -> dict:
-    """``run`` (full, made from ``timeline``) in ``fmt``; full when compact cannot hold it."""
+    """``run`` (full, made from ``timeline``, its ``events`` perhaps left to make: see
+    ``build_run``) in ``fmt``; full when compact cannot hold it."""
     if fmt != "compact" or run["fault"] is not None:
-        return run
+        return _with_events(run, timeline)
     if uses_lifecycle(run):
         print(
             f"note: {run['policy']}: client cancels, shared prefixes and streamed output "
             "are written in full"
         )
-        return run
+        return _with_events(run, timeline)
     compact = compact_run(run, timeline)
     if compact is None:
         print(f"note: {run['policy']}: batches that leave running requests out are written in full")
-    return compact or run
+    return compact or _with_events(run, timeline)
+
+
+def _with_events(run: dict, timeline) -> dict:
+    if run["events"] is None:
+        swaps = run["device"].get("hostPages", 0) > 0  # as compact_run reads them
+        run["events"] = event_records(timeline, extended="limits" in run, swaps=swaps)
+    return run
 
 
 def run_extended(lab: LabConfig, policies_module, setup: Setup, args, run_one=None):
@@ -105,10 +116,18 @@ def run_extended(lab: LabConfig, policies_module, setup: Setup, args, run_one=No
         except PolicyError as exc:  # with --policy all, say which policy broke a rule
             raise PolicyError(f"policy {spec.name}: {exc}") from None
         trace = timeline.trace
+        fmt = args.format or default_format(trace, len(chosen))
         run = build_run(
-            spec.name, params, setup.device, timeline, args.fault, extended=True, limits=limits
+            spec.name,
+            params,
+            setup.device,
+            timeline,
+            args.fault,
+            extended=True,
+            limits=limits,
+            events=fmt != "compact",  # a compact entry is made from the timeline
         )
-        runs.append(in_format(run, timeline, args.format or default_format(trace, len(chosen))))
+        runs.append(in_format(run, timeline, fmt))
     return trace, runs
 
 

@@ -51,26 +51,38 @@ def distribution(values: list[float]) -> dict | None:
     if not values:
         return None
     stats = {"count": len(values), "mean": sum(values) / len(values)}
-    stats |= {f"p{p}": percentile(values, p) for p in PERCENTILES}
+    ordered = sorted(values)  # once for every percentile (``percentile`` sorts on each call)
+    stats |= {f"p{p}": ordered[max(1, math.ceil(p / 100 * len(ordered))) - 1] for p in PERCENTILES}
     stats["max"] = max(values)
     return stats
 
 
-def summarize(requests: list[dict], events: list[dict], *, extended: bool = False) -> dict:
+def step_figures(events: list[dict]) -> dict:
+    """The summary's figures of the event log: submissions, those with prefill or decode, and
+    the time the device was busy."""
+    return {
+        "submissions": len(events),
+        "prefillSubmissions": sum(1 for e in events if e["prefill"]),
+        "decodeSubmissions": sum(1 for e in events if e["decode"]),
+        "busyMs": sum(e["endMs"] - e["startMs"] for e in events),
+    }
+
+
+def summarize(
+    requests: list[dict], events: list[dict] | None, *, extended: bool = False, steps=None
+) -> dict:
     """Run-level figures from the per-request fields and the event log.
 
     Latency figures are over completed requests; ``extended`` (unit 08) adds the status counts
-    and the recompute totals, and ``allDoneMs`` becomes the last status time.
+    and the recompute totals, and ``allDoneMs`` becomes the last status time. ``steps``: the
+    event log's figures (``step_figures``) when the caller has them without ``events``.
     """
     done = [r for r in requests if r.get("status", "completed") == "completed"]
     defined = [r["tpotMs"] for r in done if r["tpotMs"] is not None]
     summary = {
         "requests": len(requests),
         "allDoneMs": max(r["finishMs"] for r in done) if not extended else _last_status(requests),
-        "submissions": len(events),
-        "prefillSubmissions": sum(1 for e in events if e["prefill"]),
-        "decodeSubmissions": sum(1 for e in events if e["decode"]),
-        "busyMs": sum(e["endMs"] - e["startMs"] for e in events),
+        **(step_figures(events) if steps is None else steps),
         "ttftMs": distribution([r["ttftMs"] for r in done]),
         "itlMs": distribution([gap for r in done for gap in r["itlMs"]]),
         "tpotMs": distribution(defined),

@@ -73,11 +73,12 @@ def decode_terms(cached: int) -> StepTerms:
 
 def step_terms(batch, context: Mapping[str, int]) -> StepTerms:
     """The terms of ``batch``; ``context`` maps each member to its cached positions."""
+    prefill = batch.prefill
+    pairs = (
+        sum(attention_pairs(chunk.tokens, context[chunk.id]) for chunk in prefill) if prefill else 0
+    )
     return StepTerms(
-        batch.prefill_tokens,
-        sum(attention_pairs(chunk.tokens, context[chunk.id]) for chunk in batch.prefill),
-        len(batch.decode),
-        sum(context[rid] for rid in batch.decode),
+        batch.prefill_tokens, pairs, len(batch.decode), sum(map(context.__getitem__, batch.decode))
     )
 
 

@@ -27,8 +27,13 @@ def build_run(
     *,
     extended: bool = False,
     limits: dict | None = None,
+    events: bool = True,
 ) -> dict:
     """One entry of ``runs``: the raw timeline, metrics recomputed from it, and a summary.
+
+    ``events=False`` (a run that will be written compact, ``servesim.compact``, which reads
+    the timeline instead): ``"events"`` is None, to be filled by ``event_records`` should the
+    run be written in full after all; the summary is the same. A fault switch always gets them.
 
     ``extended`` (unit 08) adds each request's status, its recomputes and its optional trace
     fields (units 08 and 09),
@@ -38,21 +43,40 @@ def build_run(
     streaming device (unit 09) gives each request its stream's record (``_stream_fields``).
     """
     requests = request_records(timeline, extended=extended)
-    events = [_event(event, extended, device.swaps) for event in timeline.events]
+    full = events or fault is not None
+    records = event_records(timeline, extended=extended, swaps=device.swaps) if full else None
     run = {
         "policy": policy,
         "params": dict(params),
         "device": device.to_json(),
         "fault": fault,
         "requests": requests,
-        "events": events,
+        "events": records,
     }
     if extended:
         run["limits"] = {"budget": None, "queueCap": None, **(limits or {})}
     if fault is not None:
         FAULTS[fault].apply(run)
-    run["summary"] = summarize(run["requests"], run["events"], extended=extended)
+    steps = None if records is not None else _step_figures(timeline)
+    run["summary"] = summarize(run["requests"], run["events"], extended=extended, steps=steps)
     return run
+
+
+def event_records(timeline: Timeline, *, extended: bool, swaps: bool) -> list[dict]:
+    """The ``events`` of a run entry: with each step's preemptions when ``extended`` (unit 08),
+    with its swaps when ``swaps`` (a device with a host pool)."""
+    return [_event(event, extended, swaps) for event in timeline.events]
+
+
+def _step_figures(timeline: Timeline) -> dict:
+    """``metrics.step_figures`` of the events ``event_records`` would make, from the timeline."""
+    events = timeline.events
+    return {
+        "submissions": len(events),
+        "prefillSubmissions": sum(1 for e in events if e.batch.prefill),
+        "decodeSubmissions": sum(1 for e in events if e.batch.decode),
+        "busyMs": sum(e.end_ms - e.start_ms for e in events),
+    }
 
 
 def request_records(timeline: Timeline, *, extended: bool = False) -> list[dict]:

@@ -45,6 +45,7 @@ class EngineState:
         self.pool = prefixcache.pool_for(device)  # shared-prefix pages (unit 09), or None
         self.tally = Tally(pages_kept=device.kv_pages is not None or self.pool is not None)
         self.streams = streaming.streams_for(device)  # output buffers (unit 09), or None
+        self.tally.changes = 0  # counted: each step, each request that leaves
         self._deadlines: list[tuple[float, int, Sequence]] = []
         self._cancels: list[tuple[float, int, Sequence]] = []  # client cancels (unit 09)
         self._starts = 0  # prefills begun so far (Sequence.prefill_start)
@@ -139,6 +140,7 @@ class EngineState:
         """Apply a checked batch that ran from ``start_ms`` to ``end``: preempt, swap out, swap
         in, prefill, decode, finish."""
         live, device, tally = self.live, self.device, self.tally
+        tally.changes += 1  # caches change: what view.step_ms remembered is stale
         if self.pool is not None:
             self._pool_step(batch)
         for rid in batch.preempt:
@@ -268,6 +270,7 @@ class EngineState:
             self.tally.pages = self.pool.in_use
 
     def _leave(self, seq: Sequence, status: Status, at_ms: float) -> None:
+        self.tally.changes += 1  # no longer live: view.step_ms must not price it
         seq.status, seq.status_ms, seq.phase = status, at_ms, Phase.FINISHED
         self.live.pop(seq.id, None)
         self.arrivals.left(seq, at_ms)

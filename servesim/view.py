@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 from . import rules
 from .batch import Batch
@@ -27,6 +28,10 @@ class Tally:
     reserved: int = 0  # sum of pages_for(reservation_tokens) over holders
     pages_kept: bool = True
     host: int = 0  # host pages of the swapped-out sequences (always kept)
+    # The engine's count of changes to any sequence's cache or to who is live (None: nobody
+    # counts, so ``step_ms`` remembers nothing), and what ``step_ms`` priced since the last one.
+    changes: int | None = field(default=None, compare=False)
+    priced: dict = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def of(cls, device: DeviceProfile, seqs) -> Tally:
@@ -215,9 +220,40 @@ class SchedulerView:
         """What the device would charge for ``batch`` now, overhead included (the t-hat of
         section 31.3): ``rules.step_duration_ms`` with each member's cached positions."""
         sequence = self.sequence if self.live is None else self.live.__getitem__  # as violation
-        ids = (*batch.ids, *batch.moved)
-        context = {rid: sequence(rid).context_tokens for rid in ids}
+        context = self._decoded(batch.decode, sequence)
+        others = (*map(_CHUNK_ID, batch.prefill), *batch.swap_out, *batch.swap_in)
+        if context is None:
+            others = (*batch.decode, *others)
+            context = {}
+        if others:
+            context = {**context, **dict(zip(others, map(_CONTEXT, map(sequence, others))))}
         return rules.step_duration_ms(self.device, batch, context)
+
+    def _decoded(self, decode, sequence) -> dict | None:
+        """The cached positions of the sequences ``decode`` names, remembered until the engine
+        next changes a cache or who is live (``Tally.changes``): a policy that bisects prices
+        the same decode set many times a step. None for anything but a tuple of ids that
+        hashes, which ``step_ms`` reads (and fails on) as it comes."""
+        tally = self.tally
+        if type(decode) is not tuple or tally is None or tally.changes is None:
+            return None
+        priced = tally.priced
+        if priced.get(_AT) != tally.changes:
+            priced.clear()
+            priced[_AT] = tally.changes
+        try:
+            found = priced.get(decode)
+        except TypeError:  # an unhashable member
+            return None
+        if found is None:
+            found = dict(zip(decode, map(_CONTEXT, map(sequence, decode))))
+            if len(priced) < _PRICED_CAP:
+                priced[decode] = found
+        return found
+
+
+_CHUNK_ID, _CONTEXT = attrgetter("id"), attrgetter("context_tokens")
+_AT, _PRICED_CAP = "changes", 64  # Tally.priced: the count it holds for, decode sets kept
 
 
 def _ordered(ops, victims):

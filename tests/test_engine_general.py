@@ -79,3 +79,78 @@ def test_idle_device_jumps_to_the_next_arrival():
     timeline = simulate(trace, lambda v: Batch.prefill_of(v.waiting[0], 1), DeviceProfile())
     assert timeline.events[0].start_ms == 7.5
     assert timeline.all_done_ms == 8.75
+
+
+def test_batches_and_chunks_are_made_as_their_generated_dataclass_made_them():
+    """Batch and PrefillChunk have hand-written __init__s (speed): members become tuples,
+    strings and non-iterables stay as given for the contract check to name, the objects stay
+    frozen, and replace, equality, hashing and repr behave as the generated ones did."""
+    import dataclasses
+
+    chunk = PrefillChunk("C", 2)
+    batch = Batch(["A", "B"], [chunk], (x for x in ["D"]))
+    assert batch.decode == ("A", "B") and batch.prefill == (chunk,) and batch.preempt == ("D",)
+    assert batch.swap_out == () and batch.swap_in == ()
+    assert batch == Batch(decode=("A", "B"), prefill=(PrefillChunk("C", 2, 0),), preempt=("D",))
+    assert hash(batch) == hash(Batch(("A", "B"), (PrefillChunk(id="C", tokens=2),), ("D",)))
+    assert Batch(decode="A").decode == "A" and Batch(decode=b"A").decode == b"A"
+    assert Batch(decode=5).decode == 5 and Batch(prefill=None).prefill is None
+    assert dataclasses.replace(batch, swap_in=["S"]).swap_in == ("S",)
+    assert repr(chunk) == "PrefillChunk(id='C', tokens=2)"
+    assert repr(PrefillChunk("C", 2, cached=16)) == "PrefillChunk(id='C', tokens=2, cached=16)"
+    assert batch.prefill_tokens == 2 and batch.ids == ["A", "B", "C"]
+    for frozen, name in ((batch, "decode"), (chunk, "tokens")):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(frozen, name, ())
+
+
+def test_step_ms_prices_with_cached_positions_and_refuses_unknown_ids():
+    """view.step_ms gathers each member's cached positions (C loops): the same figure as the
+    device's own rule with the context spelled out, and a KeyError for an id not in the view."""
+    from servesim import rules
+
+    device = DeviceProfile(prefill_ms_per_context_token=0.01, decode_ms_per_context_token=0.1)
+    seen = []
+
+    def policy(view):
+        batch = mixed_batches(view)
+        context = {rid: view.live[rid].context_tokens for rid in batch.ids}
+        seen.append((view.step_ms(batch), rules.step_duration_ms(device, batch, context)))
+        seen.append((view.step_ms(batch), seen[-1][1]))  # the same decode set again: remembered
+        if not seen[1:]:
+            with pytest.raises(KeyError):
+                view.step_ms(Batch(decode=["nobody"]))
+        return batch
+
+    simulate(TWO, policy, device)
+    assert len(seen) > 2 and all(got == want for got, want in seen)
+
+
+def test_step_ms_forgets_what_it_priced_when_the_engine_changes_a_cache_or_who_is_live():
+    """What view.step_ms remembers is keyed to the engine's count of changes (Tally.changes):
+    a changed cache prices anew, a request that left is refused again (KeyError)."""
+    from types import MappingProxyType
+
+    from servesim.sequence import Sequence
+    from servesim.view import SchedulerView, Tally
+
+    device = DeviceProfile(decode_ms_per_context_token=1.0, overhead_ms=0.0)
+    seq = Sequence("A", 0.0, 4, 3, 0)
+    seq.prefilled = 4
+    live = {"A": seq}
+    tally = Tally(changes=0)
+    view = SchedulerView(0.0, (), (), None, device, tally=tally, live=MappingProxyType(live))
+    batch = Batch(decode=["A"])
+    first = view.step_ms(batch)
+    seq.decodes = 1  # as EngineState.run_step does, which counts the change
+    tally.changes += 1
+    assert view.step_ms(batch) == first + 1.0
+    del live["A"]  # as EngineState._leave does, which counts the change
+    tally.changes += 1
+    with pytest.raises(KeyError):
+        view.step_ms(batch)
+    live["A"] = seq  # a tally nobody counts (Tally()): nothing remembered, each call prices
+    plain = SchedulerView(0.0, (), (), None, device, tally=Tally(), live=MappingProxyType(live))
+    assert plain.step_ms(batch) == first + 1.0
+    seq.decodes = 2
+    assert plain.step_ms(batch) == first + 2.0
