@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from grader.course import nbcells
-from grader.course.nbcells import answer_code, locked_code, test_code, text
+from grader.course.nbcells import answer_code, locked_code, manual_answer, test_code, text
 from grader.plugins import load_file
 
 HERE = Path(__file__).resolve().parent
@@ -111,8 +111,20 @@ print("first tokens (ms):", stream_request["tokenTimesMs"][:4], "...")
 """
 
 
+def deadline_run() -> dict:
+    """ex31_10.py's figures with its pause deadline (quoted by the model answer)."""
+    from grader.units import load_unit
+
+    keys = load_file(HERE / "answer_keys.py")
+    with keys.lab_modules(load_unit("unit09")) as (_, _, ex10, _):
+        run = ex10.run_example(ex10.DEADLINE_MS)
+        return {"deadline_ms": ex10.DEADLINE_MS, "asked": ex10.OUTPUT_TOKENS, **run}
+
+
 def d1_cells(keys: dict) -> list:
-    fill = keys["fill"]
+    fill, stall = keys["fill"], deadline_run()
+    claim(stall["status"] == "cancelled", "a stream past its pause deadline is cancelled")
+    claim(stall["tokens"] < stall["asked"], "the cancelled stream is not complete")
     claim(fill["pause_s"] < fill["fill_s_formula"], "the engine pauses before the fluid 8 s")
     claim(fill["resume_s"] > fill["pause_s"], "the stream resumes after the pause")
     fields = SETUP.D1_FIELDS
@@ -170,6 +182,29 @@ print(d1)
             "从运行读出的填满时间与两个速率。本地只检查答案的形状；",
             f'check_numbers(d1, shape({fields!r}), "d1")',
             ("d1",),
+        ),
+        text(
+            "d1_explain_prompt",
+            """
+**问题 1（人工评分）**：缓冲满了以后，这个请求应该处于什么状态？它还占着哪些资源？什么时候
+恢复，什么时候放弃？为什么不能把放不下的 token 丢掉、同时仍然把这条流记为完成？
+""",
+        ),
+        manual_answer(
+            "d1_explain",
+            1,
+            f"""
+### BEGIN SOLUTION
+缓冲满了（{fill["pause_s"]:.3f} s，比流体模型的 8 s 早一步，因为事件是整块放入的）之后，
+请求进入暂停状态：不再为它 decode，但它的 KV 页和槽位都保留，客户端继续读缓冲。读到低水位时
+（本次运行在 {fill["resume_s"]:.3f} s）恢复生成。暂停要有期限：设备规定
+{stall["deadline_ms"] / 1000:g} s 的暂停期限时，这条流在 {stall["status_ms"] / 1000:.3f} s 被取消
+（原因 {stall["cancel_reason"]}），只生成了 {stall["asked"]} 个里的 {stall["tokens"]} 个 token，
+页和槽位随之释放。缓冲不能
+无限增长；丢掉 token 又把流记成完成，客户端拿到的就是残缺的输出，所以终态要如实记录
+（完成或取消），连同客户端最后确认读到的事件。
+### END SOLUTION
+""",
         ),
     ]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from grader.course.nbcells import answer_code, locked_code, test_code, text
+from grader.course.nbcells import answer_code, locked_code, manual_answer, test_code, text
 from grader.plugins import load_file
 
 HERE = Path(__file__).resolve().parent
@@ -36,7 +36,13 @@ simulate("--trace", "{spec["trace"]}", "--device-profile", "{spec["device"]}",
          "--policy", "{spec["policy"]}", "--output", "{out}")
 evidence_runs["recompute"] = load_run("{out}")
 evidence_runs = {{cause: evidence_runs[cause] for cause in {SETUP.D2_RUNS!r}}}
+MEASURES = {SETUP.D2_MEASURES!r}
+DENOMINATORS = {SETUP.D2_DENOMINATORS!r}
 """
+
+
+def share(pair: list) -> str:
+    return f"{100 * pair[0] / pair[1]:.1f} %"
 
 
 def d2_shape() -> str:
@@ -57,6 +63,10 @@ def d2_cells(keys: dict) -> list:
     )
     amp = figures["recompute"]["prefill_amplification"]
     claim(amp[0] > amp[1], "the recompute run executes more prefill than it needed")
+    over, slow = figures["overload"], figures["slow clients"]["slow_clients"]
+    claim(slow is not None and 0 < slow[0] < slow[1], "some, not all, slow streams paused")
+    rejected = keys["diagnosis"]["causes"]["slow clients"]["rejected"]
+    claim(rejected == 0, "the slow-client run rejects nothing")
     return [
         text(
             "d2_intro",
@@ -133,22 +143,18 @@ for cause, row in d2.items():
         ),
         answer_code(
             "d2_plan_answer",
-            f"""
-MEASURES = {SETUP.D2_MEASURES!r}
-DENOMINATORS = {SETUP.D2_DENOMINATORS!r}
-
-
+            """
 def share(pair):
     return 0.0 if pair is None or not pair[1] else pair[0] / pair[1]
 
 
 ### BEGIN SOLUTION
-d2_plan = {{max(d2, key=lambda cause: share(d2[cause][name])): name for name in MEASURES}}
-d2_denominators = {{
+d2_plan = {max(d2, key=lambda cause: share(d2[cause][name])): name for name in MEASURES}
+d2_denominators = {
     "prefill_amplification": "new prompt tokens",
     "waiting_share": "ms in the system (prefilled)",
     "slow_clients": "requests streamed",
-}}
+}
 ### END SOLUTION
 print(d2_plan)
 print(d2_denominators)
@@ -161,5 +167,31 @@ print(d2_denominators)
             f'check_choice(d2_plan, {SETUP.D2_RUNS!r}, MEASURES, "d2_plan")\n'
             'check_choice(d2_denominators, MEASURES, DENOMINATORS, "d2_denominators")',
             ("d2_plan", "d2_denominators"),
+        ),
+        text(
+            "d2_explain_prompt",
+            """
+**问题 2（人工评分）**：(a) 这三次运行的到达时刻都事先定好，不受响应快慢影响（开环）。
+如果改成闭环（每个用户等上一个响应结束再发下一个），过载的证据会怎样变化？(b) 用你算出的
+数字说明：慢客户端的比例如果改用“全部提交的请求”做分母、重算放大如果改用“执行的 prefill
+token”做分母，各会得出什么数，为什么是错的？(c) 只报告成功请求的平均速度，会漏掉什么？
+""",
+        ),
+        manual_answer(
+            "d2_explain",
+            2,
+            f"""
+### BEGIN SOLUTION
+(a) 开环按外部时钟发请求，设备跟不上时队列持续增长：`overload` 的平均排队是
+{over["mean_queue"]:.1f} 个请求，等待占在系统中时间的 {share(over["waiting_share"])}。闭环里
+下一个请求要等上一个响应，过载时到达率自动下降，队列不再增长，过载就被“藏”进了更低的吞吐里。
+(b) 慢客户端：{slow[0]:g} / {slow[1]:g} 是有输出的请求里被暂停的比例。被拒绝、在排队时被取消的
+请求从未开始输出，本来就不可能被暂停；把它们算进分母只会把比例压低，拒绝越多越显得“慢客户端
+少”（这次运行没有拒绝，两个分母碰巧相等，换一次过载的运行就不相等了）。重算放大：
+{amp[0]:g} / {amp[1]:g} 是执行的 prefill token 与新 prompt token 之比；换成执行量做分母，比值
+恒为 1，重算就看不见了。(c) 超时、被取消、被拒绝的请求不在“成功请求”里，只看它们的平均
+速度，最慢的那部分恰好被丢掉；报告要写明提交、成功、拒绝、取消各多少，以及每个比例的分母。
+### END SOLUTION
+""",
         ),
     ]
