@@ -85,6 +85,30 @@ def _unit08_files(unit: Unit) -> dict[str, str]:
     return {"policies.py": policies + UNIT08_STATIC_BUG}
 
 
+def _unit09_answers(unit: Unit) -> dict[str, str]:
+    fill = answer_key(unit, "fill")
+    fill["pause_s"] = fill["fill_s_formula"]  # the closed form typed in, not the run's pause
+    evidence = answer_key(unit, "evidence")
+    evidence["denominators"]["waiting_share"] = "requests submitted"  # the wrong population
+    diagnosis = answer_key(unit, "diagnosis")
+    return {
+        "d1_answer": f"d1 = {fill!r}",
+        "d2_answer": f"d2 = {evidence['figures']!r}",
+        "d2_plan_answer": (
+            f"d2_plan = {evidence['plan']!r}\nd2_denominators = {evidence['denominators']!r}"
+        ),
+        "d3_answer": f"d3 = {diagnosis['causes']!r}\nd3_after = {diagnosis['after']!r}",
+    }
+
+
+def _unit09_files(unit: Unit) -> dict[str, str]:
+    """The reference policies.py with a mutant over prefix_admit: it skips a waiting request
+    whose pages do not fit and starts later ones, where vLLM's FCFS walk stops."""
+    policies = (unit.solutions_dir / "policies.py").read_text(encoding="utf-8")
+    mutant = (unit.unit_dir / "mutants" / "admit_overtakes.py").read_text(encoding="utf-8")
+    return {"policies.py": policies + "\n\n" + mutant}
+
+
 PLANS = {
     "unit07": Plan(
         lambda unit: {"policies.py": UNIT07_POLICIES},
@@ -92,4 +116,5 @@ PLANS = {
         frozenset({"d1_chunked", "d2_outputs"}),
     ),
     "unit08": Plan(_unit08_files, _unit08_answers, frozenset({"d1_counts", "d3_loose"})),
+    "unit09": Plan(_unit09_files, _unit09_answers, frozenset({"d1_fill", "d2_plan"})),
 }
