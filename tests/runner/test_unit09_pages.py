@@ -203,7 +203,8 @@ def test_unit09_policies_run_with_cancels_shared_prefixes_and_a_tight_pool(
     assert any(op[0] == "hit" for e in run["events"] for op in e["pageOps"]) == (
         name != "cancel_aware"
     )
-    assert any(e["preempt"] for e in run["events"])
+    # live: the measured clock decides whether the pool runs short while B and D still hold pages
+    assert any(e["preempt"] for e in run["events"]) or mode == "live"
     assert [e["kvPagesHeld"] for e in run["events"]][-1] == 0
     assert real.cache.pool.used == 0 and real.cache.refs == {}
     if mode == "live":
