@@ -36,7 +36,8 @@ def buffer_figure(buf: dict) -> str:
         f"{buf['event_bytes']} 字节的事件（{_n(buf['produce_bytes_per_s'] / KIB)} KiB/s），"
         f"客户端每秒读 {_n(buf['read_bytes_per_s'] / KIB)} KiB，缓冲 "
         f"{_n(buf['buffer_bytes'] / KIB)} KiB，低水位 {_n(buf['low_mark_bytes'] / KIB)} KiB。"
-        f"纵轴是缓冲里的字节数（KiB），每 0.25 s 取一次样，另加暂停、恢复和取消的时刻；"
+        f"纵轴是缓冲里的字节数（KiB），每 {_n(buf['sample_ms'] / 1000)} s 取一次样，"
+        f"另加暂停、恢复和取消的时刻；"
         f"三角形标出这些时刻。"
     )
     return line_chart(

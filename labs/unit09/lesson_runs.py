@@ -89,6 +89,7 @@ def buffer(unit: Unit) -> dict:
     return {
         **f,
         "event_bytes": size,
+        "sample_ms": SAMPLE_MS,
         "step_ms": ex.STEP_MS,
         "output_tokens": ex.OUTPUT_TOKENS,
         "peak_from_times": peak,
@@ -113,6 +114,7 @@ def cancel_log(unit: Unit) -> dict:
         "held": sum(line.endswith(": holds") for line in checks),
         "releases": sum(line.lstrip().startswith("release ") for line in lines),
         "device": ex.DEVICE,
+        "requests": {r.id: r for r in ex.TRACE.requests},
     }
 
 
@@ -164,9 +166,44 @@ def prefix(unit: Unit) -> list[dict]:
     return cases
 
 
+def _gap(rows: list[dict]) -> float | None:
+    times = sorted(r["arrivalMs"] for r in rows)
+    return times[1] - times[0] if len(times) > 1 else None
+
+
+def _load(tailruns, rows: list[dict]) -> dict:
+    """What a situation's rows hold: short requests, long prompts, slow readers."""
+    short = [r for r in rows if r["id"].startswith("r")]
+    long = [r for r in rows if r["id"].startswith("long")]
+    slow = [r for r in rows if r.get("readBytesPerS") == tailruns.SLOW_READ]
+    return {
+        "requests": len(rows),
+        "short": len(short),
+        "short_gap_ms": _gap(short),
+        "short_input": (min(r["inputTokens"] for r in short), max(r["inputTokens"] for r in short)),
+        "long": len(long),
+        "long_gap_ms": _gap(long),
+        "long_input": long[0]["inputTokens"] if long else None,
+        "slow": len(slow),
+        "slow_read": tailruns.SLOW_READ,
+        "slow_output": slow[0]["outputTokens"] if slow else None,
+    }
+
+
 def tail(unit: Unit) -> dict:
-    """Exercise 31.13: every situation, its diagnosis and the follow-ups, as ex31_13.py runs."""
+    """Exercise 31.13: every situation, its diagnosis and the follow-ups, as ex31_13.py runs;
+    with what each load holds, the baseline's own figures and the diagnosis thresholds."""
     ex = code.exercise_31_13(unit)
+    tailruns, measure = ex.tailruns, ex.measure
     result = ex.exercise()
     result["situations"] = {s["name"]: s for s in result["situations"]}
+    baseline = tailruns.baseline_run()
+    result["baseline"] = ex.figures(baseline, baseline)
+    result["loads"] = {name: _load(tailruns, rows()) for name, rows in tailruns.SITUATIONS.items()}
+    result["streaming"] = tailruns.STREAMING
+    result["budget"] = tailruns.BUDGET
+    result["thresholds"] = {
+        name: getattr(measure, name)
+        for name in ("ITL_GROWTH", "BLOCKED_SHARE", "QUEUE_GROWTH", "TAIL_GROWTH", "MIN_REQUESTS")
+    }
     return result
