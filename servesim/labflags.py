@@ -91,12 +91,23 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     )
     for flag, what in CONTEXT_FLAGS.values():
         parser.add_argument(flag, type=non_negative, help=f"ms per {what} (device {_field(flag)})")
+    for flag, (kind, what) in STREAM_FLAGS.items():
+        parser.add_argument(flag, type=kind, help=f"{what} (device {_field(flag)})")
 
 
 # The context terms of a step's cost (rules.StepTerms): flag and what the coefficient prices.
 CONTEXT_FLAGS = {
     "prefill_ms_per_context_token": ("--prefill-ms-per-context-token", "prefill attention pair"),
     "decode_ms_per_context_token": ("--decode-ms-per-context-token", "cached position decoded"),
+}
+
+
+# The streaming output buffer (streaming.py); the buffer size turns streaming on.
+STREAM_FLAGS = {
+    "--stream-buffer-bytes": (_positive_int, "per-request output buffer, bytes"),
+    "--stream-event-bytes": (_positive_int, "bytes one generated token takes in the buffer"),
+    "--stream-low-mark-bytes": (_int, "level at or below which a paused stream resumes"),
+    "--stream-pause-deadline-ms": (non_negative, "ms paused after which a stream is cancelled"),
 }
 
 
@@ -107,7 +118,7 @@ def _field(flag: str) -> str:
 
 def _device_flags(args, device: DeviceProfile) -> DeviceProfile:
     """``--max-active`` / ``--kv-pages`` replace K and M of the device (tier or profile), the
-    context flags its context terms."""
+    context flags its context terms, the stream flags its output buffer."""
     if getattr(args, "max_active", None) is not None:
         device = replace(device, max_active=args.max_active)
     if getattr(args, "kv_pages", None) is not None:
@@ -115,7 +126,12 @@ def _device_flags(args, device: DeviceProfile) -> DeviceProfile:
     for name in CONTEXT_FLAGS:
         if getattr(args, name, None) is not None:
             device = replace(device, **{name: getattr(args, name)})
-    return device
+    streams = {
+        flag.lstrip("-").replace("-", "_"): value
+        for flag in STREAM_FLAGS
+        if (value := getattr(args, flag.lstrip("-").replace("-", "_"), None)) is not None
+    }
+    return replace(device, **streams) if streams else device
 
 
 def read_protocol(args) -> Protocol | None:
