@@ -6,7 +6,8 @@ The grader uses this script to grade measure.py on runs you never see: CHECK.jso
 entry (``run``) and what to compute (``args``): ``function`` (one of ``FUNCTIONS``) and what it
 needs:
 
-- ``prefill_amplification``, ``waiting_share``, ``itl_split``, ``slow_clients``: nothing more;
+- ``prefill_amplification``, ``waiting_share``, ``itl_split``, ``slow_clients``, ``evidence``:
+  nothing more;
 - ``mean_queue``: ``windows`` ([[start, end], ...] in ms);
 - ``p99``: ``samples`` (a list of value lists; the run is not used);
 - ``diagnose``: nothing more (no baseline: a run no rule explains is not enough evidence); the
@@ -35,6 +36,7 @@ FUNCTIONS = (
     "mean_queue",
     "itl_split",
     "slow_clients",
+    "evidence",
     "diagnose",
 )
 
@@ -54,7 +56,13 @@ def answers(run: dict, args: dict):
     """What ``args["function"]`` gives on ``run`` (per window or sample list where it takes
     them)."""
     function = args["function"]
-    if function in ("prefill_amplification", "waiting_share", "itl_split", "slow_clients"):
+    if function in (
+        "prefill_amplification",
+        "waiting_share",
+        "itl_split",
+        "slow_clients",
+        "evidence",
+    ):
         return _plain(getattr(measure, function)(run))
     if function == "mean_queue":
         return [measure.mean_queue(run, s, e) for s, e in args["windows"]]
