@@ -93,12 +93,27 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     )
     for flag, what in CONTEXT_FLAGS.values():
         parser.add_argument(flag, type=non_negative, help=f"ms per {what} (device {_field(flag)})")
+    for flag, (kind, what) in DEVICE_FLAGS.items():
+        parser.add_argument(flag, type=kind, help=f"{what} (device {_field(flag)})")
 
 
 # The context terms of a step's cost (rules.StepTerms): flag and what the coefficient prices.
 CONTEXT_FLAGS = {
     "prefill_ms_per_context_token": ("--prefill-ms-per-context-token", "prefill attention pair"),
     "decode_ms_per_context_token": ("--decode-ms-per-context-token", "cached position decoded"),
+}
+
+
+# Further device fields a flag replaces: the step's cost terms, and the streaming output buffer
+# (streaming.py; its size turns streaming on).
+DEVICE_FLAGS = {
+    "--prefill-ms-per-token": (non_negative, "ms per prompt token of a step"),
+    "--decode-batch-ms": (non_negative, "ms of a step that decodes"),
+    "--decode-ms-per-seq": (non_negative, "ms per sequence a step decodes"),
+    "--stream-buffer-bytes": (_positive_int, "per-request output buffer, bytes"),
+    "--stream-event-bytes": (_positive_int, "bytes one generated token takes in the buffer"),
+    "--stream-low-mark-bytes": (_int, "level at or below which a paused stream resumes"),
+    "--stream-pause-deadline-ms": (non_negative, "ms paused after which a stream is cancelled"),
 }
 
 
@@ -109,7 +124,7 @@ def _field(flag: str) -> str:
 
 def _device_flags(args, device: DeviceProfile) -> DeviceProfile:
     """``--max-active`` / ``--kv-pages`` replace K and M of the device (tier or profile), the
-    context flags its context terms."""
+    context flags its context terms, ``DEVICE_FLAGS`` their fields."""
     if getattr(args, "max_active", None) is not None:
         device = replace(device, max_active=args.max_active)
     if getattr(args, "kv_pages", None) is not None:
@@ -117,7 +132,12 @@ def _device_flags(args, device: DeviceProfile) -> DeviceProfile:
     for name in CONTEXT_FLAGS:
         if getattr(args, name, None) is not None:
             device = replace(device, **{name: getattr(args, name)})
-    return device
+    fields = {
+        flag.lstrip("-").replace("-", "_"): value
+        for flag in DEVICE_FLAGS
+        if (value := getattr(args, flag.lstrip("-").replace("-", "_"), None)) is not None
+    }
+    return replace(device, **fields) if fields else device
 
 
 def read_protocol(args) -> Protocol | None:

@@ -52,6 +52,13 @@ def case_device(unit: Unit, case: Case):
         "kvPages": "kv_pages",
         "prefillMsPerContextToken": "prefill_ms_per_context_token",
         "decodeMsPerContextToken": "decode_ms_per_context_token",
+        "prefillMsPerToken": "prefill_ms_per_token",
+        "decodeBatchMs": "decode_batch_ms",
+        "decodeMsPerSeq": "decode_ms_per_seq",
+        "streamBufferBytes": "stream_buffer_bytes",
+        "streamEventBytes": "stream_event_bytes",
+        "streamLowMarkBytes": "stream_low_mark_bytes",
+        "streamPauseDeadlineMs": "stream_pause_deadline_ms",
     }
     overrides.update({names[key]: value for key, value in case.device.items()})
     return reference.device_profile(unit, **overrides)

@@ -29,6 +29,11 @@ PATTERNS = {
         r"prefill of '.*' at .* ms: it has not arrived or needs no prefill$"
     ),
     "rejected-preempt": re.compile(r"preempt of '.*' at .* ms: it holds no KV cache$"),
+    "rejected-paused": re.compile(
+        r"'.*' is paused: its output buffer holds \d+ of \d+ bytes, no room for another "
+        r"\d+-byte event, so it may not be decoded or prefilled until it drains to the low "
+        r"mark \(\d+ bytes\) at .* ms$"
+    ),
     "rejected-twice": re.compile(r"a request appears twice in the batch at .* ms$"),
     "rejected-empty": re.compile(r"empty batch at .* ms although work is waiting$"),
     "rejected-not-a-batch": re.compile(r" returned .*; expected a Batch$"),
@@ -61,6 +66,8 @@ TEXTS = {  # what a student reads when the catalogue has nothing more specific
     "rejected-prefill-size": "gave a prefill chunk no tokens, or more than its request has left",
     "rejected-no-prefill": "prefilled a request that has not arrived or needs no prefill",
     "rejected-preempt": "preempted a sequence that holds no KV cache",
+    "rejected-paused": "decoded or prefilled a stream whose output buffer is full (paused): "
+    "it gets no tokens until its client drains it to the low mark",
     "rejected-twice": "named one request twice in a step",
     "rejected-empty": "returned an empty step while work was waiting",
     "rejected-not-a-batch": "returned something that is not a Batch",

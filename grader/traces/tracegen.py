@@ -26,6 +26,7 @@ A spec is a mapping with ``name``, ``description`` and exactly one of:
           deadlineMs: (same forms)        # deadline on the first token, relative to arrival
           deadlineShare: 0.5              # share of requests that get a deadline (default 1)
           tenants: {values: [chat, batch], weights: [3, 1]}
+          readBytesPerS: (same forms)     # the client's read rate (streaming devices)
 
 ``import``
     a window of the Azure LLM inference trace (see ``import_azure``)::
@@ -168,6 +169,10 @@ def _optional_fields(gen: dict, requests: list[dict], rng, where: str) -> None:
             requests, rng.choice(np.asarray(names), size=count, p=p), strict=True
         ):
             request["tenant"] = str(name)
+    if "readBytesPerS" in gen:
+        rates = _lengths(gen["readBytesPerS"], count, rng, f"{where}.readBytesPerS")
+        for request, value in zip(requests, rates, strict=True):
+            request["readBytesPerS"] = int(value)
 
 
 def _gaps(doc: dict, count: int, rng) -> np.ndarray:

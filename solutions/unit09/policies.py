@@ -22,7 +22,7 @@ cache (whole pages, at most ``view.prefix_hit``) before the ``tokens`` it comput
 positions cost no device time and no budget.
 """
 
-from servesim import Batch, PrefillChunk, SchedulerView
+from servesim import Batch, PrefillChunk, SchedulerView, Wait
 from servesim.prefixcache import BlockPool, Grow, Start
 
 
@@ -222,4 +222,82 @@ def prefix_admit(view: SchedulerView, budget: int) -> Batch:
             chunks.append(start_on(pool, seq, hit, tokens))
             left, active = left - tokens, active + 1
     return Batch(decode=decode, prefill=chunks, preempt=preempt)
+    ### END SOLUTION
+
+
+def first_resume(view: SchedulerView) -> float:
+    """When the first paused stream's buffer drains to the low mark (given): from its level
+    now and its client's read rate. Call it only while ``view.paused`` is not empty."""
+    low = view.device.stream_low_mark_bytes
+    return min(
+        view.now_ms + (view.buffer_bytes(s) - low) * 1000.0 / s.read_bytes_per_s
+        for s in view.paused
+    )
+
+
+def backpressure(view: SchedulerView, budget: int) -> Batch | Wait:
+    """``cancel_aware`` (unit 08's ``paged``) over the streams that may run, on a streaming
+    device (exercise 31.10). Contract:
+
+    - Never decode or prefill a paused stream (``seq.paused``): it gets no tokens, whatever its
+      phase, and a waiting request that is paused (preempted while paused) is not started.
+    - A paused stream keeps its KV pages and its place: it is never chosen as a victim, so the
+      pages it holds are not free for anyone until it resumes or is cancelled at its deadline.
+    - When the step would only preempt (the pages missing are held by paused streams), preempt
+      nobody and return ``Wait(first_resume(view))``: the first drain to the low mark is when
+      pages can move again (the engine also stops the clock at a pause deadline).
+    - Read the pause state from the view at every call: the engine resumes a stream by itself,
+      and one paused at an earlier call may run now.
+
+    1. Walk the holders that are not paused, in (re)admission order, while budget is left: a
+       running one asks for 1 token, a partial prefill for ``min(remaining_prefill, budget
+       left)``; while the pages it needs exceed the free ones, preempt the last holder of the
+       walk (itself last; the walk ends then), adding its ``pages_for(context_tokens)`` back.
+    2. If nobody was preempted, start waiting requests that hold no KV and are not paused, in
+       queue order, while budget is left, fewer than K hold KV and their
+       ``pages_for(prefill_target)`` fit; the first that cannot start ends the walk.
+    3. Return the step, unless it holds no decode and no chunk while a stream is paused: then
+       ``Wait(first_resume(view))``.
+    """
+    ### BEGIN SOLUTION
+    device, pool = view.device, view.device.kv_pages
+    free = view.free_pages if pool is not None else 0
+    walk, left = [s for s in view.holders if not s.paused], budget
+    decode, chunks, preempt = [], [], []
+    done = 0
+    while done < len(walk) and left > 0:
+        seq = walk[done]
+        remaining, cached = seq.remaining_prefill, seq.context_tokens
+        tokens = min(remaining, left) if remaining else 1
+        grow = device.pages_for(cached + tokens) - device.pages_for(cached)
+        while pool is not None and grow > free and walk[-1] is not seq:
+            victim = walk.pop()
+            preempt.append(victim.id)
+            free += device.pages_for(victim.context_tokens)
+        if pool is not None and grow > free:
+            preempt.append(walk.pop().id)
+            break
+        free -= grow
+        if remaining:
+            chunks.append(PrefillChunk(seq.id, tokens))
+        else:
+            decode.append(seq.id)
+        left -= tokens
+        done += 1
+    if not preempt:
+        active, cap = view.active, device.max_active
+        for seq in view.waiting:
+            if seq.holds_kv or seq.paused:
+                continue
+            if left <= 0 or (cap is not None and active >= cap):
+                break
+            if pool is not None and device.pages_for(seq.prefill_target) > free:
+                break
+            tokens = min(seq.prefill_target, left)
+            chunks.append(PrefillChunk(seq.id, tokens))
+            free -= device.pages_for(tokens)
+            left, active = left - tokens, active + 1
+    if decode or chunks or not view.paused:
+        return Batch(decode=decode, prefill=chunks, preempt=preempt)
+    return Wait(first_resume(view))
     ### END SOLUTION

@@ -22,7 +22,7 @@ cache (whole pages, at most ``view.prefix_hit``) before the ``tokens`` it comput
 positions cost no device time and no budget.
 """
 
-from servesim import Batch, PrefillChunk, SchedulerView
+from servesim import Batch, PrefillChunk, SchedulerView, Wait
 from servesim.prefixcache import BlockPool, Grow, Start
 
 
@@ -126,3 +126,41 @@ def prefix_admit(view: SchedulerView, budget: int) -> Batch:
     """
     # YOUR CODE HERE
     raise NotImplementedError("prefix_admit() is not implemented yet")
+
+
+def first_resume(view: SchedulerView) -> float:
+    """When the first paused stream's buffer drains to the low mark (given): from its level
+    now and its client's read rate. Call it only while ``view.paused`` is not empty."""
+    low = view.device.stream_low_mark_bytes
+    return min(
+        view.now_ms + (view.buffer_bytes(s) - low) * 1000.0 / s.read_bytes_per_s
+        for s in view.paused
+    )
+
+
+def backpressure(view: SchedulerView, budget: int) -> Batch | Wait:
+    """``cancel_aware`` (unit 08's ``paged``) over the streams that may run, on a streaming
+    device (exercise 31.10). Contract:
+
+    - Never decode or prefill a paused stream (``seq.paused``): it gets no tokens, whatever its
+      phase, and a waiting request that is paused (preempted while paused) is not started.
+    - A paused stream keeps its KV pages and its place: it is never chosen as a victim, so the
+      pages it holds are not free for anyone until it resumes or is cancelled at its deadline.
+    - When the step would only preempt (the pages missing are held by paused streams), preempt
+      nobody and return ``Wait(first_resume(view))``: the first drain to the low mark is when
+      pages can move again (the engine also stops the clock at a pause deadline).
+    - Read the pause state from the view at every call: the engine resumes a stream by itself,
+      and one paused at an earlier call may run now.
+
+    1. Walk the holders that are not paused, in (re)admission order, while budget is left: a
+       running one asks for 1 token, a partial prefill for ``min(remaining_prefill, budget
+       left)``; while the pages it needs exceed the free ones, preempt the last holder of the
+       walk (itself last; the walk ends then), adding its ``pages_for(context_tokens)`` back.
+    2. If nobody was preempted, start waiting requests that hold no KV and are not paused, in
+       queue order, while budget is left, fewer than K hold KV and their
+       ``pages_for(prefill_target)`` fit; the first that cannot start ends the walk.
+    3. Return the step, unless it holds no decode and no chunk while a stream is paused: then
+       ``Wait(first_resume(view))``.
+    """
+    # YOUR CODE HERE
+    raise NotImplementedError("backpressure() is not implemented yet")

@@ -55,18 +55,18 @@ def fill_slots(view, budget: int) -> Batch | Wait:
     held = {s.id for s in paused}
     decode = [s.id for s in view.running if s.id not in held]
     left, active, chunks = budget - len(decode), view.active, []
-    for seq in view.waiting:
+    for waiting in view.waiting:
         if left <= 0:
             break
-        if seq.id in held:
+        if waiting.id in held:
             continue
-        if not seq.holds_kv:
+        if not waiting.holds_kv:
             if view.device.max_active is not None and active >= view.device.max_active:
                 break
             active += 1
-        tokens = min(left, seq.remaining_prefill)
-        chunks.append(PrefillChunk(seq.id, tokens))
-        left -= tokens
+        size = min(left, waiting.remaining_prefill)
+        chunks.append(PrefillChunk(waiting.id, size))
+        left -= size
     if decode or chunks or not paused:
         return Batch(decode=decode, prefill=chunks)
     low = view.device.stream_low_mark_bytes

@@ -36,6 +36,33 @@ def test_case_device_applies_the_overrides_to_the_units_device():
     assert device.prefill_ms_per_token == unit.device["prefillMsPerToken"]
 
 
+def test_stream_and_step_cost_overrides_run_on_the_device_the_golden_uses():
+    """A case's streaming and step-cost fields become simulate.py flags; the lab's flags give
+    the same device as ``case_device`` (the reference's golden run)."""
+    import argparse
+
+    from servesim import DeviceProfile, labflags
+
+    unit = load_unit("unit09")
+    fields = {
+        "prefillMsPerToken": 0.05,
+        "decodeBatchMs": 10.0,
+        "decodeMsPerSeq": 0.2,
+        "streamBufferBytes": 2048,
+        "streamEventBytes": 64,
+        "streamLowMarkBytes": 1024,
+        "streamPauseDeadlineMs": 5000,
+    }
+    case = parse(device={"kvPages": 64, **fields})
+    parser = argparse.ArgumentParser()
+    labflags.add_flags(parser)
+    args, _ = parser.parse_known_args(case.argv())
+    lab_device = DeviceProfile.from_json(unit.device, source="unit.yaml")
+    got = labflags._device_flags(args, lab_device)
+    assert got == case_device(unit, case)
+    assert (got.stream_buffer_bytes, got.decode_batch_ms, got.kv_pages) == (2048, 10.0, 64)
+
+
 @pytest.mark.parametrize(
     "extra, message",
     [

@@ -73,6 +73,17 @@ def test_length_distributions():
     assert {r["outputTokens"] for r in requests} == {3}
 
 
+def test_read_rates_are_drawn_after_the_other_fields():
+    """``readBytesPerS`` gives every request a client read rate (streaming devices); the fields
+    drawn before it are those of the same spec without it."""
+    rates = {"dist": "choice", "values": [150, 1200, 1000000], "weights": [1, 3, 4]}
+    plain = trace_from_spec(_with(count=200))["requests"]
+    streamed = trace_from_spec(_with(count=200, readBytesPerS=rates))["requests"]
+    assert [{k: v for k, v in r.items() if k != "readBytesPerS"} for r in streamed] == plain
+    assert {r["readBytesPerS"] for r in streamed} == {150, 1200, 1000000}
+    assert all(type(r["readBytesPerS"]) is int for r in streamed)
+
+
 @pytest.mark.parametrize(
     ("spec", "message"),
     [

@@ -32,23 +32,12 @@ def paged():
 
 
 def backpressure():
-    """The reference backpressure policy of the streaming engine (``paged`` that leaves paused
-    streams out), or None before h40stream's engine is merged: in unit 09's policies.py once
-    the unit has its folder, in tests/stream_policies.py until then."""
+    """Unit 09's reference backpressure policy (solutions/unit09/policies.py), or None on an
+    engine without the streaming rules."""
     if not tailcases.engine_streams():
         return None
     solution = REPO_ROOT / "solutions/unit09/policies.py"
-    if solution.exists():
-        found = getattr(
-            _module("_infralab_solution_unit09_policies", solution), "backpressure", None
-        )
-        if found is not None:
-            return found
-    try:
-        from stream_policies import backpressure as found
-    except ImportError:
-        return None
-    return found
+    return _module("_infralab_solution_unit09_policies", solution).backpressure
 
 
 @cache

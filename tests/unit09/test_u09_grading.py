@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 
 import pytest
+import tailtools
 from servesim import DeviceProfile, read_trace_file, simulate
 
 from grader import reference
@@ -28,7 +29,22 @@ EXPECTED = {
     "admit_ignores_free_hits": ("admit", {Status.CRASH}),
     "admit_overtakes": ("admit", {Status.WRONG_SCHEDULE}),
     "admit_whole_prompt": ("admit", {Status.WRONG_SCHEDULE}),
+    "stream_decodes_paused": ("stream", {Status.CRASH}),
+    "stream_never_resumes": ("stream", {Status.CRASH}),
+    "stream_preempts_instead_of_waiting": ("stream", {Status.CRASH}),
+    "stream_preempts_paused": ("stream", {Status.WRONG_SCHEDULE}),
+    **{
+        f"measure/{p.stem}": ("measure", {Status.WRONG_ANSWER})
+        for p in sorted((REPO_ROOT / "labs/unit09/mutants/measure").glob("*.py"))
+    },
 }
+STREAM_FIELDS = {
+    "streamBufferBytes",
+    "streamEventBytes",
+    "streamLowMarkBytes",
+    "streamPauseDeadlineMs",
+}
+STEP_FIELDS = {"prefillMsPerToken", "decodeBatchMs", "decodeMsPerSeq"}
 
 
 def case_ids(part: str) -> list[str]:
@@ -45,11 +61,39 @@ def test_reference_gets_full_marks_and_stubs_zero():
 
 
 def test_every_part_has_hidden_cases_and_a_metamorphic_copy():
-    for part in ("cancel", "prefix", "admit"):
+    for part in ("cancel", "prefix", "admit", "stream", "measure"):
         assert len([c for c in GRADING.cases if c.part == part and c.hidden]) >= 4, part
     relabelled = {c.part for c in GRADING.cases if c.transform is not None}
-    assert relabelled >= {"cancel", "admit"}
-    assert {key for c in GRADING.cases for key in c.device} == {"maxActive", "kvPages"}
+    assert relabelled >= {"cancel", "admit", "stream"}
+    overrides = {key for c in GRADING.cases for key in c.device}
+    assert overrides == {"maxActive", "kvPages"} | STREAM_FIELDS | STEP_FIELDS
+    # every backpressure case streams; the step costs change only for the tail cases of
+    # measure.py (labs/unit09/tailcases.py's device), whose runs the reference makes
+    for case in GRADING.cases:
+        if case.policy == "backpressure" and case.part == "stream":
+            assert set(case.device) >= STREAM_FIELDS, case.id
+        if STEP_FIELDS & set(case.device):
+            assert case.part == "measure" and case.kind.value == "script", case.id
+
+
+def test_diagnose_cases_are_the_constructed_tail_cases():
+    """Each diagnose() case on a tail trace runs a case of labs/unit09/tailcases.py on its
+    device: the trace is the generator's, and the device the case builds is the generator's
+    (every kind has one; the others diagnose too few requests)."""
+    cases = [
+        c
+        for c in GRADING.cases
+        if c.args.get("function") == "diagnose" and c.trace.startswith("tail-")
+    ]
+    assert {c.trace.removeprefix("tail-") for c in cases} == set(tailtools.tailcases.KINDS)
+    for case in cases:
+        kind = case.trace.removeprefix("tail-")
+        made = tailtools.tailcases.make_case(kind, 909)
+        hidden = read_trace_file(UNIT.traces_dir / "hidden" / f"{case.trace}.json")
+        assert [r.id for r in hidden.requests] == [r["id"] for r in made.trace["requests"]]
+        want = {k: v for k, v in made.device.items() if UNIT.device.get(k) != v}
+        assert {k: case.device[k] for k in want} == want, case.id
+        assert case.params == {"budget": made.budget}, case.id
 
 
 def test_corpus_covers_every_part_and_each_mutant_says_what_is_wrong():

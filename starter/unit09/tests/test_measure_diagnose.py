@@ -2,7 +2,6 @@
 how their trace was built (tailruns.py), on a device whose memory stays free."""
 
 import measure
-import pytest
 import tailruns
 from measurekit import event, request, run
 
@@ -52,7 +51,6 @@ def test_too_few_requests_is_not_enough_evidence():
     assert got.cause is measure.Cause.NOT_ENOUGH_EVIDENCE, "19 requests cannot give a p99"
 
 
-@pytest.mark.skipif(not tailruns.engine_streams(), reason="this engine has no streaming output")
 def test_slow_readers_on_the_engine_are_slow_clients():
     got = measure.diagnose(situation("slow clients"), BASELINE)
     assert got.cause is measure.Cause.SLOW_CLIENTS, f"{got.cause}: {got.evidence}"
