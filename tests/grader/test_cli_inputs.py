@@ -10,7 +10,7 @@ import pytest
 from grader.cases import load_grading
 from grader.cli import main
 from grader.grading.submission import SubmissionError, load_submission
-from grader.units import Unit, UnitError
+from grader.units import Unit, UnitError, unit_ids
 
 SOLUTION_CASES = ["--case", "fcfs-mixed", "--case", "chunked-ties-chunk2"]
 
@@ -49,7 +49,9 @@ def _one_error(capsys, needle: str) -> str:
 def test_missing_unit(argv, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert main(argv) == 2
-    _one_error(capsys, "unknown unit 'nope' (known: unit07, unit08)")
+    known = ", ".join(unit_ids())  # every unit of the course root, in its order
+    assert known.startswith("unit07, unit08")
+    _one_error(capsys, f"unknown unit 'nope' (known: {known})")
     assert list(tmp_path.iterdir()) == []
 
 
