@@ -85,22 +85,33 @@ def one_repeat(unit, subs, out: Path, jobs: int, remember: bool, cpu_seconds) ->
     }
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--count", type=int, default=12)
+def class_args(parser: argparse.ArgumentParser, argv, count: int) -> argparse.Namespace:
+    """The flags of a graded class (``--count``, ``--jobs``, ``--repeat``, ``--mutant``),
+    parsed and checked."""
+    parser.add_argument("--count", type=int, default=count)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--mutant", default="budgeted_one_chunk")
     args = parser.parse_args(argv)
     if args.count < 2 or args.repeat < 1 or args.jobs < 1:
         parser.error("--count must be at least 2, --repeat and --jobs at least 1")
-    unit = load_unit("unit08")
+    return args
+
+
+def start_clock(args, each: str = "") -> tuple:
+    """(CPU clock, its unit's name) after printing what is graded and the conditions."""
     clock, exact = cpu_clock()
-    kind = "CPU s" if exact else "host CPU s (upper bound: a shared host counts other work)"
     print(
-        f"unit08: {args.count} submissions (half the reference, half {args.mutant}), "
+        f"unit08: {args.count} submissions{each} (half the reference, half {args.mutant}), "
         f"--jobs {args.jobs}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}"
     )
+    return clock, "CPU s" if exact else "host CPU s (upper bound: a shared host counts other work)"
+
+
+def main(argv=None) -> int:
+    args = class_args(argparse.ArgumentParser(description=__doc__.splitlines()[0]), argv, 12)
+    unit = load_unit("unit08")
+    clock, kind = start_clock(args)
     work = Path(tempfile.mkdtemp(prefix="infralab-bench08-"))
     rows: dict[str, list[dict]] = {mode: [] for mode in MODES}
     try:

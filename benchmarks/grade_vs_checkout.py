@@ -34,7 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from grade_throughput import cpu_clock  # noqa: E402
+from grade_unit08 import class_args, start_clock  # noqa: E402
 
 MAKE_CLASS = """
 import sys
@@ -89,22 +89,11 @@ def grade_once(checkout: Path, subs: list[Path], out: Path, jobs: int, clock) ->
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baseline", type=Path, required=True, help="an earlier checkout")
-    parser.add_argument("--count", type=int, default=24)
-    parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--mutant", default="budgeted_one_chunk")
-    args = parser.parse_args(argv)
+    args = class_args(parser, argv, 24)
     if not (args.baseline / "grader" / "units.py").is_file():
         parser.error(f"--baseline {args.baseline}: not a checkout of this project")
-    if args.count < 2 or args.repeat < 1 or args.jobs < 1:
-        parser.error("--count must be at least 2, --repeat and --jobs at least 1")
-    clock, exact = cpu_clock()
-    kind = "CPU s" if exact else "host CPU s (upper bound)"
     sides = {"baseline": args.baseline.resolve(), "this checkout": ROOT}
-    print(
-        f"unit08: {args.count} submissions a side (half the reference, half {args.mutant}), "
-        f"--jobs {args.jobs}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}"
-    )
+    clock, kind = start_clock(args, " a side")
     work = Path(tempfile.mkdtemp(prefix="infralab-grade-vs-"))
     rows: dict[str, list[dict]] = {side: [] for side in sides}
     try:
