@@ -45,17 +45,19 @@ def summarize(arrival: array, steps, output: array) -> tuple[dict, list[float]]:
         decode_ends[at + span - 1] if span else opened
         for opened, at, span in zip(first, starts, spans)
     ]
-    entry = [decode_ends[at] - opened for opened, at, span in zip(first, starts, spans) if span]
     gap_count = sum(spans)
     itl = None
     if gap_count:
         weights = _gap_weights(step_gaps, starts, spans)
-        for value in entry:
-            weights[value] = weights.get(value, 0) + 1
+        for opened, at, span in zip(first, starts, spans):  # each request's first gap
+            if span:
+                value = decode_ends[at] - opened
+                weights[value] = weights.get(value, 0) + 1
         mean = _gap_sum(first, decode_ends, step_gaps, starts, spans) / gap_count
         itl = _weighted(gap_count, mean, weights)
-    ttft = list(map(sub, first, arrival))
-    tpot = [(b - a) / n for a, b, n in zip(first, last, spans) if n > 0]
+    # The per-step lists go before the per-request ones are made, and each of those is freed
+    # once its distribution is taken: a million requests' summary holds a few lists at a time.
+    del decode_ends, step_gaps
     chunk_steps = steps.chunks.flat[0::4]
     figures = {
         "requests": len(first),
@@ -64,9 +66,9 @@ def summarize(arrival: array, steps, output: array) -> tuple[dict, list[float]]:
         "prefillSubmissions": sum(map(ne, chunk_steps[1:], chunk_steps[:-1])) + bool(chunk_steps),
         "decodeSubmissions": len(decode_steps),
         "busyMs": sum(map(sub, ends, steps.starts)),
-        "ttftMs": distribution(ttft),
+        "ttftMs": distribution(list(map(sub, first, arrival))),
         "itlMs": itl,
-        "tpotMs": distribution(tpot),
+        "tpotMs": distribution([(b - a) / n for a, b, n in zip(first, last, spans) if n > 0]),
         "e2eMs": distribution(list(map(sub, last, arrival))),
         "maxItlMs": itl["max"] if itl else None,
         "weighting": {
