@@ -27,7 +27,8 @@ from pathlib import Path
 
 import jinja2
 from markdown_it import MarkdownIt
-from markupsafe import Markup, escape
+from markupsafe import Markup
+from servesim.htmlsafe import text as escape
 
 from .. import labfolder
 from ..course import release
@@ -87,6 +88,13 @@ def _frac_tex(value: Fraction) -> str:
     return rf"\dfrac{{{value.numerator}}}{{{value.denominator}}}"
 
 
+def _through_htmlsafe(value) -> Markup:
+    """Jinja's ``finalize``: every ``{{ value }}`` that is not already markup is escaped by
+    :func:`servesim.htmlsafe.text`, so autoescape, which leaves markup alone, never escapes
+    anything itself and the site and the run viewer share one escaper."""
+    return value if isinstance(value, Markup) else Markup(escape(value))
+
+
 def _environment(unit_dir: Path | None) -> jinja2.Environment:
     paths = [str(SITE_DIR / "templates")]
     if unit_dir is not None:
@@ -94,6 +102,7 @@ def _environment(unit_dir: Path | None) -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(paths),
         autoescape=jinja2.select_autoescape(["html", "j2"]),
+        finalize=_through_htmlsafe,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,

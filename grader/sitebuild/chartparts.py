@@ -6,7 +6,8 @@ Screen coordinates come in as the chart's ``sx``/``sy`` functions."""
 from __future__ import annotations
 
 import math
-from html import escape
+
+from servesim.htmlsafe import text as escape
 
 from .chartseries import Series
 

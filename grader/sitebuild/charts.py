@@ -18,7 +18,8 @@ the value in the table.
 from __future__ import annotations
 
 import math
-from html import escape
+
+from servesim.htmlsafe import text as escape
 
 from .chartparts import (
     BOTTOM,

@@ -3,7 +3,7 @@ value is only drawn."""
 
 from __future__ import annotations
 
-from html import escape
+from servesim.htmlsafe import text as escape
 
 from .chartparts import fmt
 from .chartseries import Series

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from markupsafe import Markup, escape
+from markupsafe import Markup
+from servesim.htmlsafe import text as escape
 
 
 class BuildError(Exception):
@@ -36,6 +37,5 @@ class ClaimLog:
         ``condition`` holds and marked ``data-checked`` so that :mod:`.frequency` reads it as
         checked; a false ``condition`` stops the build as :meth:`require` does."""
         self.require(condition, message)
-        return Markup('<span data-checked="{}">{}</span>').format(
-            message, text if isinstance(text, Markup) else escape(text)
-        )
+        shown = text if isinstance(text, Markup) else escape(text)
+        return Markup(f'<span data-checked="{escape(message)}">{shown}</span>')

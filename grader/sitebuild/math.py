@@ -7,10 +7,9 @@ of a formula gives in some tools.
 
 from __future__ import annotations
 
-from html import escape
-
 from latex2mathml.converter import convert
 from markupsafe import Markup
+from servesim.htmlsafe import text
 
 from .claims import BuildError
 
@@ -20,7 +19,7 @@ def _mathml(latex: str, display: str) -> str:
         mathml = convert(latex, display=display)
     except Exception as exc:  # latex2mathml raises several exception types
         raise BuildError(f"cannot convert formula {latex!r}: {exc}") from None
-    alt = escape(" ".join(latex.split()), quote=True)
+    alt = text(" ".join(latex.split()))
     # Braces as character references: the attribute means the same, and the built pages keep
     # no "{{" or "}}" (which the tests read as template syntax left unrendered).
     alt = alt.replace("{", "&#123;").replace("}", "&#125;")

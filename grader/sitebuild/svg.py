@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from html import escape
+
+from servesim.htmlsafe import text as escape
 
 from .runs import Gap, PolicyRun
 

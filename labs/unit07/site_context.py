@@ -8,10 +8,10 @@ on the device of unit.yaml; nothing is typed in. The explorer embeds one precomp
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 
 from markupsafe import Markup
+from servesim.htmlsafe import script_data
 
 from grader import reference
 from grader.sitebuild.claims import BuildError
@@ -131,8 +131,8 @@ def _verdict(pair: dict[str, PolicyRun], overhead: float) -> str:
 
 
 def _script_json(data: dict) -> str:
-    """JSON safe inside <script>: no "</", and no "}}" that reads like template syntax."""
-    text = json.dumps(data, ensure_ascii=False).replace("</", "<\\/")
+    """``htmlsafe.script_data``, with no "}}" that reads like template syntax."""
+    text = script_data(data)
     while "}}" in text:
         text = text.replace("}}", "} }")
     return text

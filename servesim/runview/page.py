@@ -8,13 +8,13 @@ most ``COLUMNS`` columns (the maximum of each).
 from __future__ import annotations
 
 import bisect
-import html
 import json
 from collections.abc import Iterator
 from itertools import chain, groupby, pairwise, repeat, starmap
 from operator import mul, neg, sub
 from pathlib import Path
 
+from ..htmlsafe import script_data, text
 from .columns import Columns
 from .diff import Difference
 from .model import Picture
@@ -91,19 +91,16 @@ def data_pieces(picture: Picture, difference: Difference | None) -> Iterator[str
     index = {lane.id: n for n, lane in enumerate(lanes)}
     cols = picture.columns
 
-    def dump(value) -> str:
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False).replace("</", "<\\/")
-
-    yield '{"ids":' + dump([lane.id for lane in lanes])
+    yield '{"ids":' + script_data([lane.id for lane in lanes])
     yield f',"n":{len(cols)}'
     for key, value in step_columns(cols).items():
         # a list of ints: its repr is its JSON with spaces, and much quicker to make
-        yield f',"{key}":' + (repr(value).replace(" ", "") if key != "idle" else dump(value))
+        yield f',"{key}":' + (repr(value).replace(" ", "") if key != "idle" else script_data(value))
     prefill = cols.prefill
     pf = [
         [n, index[rid], start, tokens] for n in sorted(prefill) for rid, start, tokens in prefill[n]
     ]
-    yield ',"pf":' + dump(pf)
+    yield ',"pf":' + script_data(pf)
     for key, table in (
         ("din", cols.enter),
         ("dout", cols.leave),
@@ -113,22 +110,24 @@ def data_pieces(picture: Picture, difference: Difference | None) -> Iterator[str
         ("rj", cols.rejected),
         ("cc", cols.cancelled),
     ):
-        yield f',"{key}":' + dump([[n, index[rid]] for n in sorted(table) for rid in table[n]])
-    yield ',"la":' + dump([_r(lane.arrival_ms) for lane in lanes])
-    yield ',"le":' + dump([_r(lane.end_ms) for lane in lanes])
-    yield ',"ls":' + dump([STATUS.get(lane.status, 3) for lane in lanes])
-    yield ',"lt":' + dump([_r(lane.ttft_ms) for lane in lanes])
-    yield ',"lm":' + dump([_r(lane.max_itl_ms) for lane in lanes])
+        yield f',"{key}":' + script_data(
+            [[n, index[rid]] for n in sorted(table) for rid in table[n]]
+        )
+    yield ',"la":' + script_data([_r(lane.arrival_ms) for lane in lanes])
+    yield ',"le":' + script_data([_r(lane.end_ms) for lane in lanes])
+    yield ',"ls":' + script_data([STATUS.get(lane.status, 3) for lane in lanes])
+    yield ',"lt":' + script_data([_r(lane.ttft_ms) for lane in lanes])
+    yield ',"lm":' + script_data([_r(lane.max_itl_ms) for lane in lanes])
     if sum(lane.tokens for lane in lanes) <= TICKS_UP_TO:
-        yield ',"lk":' + dump([[_r(t) for t in times] for times in picture.token_times()])
+        yield ',"lk":' + script_data([[_r(t) for t in times] for times in picture.token_times()])
     else:
-        yield ',"lk":' + dump([[] for _ in lanes])
-    yield ',"lf":' + dump([_r(lane.first_ms) for lane in lanes])
-    yield ',"pool":' + dump(picture.pool)
+        yield ',"lk":' + script_data([[] for _ in lanes])
+    yield ',"lf":' + script_data([_r(lane.first_ms) for lane in lanes])
+    yield ',"pool":' + script_data(picture.pool)
     end = max(max(cols.end_ms, default=0), *(lane.end_ms or 0 for lane in lanes), 0)
-    yield ',"end":' + dump(_r(end))
+    yield ',"end":' + script_data(_r(end))
     found = None if difference is None else {"step": difference.step, "text": difference.zh}
-    yield ',"diff":' + dump(found) + "}"
+    yield ',"diff":' + script_data(found) + "}"
 
 
 def overview_svg(picture: Picture) -> str:
@@ -169,7 +168,7 @@ def overview_svg(picture: Picture) -> str:
         + f"，运行 {end:.2f} ms"
     )
     return (
-        f'<svg viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-label="{html.escape(label)}">'
+        f'<svg viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-label="{text(label)}">'
         f'<line x1="40" x2="40" y1="10" y2="{HEIGHT - 20}" class="axis"/>'
         f'<line x1="40" x2="{WIDTH - 10}" y1="{HEIGHT - 20}" y2="{HEIGHT - 20}" class="axis"/>'
         f'<text x="36" y="14" text-anchor="end">{top}</text>'
@@ -199,9 +198,7 @@ def _summary(picture: Picture) -> str:
             rows.append((name, s[key]))
     if "recomputes" in s:
         rows.append(("抢占（重算）", s["recomputes"]))
-    cells = "".join(
-        f"<dt>{html.escape(str(k))}</dt><dd>{html.escape(str(v))}</dd>" for k, v in rows
-    )
+    cells = "".join(f"<dt>{text(k)}</dt><dd>{text(v)}</dd>" for k, v in rows)
     return f"<dl>{cells}</dl>"
 
 
@@ -225,20 +222,20 @@ def render_pieces(
         diff = (
             '<section aria-labelledby="diff-h" class="diff-box">'
             '<h2 id="diff-h">第一个不同之处</h2>'
-            f"<p>与 {html.escape(against or '')} 相比："
-            f"<strong>{html.escape(difference.zh)}</strong></p>"
+            f"<p>与 {text(against or '')} 相比："
+            f"<strong>{text(difference.zh)}</strong></p>"
             f'<button type="button" id="go-diff">跳到第 {difference.step} 步</button></section>'
         )
     elif against:
         diff = (
             '<section aria-labelledby="diff-h" class="diff-box"><h2 id="diff-h">比较</h2>'
-            f"<p>与 {html.escape(against)} 相比：每一步都相同。</p></section>"
+            f"<p>与 {text(against)} 相比：每一步都相同。</p></section>"
         )
     device = ", ".join(f"{k}={v}" for k, v in picture.device.items() if v is not None)
     head, tail = _asset("page.html").split("{data}")
     yield head.format(
-        title=html.escape(title),
-        device=html.escape(device),
+        title=text(title),
+        device=text(device),
         summary=_summary(picture),
         diff=diff,
         overview=overview_svg(picture),

@@ -10,7 +10,8 @@ under the legend.
 from __future__ import annotations
 
 import math
-from html import escape
+
+from servesim.htmlsafe import text as escape
 
 WIDTH, HEIGHT = 640, 400
 LEFT, RIGHT, TOP, BOTTOM = 70, 170, 40, 50
