@@ -89,10 +89,13 @@ def _frac_tex(value: Fraction) -> str:
 
 
 def _through_htmlsafe(value) -> Markup:
-    """Jinja's ``finalize``: every ``{{ value }}`` that is not already markup is escaped by
-    :func:`servesim.htmlsafe.text`, so autoescape, which leaves markup alone, never escapes
-    anything itself and the site and the run viewer share one escaper."""
-    return value if isinstance(value, Markup) else Markup(escape(value))
+    """Jinja's ``finalize``: every ``{{ value }}`` that is not already markup (``Markup``, or
+    an object with ``__html__`` such as a chart) is escaped by :func:`servesim.htmlsafe.text`,
+    so autoescape, which leaves markup alone, never escapes anything itself and the site and
+    the run viewer share one escaper."""
+    if hasattr(value, "__html__"):
+        return Markup(value.__html__())
+    return Markup(escape(value))
 
 
 def _environment(unit_dir: Path | None) -> jinja2.Environment:

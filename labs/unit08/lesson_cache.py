@@ -28,7 +28,7 @@ lesson_jobs = load_file(HERE / "lesson_jobs.py")  # the jobs and settings of eac
 lesson_calibrated = load_file(HERE / "lesson_calibrated.py")  # the sweep under a fitted profile
 
 
-VIEWER = "runview"
+DRAWING = ("runview", "htmlsafe.py")  # draw run files as pages, never make them
 
 
 def _inputs(unit: Unit, lab_files, code=()) -> dict[str, bytes]:
@@ -39,7 +39,7 @@ def _inputs(unit: Unit, lab_files, code=()) -> dict[str, bytes]:
     paths = {
         f"servesim/{p.relative_to(engine)}": p
         for p in sorted(engine.rglob("*.py"))
-        if VIEWER not in p.relative_to(engine).parts  # draws run files, never makes them
+        if not set(DRAWING) & set(p.relative_to(engine).parts)
     }
     paths |= {f"solutions/{n}": unit.solutions_dir / n for n in ("policies.py", "measure.py")}
     for name in ("experiment.py", "lab.json", *lab_files):
