@@ -24,6 +24,7 @@ FAST = {
         "tests/test_engine_cancel.py",
         "tests/test_prefix_cache.py",
         "tests/test_streaming.py",
+        "tests/test_htmlsafe.py",
     ),
     "servesim.runview": ("tests/test_view.py",),
     "grader": (
