@@ -140,3 +140,15 @@ def test_no_template_bypasses_the_escaper_and_no_script_writes_markup():
     assert templates and scripts
     assert _found(TEMPLATE_BYPASS, templates) == []
     assert _found(SCRIPT_AS_HTML, scripts) == []
+
+
+def test_the_doc_names_tests_that_exist():
+    """docs/sandbox.md's "One escaper for every page" names only files and tests that exist."""
+    doc = (REPO_ROOT / "docs" / "sandbox.md").read_text(encoding="utf-8")
+    section = doc.split("### One escaper for every page", 1)[1].split("\n#", 1)[0]
+    files = sorted(set(re.findall(r"`(tests/[\w/]+\.py)", section)))
+    names = set(re.findall(r"`(test_\w+)`", section))
+    assert files and names
+    sources = "\n".join((REPO_ROOT / f).read_text(encoding="utf-8") for f in files)
+    assert [n for n in names if f"def {n}(" not in sources] == []
+    assert "servesim/htmlsafe.py" in section and THE_ONE.is_file()

@@ -83,8 +83,9 @@ def test_the_payload_runs_when_written_raw(browser, tmp_path):  # noqa: F811
 
 def run_file(path: Path, run: dict, trace) -> Path:
     """A run file of ``run`` on ``trace`` with ``HOSTILE`` in every string field, plus a
-    device and a parameter entry of its own."""
+    fault name, a device and a parameter entry of its own."""
     run = hostile(run)
+    run["fault"] = HOSTILE
     run["device"][HOSTILE] = HOSTILE
     run["params"][HOSTILE] = HOSTILE
     doc = {"formatVersion": 1, "trace": hostile(trace_json(trace)), "runs": [run]}
