@@ -11,6 +11,7 @@ from html.parser import HTMLParser
 import pytest
 from servesim import htmlsafe
 
+from grader.grading import leaderboard
 from grader.sitebuild import build
 from grader.units import REPO_ROOT
 
@@ -152,3 +153,19 @@ def test_the_doc_names_tests_that_exist():
     sources = "\n".join((REPO_ROOT / f).read_text(encoding="utf-8") for f in files)
     assert [n for n in names if f"def {n}(" not in sources] == []
     assert "servesim/htmlsafe.py" in section and THE_ONE.is_file()
+
+
+def test_a_leaderboard_entry_carries_no_string_of_the_submission():
+    """The project writes no leaderboard page (Gradescope draws it from results.json); what it
+    hands Gradescope holds the grader's own names and numbers only, whatever the metrics hold."""
+    hostile = HOSTILE[0]
+    metrics = [
+        {"goodput": hostile, "goodputMax": hostile, "p99TtftMs": hostile, "ttftMaxMs": 9.0},
+        {"goodput": 1.5, "goodputMax": 2.0, "p99TtftMs": 3.0, "ttftMaxMs": 9.0, hostile: hostile},
+    ]
+    board = leaderboard.entries(metrics)
+    names = [leaderboard.LEADERBOARD_GOODPUT, leaderboard.LEADERBOARD_P99_TTFT]
+    assert [entry["name"] for entry in board] == names
+    assert [entry["value"] for entry in board] == [0.75, 3.0]  # the string counts as no value
+    assert all(set(entry) == {"name", "value", "order"} for entry in board)
+    assert all(type(entry["value"]) is float for entry in board)
