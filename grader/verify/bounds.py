@@ -146,6 +146,13 @@ class _Walk:
         if "x-maxItems" in node:
             self._count(node["x-maxItems"], len(value), path)
         prefix, rest = node.get("prefixItems", []), node.get("items")
+        if not prefix and _inert(rest):
+            return  # numbers and the like: nothing in an item has a bound to check
+        if not prefix and _plain_string(rest):  # ids: one pass, no call per item
+            longest = rest["maxLength"]
+            if any(type(item) is str and len(item) > longest for item in value):
+                self._fixed(f"{path}[]", f"is longer than {longest} characters")
+            return
         own = node.get("x-countsPerItem") is True
         for n, item in enumerate(value):
             sub = prefix[n] if n < len(prefix) else rest
@@ -195,6 +202,40 @@ class _Walk:
     def _fixed(self, path: str, what: str) -> None:
         public = f"the run file's {path} is larger than its schema allows"
         raise _Over(Oversize(path, public, f"{path} {what}"))
+
+
+_BOUNDED = {"maxItems", "maxLength", "enum", "const", "x-maxItems", "x-maxSum", "x-maxUndescribed"}
+_INERT: dict[int, tuple[object, bool]] = {}  # id(schema node) -> (node, whether inert)
+
+
+def _inert(node) -> bool:
+    """Whether no value ``node`` describes can pass a bound: no bound keyword on it or below it
+    (the schema is read once, so each node is decided once)."""
+    found = _INERT.get(id(node))
+    if found is None or found[0] is not node:
+        found = _INERT[id(node)] = (node, _decide_inert(node))
+    return found[1]
+
+
+def _decide_inert(node) -> bool:
+    if not isinstance(node, dict):
+        return True
+    if node.keys() & _BOUNDED:
+        return False
+    subs = [node.get("items"), node.get("then"), node.get("else"), *node.get("prefixItems", [])]
+    subs += node.get("properties", {}).values()
+    return all(_inert(sub) for sub in subs if sub is not None)
+
+
+def _plain_string(node) -> bool:
+    """A string whose one bound is its ``maxLength``."""
+    plain = {"type", "maxLength", "minLength", "description"}
+    return (
+        isinstance(node, dict)
+        and node.get("type") == "string"
+        and node.keys() <= plain
+        and "maxLength" in node
+    )
 
 
 def _branch(node: dict, value) -> dict:
