@@ -158,12 +158,13 @@ class _Walk:
             sub = prefix[n] if n < len(prefix) else rest
             if sub is None:
                 break
+            where = f"{path}[{n}]" if n < len(prefix) else f"{path}[]"
             if own:
                 outer, self.totals = self.totals, {}
-                self.value(sub, item, f"{path}[]")
+                self.value(sub, item, where)
                 self.totals = outer
             else:
-                self.value(sub, item, f"{path}[]")
+                self.value(sub, item, where)
 
     def _string(self, node: dict, value: str, path: str) -> None:
         most = node.get("maxLength")
