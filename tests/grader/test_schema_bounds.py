@@ -25,12 +25,12 @@ from grader.grading.hidden import Note
 from grader.grading.judge import judge
 from grader.grading.report import Status
 from grader.sandbox import ChildResult
-from grader.units import load_unit
+from grader.units import load_unit, unit_ids
 from grader.verify import bounds
 from grader.verify.normalise import oversize
 from grader.verify.runschema import inlined_schema
 
-UNITS = ("unit07", "unit08", "unit09")
+UNITS = tuple(unit_ids())  # every unit of the course: a new one inherits these tests
 SCHEMAS = ("run.schema.json", "trace.schema.json")
 judge_module = importlib.import_module("grader.grading.judge")  # the package exports judge()
 FREE_STRING = {"type", "minLength", "description"}
@@ -236,6 +236,7 @@ def test_a_run_file_padded_in_any_field_is_refused_before_the_replay(
     monkeypatch.setattr(judge_module.verify, "replay_run", never)
     walks = Walks(monkeypatch)
     padded_paths, slowest = set(), 0.0
+    assert unit_id in RUNS, f"name the run files of {unit_id} to pad in RUNS"
     for lab, argv, fmt in RUNS[unit_id]:
         document = run_file(load_unit(lab), tmp_path, fmt, *argv)
         assert document["runs"][0].get("format", "full") == fmt
