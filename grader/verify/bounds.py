@@ -182,6 +182,8 @@ class _Walk:
             where = f"{path}.{name}" if path else name
             if name in properties:
                 self.value(properties[name], item, where)
+            elif node.get("additionalProperties") is False:
+                continue  # a field the schema forbids: its check refuses the file; unread here
             elif budget is not None:
                 used += _size(item, budget - used + 1) + len(name)
                 if used > budget:
