@@ -103,14 +103,14 @@ def _judge_run(unit: Unit, case: Case, trace_doc: dict, golden: dict, output: by
         return Verdict(Status.INVALID_SCHEDULE, Note.NOT_JSON)
     if case.kind is Kind.SCRIPT:
         return answers(unit, case, golden, document)
-    refused = _refused_early(document, trace_doc)
+    refused = _refused_early(unit, document, trace_doc)
     if refused is not None:
         return refused
     schema_error = validate_run_file(unit, document)
     if schema_error:
         public = f"the run file does not match the schema ({schema_error})"
         return Verdict(Status.INVALID_SCHEDULE, Note.SCHEMA, public=public)
-    run = normalise_run(document["runs"][0], trace_doc)  # the only run the verdict reads
+    run = normalise_run(unit, document["runs"][0], trace_doc)  # the only run the verdict reads
     device = case_device_json(unit, case)  # K, M, page size: the case's, as B and the cap
     mismatch = _run_identity(unit, case, run, device)
     if mismatch is not None:
@@ -140,22 +140,19 @@ def _judge_run(unit: Unit, case: Case, trace_doc: dict, golden: dict, output: by
     return compared(unit, case, trace_doc, device, run, replay, golden)
 
 
-def _refused_early(document, trace_doc: dict) -> Verdict | None:
-    """A run file refused before the schema sees it: not exactly one run, another trace, or
-    lists longer than any schedule of the trace needs (``verify.normalise.oversize``)."""
+def _refused_early(unit: Unit, document, trace_doc: dict) -> Verdict | None:
+    """A run file refused before the schema sees it: not exactly one run, another trace, or a
+    field past the bound its schema states (``verify.normalise.oversize``: lists longer than
+    any schedule of the trace needs, strings and free-form objects larger than allowed)."""
     runs = document.get("runs") if isinstance(document, dict) else None
-    if isinstance(runs, list) and len(runs) != 1:
-        public = f"the run file holds {len(runs)} runs, expected exactly one"
-        return Verdict(Status.INVALID_SCHEDULE, Note.NOT_ONE_RUN, public=public)
+    if isinstance(runs, list) and len(runs) != 1:  # the count is the file's: not quoted
+        return Verdict(Status.INVALID_SCHEDULE, Note.NOT_ONE_RUN)
     if isinstance(document, dict) and "trace" in document and document["trace"] != trace_doc:
         return Verdict(Status.INVALID_SCHEDULE, Note.OTHER_TRACE)
-    found = oversize(runs[0], trace_doc) if isinstance(runs, list) else None
+    found = oversize(unit, document, trace_doc)
     if found is not None:
         return Verdict(
-            Status.INVALID_SCHEDULE,
-            Note.OVERSIZE,
-            public=f"the run file declares more work than its trace allows ({found.what})",
-            detail=found.detail,
+            Status.INVALID_SCHEDULE, Note.OVERSIZE, public=found.public, detail=found.detail
         )
     return None
 

@@ -11,8 +11,8 @@ BAD = ProblemKind.INVALID_SCHEDULE
 def requests_match_trace(requests: list[dict], trace, found: Collector) -> bool:
     expected = [(r.id, r.arrival_ms, r.input_tokens, r.output_tokens) for r in trace.requests]
     if len(requests) != len(expected):
-        found.add(
-            BAD, "requests", f"the run has {len(requests)} requests, the trace {len(expected)}"
+        found.add(  # the run's own count is not quoted: it is the file's to choose
+            BAD, "requests", f"the run does not list the trace's {len(expected)} requests"
         )
         return False
     for number, (req, (rid, arrival, n_in, n_out)) in enumerate(
@@ -77,8 +77,8 @@ def check_token_times(requests: list[dict], replay, found: Collector) -> None:
             found.add(
                 BAD,
                 "tokenTimesMs",
-                f"'{req['id']}' reports {len(reported)} token times, its events give "
-                f"{len(rebuilt)}",
+                f"'{req['id']}' gets {len(rebuilt)} tokens from the events, but its "
+                f"tokenTimesMs lists a different number",
             )
             continue
         for j, (a, b) in enumerate(zip(reported, rebuilt, strict=False)):

@@ -22,11 +22,12 @@ called complete with unread events``; ``bufferPeakBytes`` and ``cancelReason`` a
 
 from __future__ import annotations
 
+import bisect
 import importlib
 import math
 from dataclasses import dataclass, field
 
-from .problems import ProblemKind, close_ms, fmt_ms
+from .problems import EPS_MS, ProblemKind, close_ms, fmt_ms
 
 BAD = ProblemKind.INVALID_SCHEDULE
 
@@ -191,8 +192,9 @@ class StreamChecks:
                 )
 
     def _check_pauses(self, rid: str, s: _Stream, listed: list) -> None:
+        starts = sorted((p[0], n) for n, p in enumerate(listed) if _pair(p))
         for (start, end), (level, resume_at) in zip(s.pauses, s.drains, strict=True):
-            match = next((p for p in listed if _pair(p) and close_ms(p[0], start)), None)
+            match = _listed_at(listed, starts, start)
             if match is None:
                 self.found.add(
                     BAD,
@@ -220,12 +222,12 @@ class StreamChecks:
                     f"{'the end' if end is None else fmt_ms(end)}; pausedMs says {match!r}",
                     start,
                 )
-        if len(listed) != len(s.pauses):
+        if len(listed) != len(s.pauses):  # the message never quotes the listed count
             self.found.add(
                 BAD,
                 "pause record",
-                f"'{rid}' lists {len(listed)} pauses in pausedMs; its stream pauses "
-                f"{len(s.pauses)} times",
+                f"'{rid}' pauses {len(s.pauses)} times, but its pausedMs lists a different "
+                f"number of pauses",
             )
 
     def _check_ack(self, rid: str, s: _Stream, record: dict) -> None:
@@ -251,6 +253,16 @@ class StreamChecks:
                 "ack time",
                 f"'{rid}' reports ackMs {said!r}; its client reads its last event at {fmt_ms(ack)}",
             )
+
+
+def _listed_at(listed: list, starts: list, start: float):
+    """The listed pause that starts at ``start`` (the earliest-listed of the nearest start), by
+    bisection in ``starts`` (each valid pair's start and position, sorted): a long list costs
+    no scan per pause."""
+    at = bisect.bisect_left(starts, (start - EPS_MS, -1))
+    if at < len(starts) and close_ms(starts[at][0], start):
+        return listed[starts[at][1]]
+    return None
 
 
 def _pair(item) -> bool:

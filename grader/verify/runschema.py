@@ -14,13 +14,24 @@ from ..units import Unit
 
 
 @cache
+def _inlined(schema_dir: str) -> dict:
+    folder = Path(schema_dir)
+    run_schema = json.loads((folder / "run.schema.json").read_text(encoding="utf-8"))
+    trace_schema = json.loads((folder / "trace.schema.json").read_text(encoding="utf-8"))
+    return inline_refs(run_schema, trace_schema)
+
+
+def inlined_schema(unit: Unit) -> dict:
+    """The unit's run schema with its references inlined (``inline_refs``), read once; the
+    validator and the size bounds (``verify.bounds``) both read this one."""
+    return _inlined(str(unit.lab_dir / "schemas"))
+
+
+@cache
 def _validator(schema_dir: str):
     from ..schema import jsonschema_module
 
     jsonschema = jsonschema_module()
-    folder = Path(schema_dir)
-    run_schema = json.loads((folder / "run.schema.json").read_text(encoding="utf-8"))
-    trace_schema = json.loads((folder / "trace.schema.json").read_text(encoding="utf-8"))
     base = jsonschema.Draft202012Validator
     plain_items = base.VALIDATORS["items"]
 
@@ -34,10 +45,11 @@ def _validator(schema_dir: str):
         yield from plain_items(validator, schema_items, instance, schema)
 
     fast = jsonschema.validators.extend(base, {"items": items})
-    return fast(inline_refs(run_schema, trace_schema))
+    return fast(_inlined(schema_dir))
 
 
 ANNOTATIONS = {"description", "title", "$comment"}
+BOUNDS = {"x-maxItems", "x-maxSum", "x-maxUndescribed", "x-countsPerItem"}  # verify.bounds
 
 
 def inline_refs(run_schema: dict, trace_schema: dict) -> dict:
@@ -68,24 +80,29 @@ def _without_ids(schema: dict) -> dict:
     return {k: v for k, v in schema.items() if k not in ("$id", "$schema")}
 
 
-_KEYWORDS = {
-    "type",
-    "minimum",
-    "exclusiveMinimum",
-    "minLength",
-    "enum",
-    "const",
-    "properties",
-    "required",
-    "additionalProperties",
-    "items",
-    "prefixItems",
-    "minItems",
-    "maxItems",
-    "if",
-    "then",
-    "else",
-} | ANNOTATIONS
+_KEYWORDS = (
+    {
+        "type",
+        "minimum",
+        "exclusiveMinimum",
+        "minLength",
+        "maxLength",
+        "enum",
+        "const",
+        "properties",
+        "required",
+        "additionalProperties",
+        "items",
+        "prefixItems",
+        "minItems",
+        "maxItems",
+        "if",
+        "then",
+        "else",
+    }
+    | ANNOTATIONS
+    | BOUNDS
+)  # the bounds of our own are checked before (verify.bounds)
 _DECIDED = {"type", "required"} | ANNOTATIONS  # an ``if`` whose answer _holds knows both ways
 _TYPES = {
     "integer": (int,),
@@ -213,8 +230,10 @@ def _number(schema: dict) -> Callable[[object], bool]:
 
 
 def _string(schema: dict) -> Callable[[object], bool]:
-    shortest = schema.get("minLength", 0)
-    return lambda value: len(value) >= shortest
+    shortest, longest = schema.get("minLength", 0), schema.get("maxLength")
+    if longest is None:
+        return lambda value: len(value) >= shortest
+    return lambda value: shortest <= len(value) <= longest
 
 
 def _list(schema: dict) -> Callable[[object], bool]:

@@ -216,7 +216,7 @@ def test_oversized_runs_are_refused_before_expansion(monkeypatch):
     document = reference_document(UNIT08, case, "compact")
     run = document["runs"][0]
     run["slices"] += [[0, 0, 0, 10**9]] * 3
-    assert oversize(run, doc).what == "slice tokens"
+    assert oversize(UNIT08, document, doc).what == "runs[].slices[][3]"
 
     def never(*args, **kwargs):
         raise AssertionError("expanded before the size check")
@@ -225,7 +225,7 @@ def test_oversized_runs_are_refused_before_expansion(monkeypatch):
     monkeypatch.setattr(compact, "expand_run", never)
     verdict = judge(UNIT08, case, doc, golden, child_with(document))
     assert verdict.status is Status.INVALID_SCHEDULE
-    assert "declares more work than its trace allows (slice tokens)" in verdict.summary
+    assert "declares more work than its trace allows (runs[].slices[][3])" in verdict.summary
 
     full = reference_document(UNIT08, case)
     first = full["runs"][0]["requests"][0]["id"]
@@ -233,7 +233,7 @@ def test_oversized_runs_are_refused_before_expansion(monkeypatch):
     started = time.process_time()
     verdict = judge(UNIT08, case, doc, golden, child_with(full))
     assert verdict.status is Status.INVALID_SCHEDULE
-    assert "(decode entries)" in verdict.summary
+    assert "(runs[].events[].decode)" in verdict.summary
     assert time.process_time() - started < 5
 
 
