@@ -151,6 +151,7 @@ class _Renderer:
         claims = ClaimLog(page=rel)
         env.globals["require"] = claims.require
         env.filters["claim"] = claims.claim
+        env.filters["kind"] = claims.kind
         try:
             html = env.get_template(template).render(
                 root="../" * depth or "./", page_path=rel, units=self.units, **context

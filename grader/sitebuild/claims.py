@@ -39,3 +39,16 @@ class ClaimLog:
         return Markup('<span data-checked="{}">{}</span>').format(
             message, text if isinstance(text, Markup) else escape(text)
         )
+
+    def kind(self, text, name: str, *args, **kwargs) -> Markup:
+        """The ``kind`` filter: ``text`` read by the checker of claim kind ``name``
+        (:mod:`.claimkinds`), which finds what its words say and checks it against ``args``;
+        kept and marked as :meth:`claim` does, or the build stops naming what the text says."""
+        from .claimkinds import KINDS
+
+        if name not in KINDS:
+            raise BuildError(f"{self.page}: no claim kind {name!r} (kinds: {', '.join(KINDS)})")
+        holds, said = KINDS[name](text, *args, **kwargs)
+        if not holds:
+            raise BuildError(f"{self.page}: the text claims ({name}) {said}, but the runs disagree")
+        return self.claim(text, True, f"{name}: {said}")
