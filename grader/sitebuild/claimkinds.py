@@ -106,7 +106,7 @@ def _shape_of(points: list[tuple[float, float]], tolerance: float) -> str:
         return "rise"
     if all(d <= tolerance for d in deltas):
         return "fall"
-    return "mixed"
+    return "up and down"
 
 
 def shape(text, points, x0: float, x1: float, tolerance: float = 1e-9) -> tuple[bool, str]:
