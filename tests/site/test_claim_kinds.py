@@ -174,7 +174,7 @@ def test_constant_rejects_a_figure_that_does_not_hold_on_the_device_it_is_about(
 
 
 def test_the_kind_filter_stops_the_build_on_the_old_sentence(buffer):
-    log = ClaimLog(page="unit09/index.html")
+    log = ClaimLog(page="unit09/index.html", kinds=claimkinds.KINDS)
     pause = buffer["no_deadline"]["pauses_ms"][0][0]
     early = buffer["fill_s"] * 1000 - pause
     with pytest.raises(BuildError, match="steps"):
