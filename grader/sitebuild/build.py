@@ -35,6 +35,7 @@ from ..course import release
 from ..course.points import points_table
 from ..units import LABS_DIR, REPO_ROOT, Unit, UnitError, load_unit
 from . import math as texmath
+from .claimkinds import KINDS
 from .claims import BuildError, ClaimLog
 from .frequency import unchecked
 from .glossary import load_glossary
@@ -160,9 +161,10 @@ class _Renderer:
         """Render ``template`` to ``rel``; a ``lesson`` page may use a frequency or comparison
         word only inside a checked claim (:mod:`.frequency`)."""
         depth = rel.count("/")
-        claims = ClaimLog(page=rel)
+        claims = ClaimLog(page=rel, kinds=KINDS)
         env.globals["require"] = claims.require
         env.filters["claim"] = claims.claim
+        env.filters["kind"] = claims.kind
         try:
             html = env.get_template(template).render(
                 root="../" * depth or "./", page_path=rel, units=self.units, **context

@@ -71,10 +71,12 @@ def line_chart(
     inf_label: str = "∞",
     mark_note: str | None = None,
     bar_note: str = "竖线：置信区间",
+    end_labels: bool = True,
 ) -> Chart:
     """An SVG line chart and its data table; ``hline`` is a labelled horizontal limit such as a
     pool size or an SLO; ``inf_label`` is how an infinite value is written in tooltips and the
-    table; a series' ``errors`` are drawn as error bars, explained by ``bar_note``."""
+    table; a series' ``errors`` are drawn as error bars, explained by ``bar_note``;
+    ``end_labels`` False leaves the names to the legend (lines that end where another runs)."""
     xs = [x for s in series for x, _ in s.points]
     ys = [y for s in series for _, y in s.points if math.isfinite(y)]
     ys += [v for s in series for e in s.errors if e for v in e if math.isfinite(v)]
@@ -120,7 +122,8 @@ def line_chart(
                 f"<title>{escape(tip)}</title></path>"
             )
         out.append("</g>")
-    out += direct_labels(series, sx, sy)
+    if end_labels:
+        out += direct_labels(series, sx, sy)
     legend_top = TOP + PLOT_H + BOTTOM + 8
     marked = [not s.step for s in series]
     limit = hline[1] if hline else None

@@ -23,6 +23,7 @@ class ClaimLog:
 
     page: str = ""
     checked: list[tuple[str, str]] = field(default_factory=list)
+    kinds: dict = field(default_factory=dict)  # claim kind name -> checker (claimkinds.KINDS)
 
     def require(self, condition, message: str) -> str:
         if not isinstance(condition, bool):
@@ -39,3 +40,17 @@ class ClaimLog:
         self.require(condition, message)
         shown = text if isinstance(text, Markup) else escape(text)
         return Markup(f'<span data-checked="{escape(message)}">{shown}</span>')
+
+    def kind(self, text, name: str, *args, **kwargs) -> Markup:
+        """The ``kind`` filter: ``text`` read by the checker of claim kind ``name``
+        (:mod:`.claimkinds`, given as ``kinds``), which finds what its words say and checks it
+        against ``args``; kept and marked as :meth:`claim` does, or the build stops naming what
+        the text says."""
+        if name not in self.kinds:
+            raise BuildError(
+                f"{self.page}: no claim kind {name!r} (kinds: {', '.join(self.kinds)})"
+            )
+        holds, said = self.kinds[name](text, *args, **kwargs)
+        if not holds:
+            raise BuildError(f"{self.page}: the text claims ({name}) {said}, but the runs disagree")
+        return self.claim(text, True, f"{name}: {said}")

@@ -9,7 +9,9 @@
         text: "..."                     # what it means, in Chinese
         vllm: "max_num_seqs"            # optional: the vLLM knob it corresponds to
         formula: "count(window, completed, quality, slo) / count(window)"  # optional, see
-                                        # formula.py; tests evaluate it against measure.py
+                                        # formula.py; tests evaluate it against measure.py, and a
+                                        # latency formula ("(u[O] - u[1]) / (O - 1)") against
+                                        # servesim.metrics, the grader's metric code
         units: [<unit id>, ...]          # optional: units whose lesson uses it
 
 A bad file stops the build with one error naming the entry.

@@ -24,10 +24,17 @@ def fairness_units(tokens_a=10, tokens_b=1000) -> dict:
     }
 
 
-def deficit_rounds(costs: dict[str, list[int]], quantum: int, rounds: int, cap: int | None):
+def deficit_rounds(
+    costs: dict[str, list[int]],
+    quantum: int,
+    rounds: int,
+    cap: int | None,
+    idle_earns: bool = True,
+):
     """Deficit credits: each round a backlogged tenant gains ``quantum`` (capped at ``cap`` when
     given) and runs queued requests while its credit covers the head's cost. An idle tenant's
-    credit still grows. Returns the requests run per round and the tokens run per tenant."""
+    credit grows too when ``idle_earns`` (the book leaves this open; the page states which).
+    Returns the requests run per round and the tokens run per tenant."""
     credit = dict.fromkeys(costs, 0)
     queues = {t: list(q) for t, q in costs.items()}
     served = dict.fromkeys(costs, 0)
@@ -35,7 +42,8 @@ def deficit_rounds(costs: dict[str, list[int]], quantum: int, rounds: int, cap: 
     for _ in range(rounds):
         ran = []
         for tenant, queue in queues.items():
-            credit[tenant] += quantum
+            if idle_earns or not (queue and queue[0] is None):
+                credit[tenant] += quantum
             if cap is not None:
                 credit[tenant] = min(credit[tenant], cap)
             while queue and queue[0] is not None and queue[0] <= credit[tenant]:
@@ -52,17 +60,21 @@ def deficit_example(quantum=200, rounds=6) -> dict:
     fair = {"A": [300] * 20, "B": [100] * 40}
     log, served = deficit_rounds(fair, quantum, rounds, cap=None)
     idle = 10
-    late = {"C": [None] * idle + [100] * 40, "D": [100] * 80}
+    cost = 100  # every request of C and D
+    late = {"C": [None] * idle + [cost] * 40, "D": [cost] * 80}
     _, uncapped_first = deficit_rounds(late, quantum, idle + 1, cap=None)
     _, capped_first = deficit_rounds(late, quantum, idle + 1, cap=2 * quantum)
+    _, no_idle_credit = deficit_rounds(late, quantum, idle + 1, cap=None, idle_earns=False)
     return {
         "quantum": quantum,
         "rounds": rounds,
         "log": log,
         "served": served,
         "idle": idle,
-        "burst_uncapped": uncapped_first["C"] // 100,
-        "burst_capped": capped_first["C"] // 100,
+        "burst_uncapped": uncapped_first["C"] // cost,
+        "burst_capped": capped_first["C"] // cost,
+        "burst_no_idle_credit": no_idle_credit["C"] // cost,
+        "cost_c": cost,
         "cap": 2 * quantum,
     }
 

@@ -171,6 +171,13 @@ def explorer(unit: Unit, default_chunk: int, default_overhead: float) -> dict:
         "chunks": chunks,
         "overheads": [_num(o) for o in overheads],
         "variants": variants,
+        # A's TTFT under chunked at each chunk, at the default overhead (the text's claim)
+        "a_ttft": {
+            chunk: variants[variant_key(chunk, default_overhead)]["runs"]["chunked"].req["A"][
+                "ttftMs"
+            ]
+            for chunk in chunks
+        },
         "data_json": Markup(_script_json(data)),
     }
 

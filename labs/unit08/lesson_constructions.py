@@ -31,6 +31,7 @@ BATCH_K = 2  # the chapter's two slots for static vs continuous
 
 
 POOL = {"max_active": 16, "kv_pages": 256}  # a small pool the burst overflows
+POOL_FILE = "pool-256"  # the lab's device file of that pool (what the page tells students to pass)
 
 
 BURST_SEEDS = tuple(range(1, 11))  # other draws of the burst generator (the public trace: 8)
@@ -86,7 +87,9 @@ def _pool_run(runs: Runs, trace, policy: str, dev) -> dict:
 def kv_pool(runs: Runs) -> dict:
     """budgeted vs paged on the burst, on a pool the burst overflows; and the same pair on
     other draws of the burst generator (``draws``: one dict per seed)."""
-    dev = device(runs.unit, **POOL)
+    dev = lab_device(runs.unit, POOL_FILE)
+    if (dev.max_active, dev.kv_pages) != (POOL["max_active"], POOL["kv_pages"]):
+        raise BuildError(f"devices/{POOL_FILE}.json is not the pool {POOL} the lesson describes")
     trace = reference.load_trace(runs.unit, "burst")
     shown = {p: _pool_run(runs, trace, p, dev) for p in ("budgeted", "paged")}
     draws = []
@@ -96,6 +99,7 @@ def kv_pool(runs: Runs) -> dict:
         draws.append({p: _pool_run(runs, drawn, p, dev) for p in ("budgeted", "paged")})
     return {
         "device": dev.to_json(),
+        "device_file": f"devices/{POOL_FILE}.json",
         "runs": {p: shown[p]["run"] for p in shown},
         "pages": {p: shown[p]["pages"] for p in shown},
         "preempts": {p: shown[p]["preempts"] for p in shown},
@@ -141,6 +145,7 @@ def lifo_victim(runs: Runs) -> dict:
     dev = lab_device(unit, LIFO["device"])
     params = {"budget": LIFO["budget"]}
     out = {"device": dev.to_json(), "budget": LIFO["budget"], "runs": {}}
+    out["device_file"] = f"devices/{LIFO['device']}.json"
     out["rows"] = {}
     for policy in ("budgeted", "paged"):
         made = out["runs"][policy] = runs.policy(trace, policy, params, dev, f"lifo-{policy}")
@@ -153,6 +158,12 @@ def lifo_victim(runs: Runs) -> dict:
             "finish": {rid: made.req[rid]["finishMs"] for rid in made.req},
         }
     run = out["runs"]["paged"].run
+    out["events"] = run["events"]  # for the page's who-does-what claims
+    out["chunks"] = {  # each request's prefill chunks under paged: (start ms, end ms, tokens)
+        rid: [(e["startMs"], e["endMs"], c["tokens"]) for e in run["events"] for c in e["prefill"]
+              if c["id"] == rid]
+        for rid in ("A", "B")
+    }  # fmt: skip
     steps = [e for e in run["events"] if e["preempt"]]
     if len(steps) != 1 or steps[0]["preempt"] != ["L"]:
         raise BuildError(f"unit {unit.id}: lifo-victim must preempt L once, got {steps}")

@@ -153,6 +153,9 @@ def facts(sweep: dict) -> dict:
     )
     failed = [r["goodput"]["submitted"] - r["goodput"]["succeeded"] for r in top.replications]
     submitted = [r["goodput"]["submitted"] for r in top.replications]
+    succeeded = [r["goodput"]["succeeded"] for r in top.replications]
+    # the loads at which no request of any replication met the SLO (goodput 0 in every one)
+    zero = [c.load for c in cells if all(r["goodput"]["qualifying"] == 0 for r in c.replications)]
     return {
         "sp_falls": {"k": falls, "n": n, "peaks": [number(x) for x in sorted(peaks)]},
         "sp_top": {
@@ -161,7 +164,10 @@ def facts(sweep: dict) -> dict:
             "load": top.load,
             "failed": sum(failed) / n,
             "submitted": sum(submitted) / n,
+            "succeeded": sum(succeeded) / n,
+            "qualifying": sum(r["goodput"]["qualifying"] for r in top.replications),
         },
+        "sp_zero": [number(x) for x in zero],
     }
 
 

@@ -49,4 +49,5 @@ def buffer_figure(buf: dict) -> str:
         y_label="缓冲占用 (KiB)",
         hline=(buf["buffer_bytes"] / KIB, f"容量 {_n(buf['buffer_bytes'] / KIB)} KiB"),
         mark_note="三角形：暂停、恢复、取消",
+        end_labels=False,  # the stall run ends on the other line: its name there would cover it
     )

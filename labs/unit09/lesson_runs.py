@@ -20,6 +20,7 @@ from servesim import DeviceProfile, parse_trace, simulate
 from servesim.streaming import level_at
 
 from grader import reference
+from grader.sitebuild.claimkinds import pages_held
 from grader.sitebuild.claims import BuildError
 from grader.sitebuild.plugins import load_module
 from grader.sitebuild.runs import device
@@ -121,7 +122,10 @@ def cancel_log(unit: Unit) -> dict:
 def _prefix_row(run: dict) -> dict:
     chunks = [c for e in run["events"] for c in e["prefill"]]
     summary = run["summary"]
+    peak_pages, peak_entries = pages_held(run["events"])
     return {
+        "peak_pages": peak_pages,  # the most distinct pages held at once
+        "peak_entries": peak_entries,  # the most page-table entries at once (shared: several)
         "hit_tokens": sum(c.get("cached", 0) for c in chunks),
         "prefilled": sum(c["tokens"] for c in chunks),
         "prompt_tokens": summary["promptTokens"],

@@ -19,6 +19,7 @@ from grader.units import Unit
 HERE = Path(__file__).resolve().parent
 runs = load_module(HERE / "lesson_runs.py")
 figures = load_module(HERE / "lesson_figures.py")
+text = load_module(HERE / "lesson_text.py")
 
 
 def lesson_context(unit: Unit) -> dict:
@@ -30,4 +31,8 @@ def lesson_context(unit: Unit) -> dict:
         "cancel": runs.cancel_log(unit),
         "prefix": runs.prefix(unit),
         "tail": runs.tail(unit),
+        "why_zh": text.why_zh,
+        "label_zh": text.label_zh,
+        "label_value": text.label_value,
+        "load_zh": text.load_zh,
     }

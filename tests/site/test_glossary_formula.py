@@ -67,3 +67,88 @@ def test_a_definition_that_leaves_out_a_gate_stops_the_build(tmp_path):
     )
     with pytest.raises(BuildError, match="质量"):
         load_glossary(tmp_path)
+
+
+# the request formulas of the glossary and the field of servesim.metrics.request_metrics (what
+# the grader's replay recomputes every run's statistics with) that each must equal
+METRIC_FIELDS = {"ttft": "ttftMs", "itl": "itlMs", "tpot": "tpotMs", "e2e": "e2eMs"}
+SAMPLE_TIMELINES = [  # (arrival, token times): uneven gaps, one token, a long stall
+    (0.0, [2.25, 3.5, 4.75, 19.5, 20.75]),
+    (4.0, [15.75]),
+    (10.0, [12.0, 13.0]),
+    (1.5, [40.0, 41.0, 42.0, 43.0, 44.0, 45.0, 46.0, 90.0]),
+]
+
+
+def test_every_glossary_formula_is_tested():
+    formulas = {tid for tid, t in glossary_terms().items() if "formula" in t}
+    assert formulas == set(FIGURES) | set(METRIC_FIELDS)
+
+
+@pytest.mark.parametrize("term", sorted(METRIC_FIELDS))
+def test_glossary_latency_formula_equals_the_graders_metric(term):
+    from servesim.metrics import request_metrics
+
+    from grader.sitebuild.formula import evaluate_request
+
+    formula = glossary_terms()[term]["formula"]
+    for arrival, times in SAMPLE_TIMELINES:
+        want = request_metrics(arrival, times)[METRIC_FIELDS[term]]
+        got = evaluate_request(formula, arrival, times)
+        assert got == pytest.approx(want) if want is not None else got is None, (times, got)
+
+
+def test_itl_and_tpot_are_apart_and_their_means_differ():
+    """The book's §31.7: the per-request TPOT mean and the mean over every ITL differ (the
+    latter weights long outputs more); the glossary's two formulas show it on the sample."""
+    from grader.sitebuild.formula import evaluate_request
+
+    terms = glossary_terms()
+    tpots, itls = [], []
+    for arrival, times in SAMPLE_TIMELINES:
+        tpot = evaluate_request(terms["tpot"]["formula"], arrival, times)
+        tpots += [tpot] if tpot is not None else []
+        itls += evaluate_request(terms["itl"]["formula"], arrival, times)
+    assert sum(tpots) / len(tpots) != pytest.approx(sum(itls) / len(itls))
+
+
+@pytest.mark.parametrize(
+    "term, wrong",
+    [  # conventions other tools use, or slips: each must give another figure on the sample
+        ("tpot", "(u[O] - u[1]) / O"),
+        ("ttft", "u[1] - u[1]"),
+        ("itl", "u[j] - u[1]"),
+        ("e2e", "u[O] - u[1]"),
+    ],
+)
+def test_a_wrong_latency_formula_fails_the_comparison(term, wrong):
+    from servesim.metrics import request_metrics
+
+    from grader.sitebuild.formula import evaluate_request
+
+    differs = False
+    for arrival, times in SAMPLE_TIMELINES:
+        want = request_metrics(arrival, times)[METRIC_FIELDS[term]]
+        got = evaluate_request(wrong, arrival, times)
+        differs |= want is None or got is None or got != pytest.approx(want)
+    assert differs
+
+
+def test_a_request_formula_with_an_unknown_name_stops_the_build(tmp_path):
+    import yaml
+
+    entry = dict(glossary_terms()["tpot"], formula="(u[O] - u[1]) / (N - 1)")
+    (tmp_path / "glossary.yaml").write_text(
+        yaml.safe_dump({"terms": [entry]}, allow_unicode=True), encoding="utf-8"
+    )
+    with pytest.raises(BuildError, match="'N'"):
+        load_glossary(tmp_path)
+
+
+def test_glossary_m_and_goodput_are_the_books():
+    """M is the available cache byte budget of table 31.1 (the lab counts it in pages);
+    goodput divides by the observation time, as §31.7 defines it."""
+    terms = glossary_terms()
+    assert "字节预算" in terms["kv-pages"]["text"] and "只计一次" in terms["kv-pages"]["text"]
+    assert terms["goodput"]["formula"].endswith("/ window_s")
+    assert "观察时长" in terms["goodput"]["text"] and "窗口长度" in terms["goodput"]["text"]

@@ -102,8 +102,20 @@ def test_handout_lifo_victim_numbers_are_the_runs():
     assert lifo["start"]["free"] == lifo["start"]["needs"] == dev.pages_for(prompt)
     finish = {policy: run.req["L"]["finishMs"] for policy, run in runs.items()}
     assert finish["budgeted"] < finish["paged"]
+    # who is doing what when L arrives: A decodes, B's prompt is still prefilled in chunks
+    events, arrival = runs["paged"].run["events"], runs["paged"].req["L"]["arrivalMs"]
+    at = next(e for e in events if e["startMs"] <= arrival < e["endMs"])
+    assert at["decode"] == ["A"] and [c["id"] for c in at["prefill"]] == ["B"]
+    chunks = lifo["chunks"]["B"]
+    first = next(e for e in events if any(c["id"] == "L" for c in e["prefill"]))
+    together = {c["id"]: c["tokens"] for c in first["prefill"]}
     assert_handout_says(
         [
+            f"L（提示 {prompt}）{arrival:g} ms 到达时，A 在 decode",
+            f"B 的提示还在分块 prefill（{chunks[0][0]:.2f} ms 到 {chunks[-1][1]:.2f} ms，"
+            f"分 {len(chunks)} 块）",
+            f"B 的最后 {together['B']} 个提示 token 和 L 的前 {together['L']} 个同批",
+            f"B 的首 token 在 {runs['paged'].req['B']['firstTokenMs']:.2f} ms",
             f"{lifo['start']['startMs']:.2f} ms 那一步",
             f"整段提示的 {lifo['start']['needs']} 页正好空着",
             f"每步 {lifo['budget'] - others} 个 token",
