@@ -2,13 +2,14 @@
 
     text(value) -> str          element content, or an attribute value in double or single quotes
     script_data(value) -> str   JSON for a ``<script type="application/json">`` block
+    words(fragment) -> str      the reverse, for reading: an HTML fragment's text, tags dropped
 
 Every page the project writes goes through these two: the run viewer (``servesim.runview``,
 which joins every lab folder), the lesson site (``grader.sitebuild``, whose Jinja environment
 hands each ``{{ value }}`` to ``text``), the unit 08 sweep charts (``plots.py``). Request ids,
 trace names and policy names come from files a student or a downloaded trace wrote, so a
 page must stay whole whatever they hold. ``tests/site/test_hostile_pages.py`` opens each page
-with hostile strings in Chromium; ``tests/test_one_escaper.py`` checks that no other module
+with hostile strings in Chromium; ``tests/test_htmlsafe.py`` checks that no other module
 escapes by hand.
 
 Contracts:
@@ -26,8 +27,11 @@ Contracts:
 
 from __future__ import annotations
 
+import html
 import json
+import re
 
+_TAG = re.compile(r"<[^>]+>")
 _TEXT = (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ('"', "&#34;"), ("'", "&#39;"))
 _SCRIPT = (
     ("<", "\\u003c"),
@@ -52,3 +56,9 @@ def script_data(value) -> str:
     for char, escaped in _SCRIPT:  # str.replace scans at C speed: a long run's data stays fast
         out = out.replace(char, escaped)
     return out
+
+
+def words(fragment) -> str:
+    """The text a reader sees in ``fragment``: tags dropped, character references resolved,
+    white space collapsed (the lesson's claim checks read sentences this way)."""
+    return " ".join(html.unescape(_TAG.sub("", str(fragment))).split())

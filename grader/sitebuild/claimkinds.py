@@ -25,20 +25,19 @@ into a checked span or a :class:`BuildError`.
 
 from __future__ import annotations
 
-import html
 import re
 from collections.abc import Callable, Iterable, Mapping
 
+from servesim.htmlsafe import words
+
 from .claims import BuildError
 
-_TAGS = re.compile(r"<[^>]+>")
 _ZH_NUMBERS = {"一": 1, "两": 2, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8}
 
 
 def plain(text) -> str:
     """The words of ``text`` (markup removed, spaces collapsed)."""
-    raw = html.unescape(_TAGS.sub("", str(text)))
-    return " ".join(raw.split())
+    return words(text)
 
 
 def _found(text: str, words: Iterable[str]) -> list[str]:
