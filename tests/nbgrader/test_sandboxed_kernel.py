@@ -19,7 +19,7 @@ from nbformat.v4 import new_code_cell, new_output
 from nbgrader.utils import determine_grade
 
 from grader import checkcache
-from grader.course import nbkernel, nbscores
+from grader.course import nbkernel, nbscores, nbsite
 from grader.course.nbautograde import SandboxKernelManager, verdict_outputs
 from grader.sandbox import MODE_ENV, SandboxError, isolation_mode
 from grader.units import CODE_ROOT
@@ -64,7 +64,7 @@ print(json.dumps({{"seen": seen, "staff": staff, "wrote_host": wrote_host, "uid"
 """
 
 
-async def _run_in_kernel(folder, code_for) -> dict:
+async def _run_in_kernel(folder, code_for, timeout: float = 60) -> dict:
     manager = SandboxKernelManager()
     await manager.start_kernel(cwd=str(folder))
     client = manager.client()
@@ -76,7 +76,7 @@ async def _run_in_kernel(folder, code_for) -> dict:
         reply = await client.execute_interactive(
             code_for(nbkernel.SOCKETS),
             output_hook=lambda msg: lines.append(msg["content"].get("text", "")),
-            timeout=60,
+            timeout=timeout,
         )
         assert reply["content"]["status"] == "ok", reply["content"]
     finally:
@@ -162,13 +162,84 @@ def test_the_kernel_refuses_to_start_without_bubblewrap(tmp_path, monkeypatch, c
     assert len(err) == 1 and "needs bubblewrap" in err[0]
 
 
-def test_a_package_folder_holding_the_staff_package_is_refused(tmp_path, monkeypatch):
-    site = tmp_path / "lib" / "site-packages"
-    (site / "grader").mkdir(parents=True)
-    monkeypatch.setattr(nbkernel, "CODE_ROOT", site)
-    monkeypatch.setattr(nbkernel.sys, "path", [str(site)])
-    with pytest.raises(SandboxError, match="install it editable"):
-        nbkernel.site_folders()
+GREP = """
+import json, os, sys
+needles = [bytes.fromhex(h) for h in {needles!r}]  # hex: this source names no path itself
+skipped = ("/usr", "/proc", "/sys", "/dev")
+roots = ["/", "/proc/self", "/dev/shm"] + [
+    p for p in sys.path if p.startswith("/usr/") and os.path.isdir(p)  # the Python's packages
+]
+found, files, size = [], 0, 0
+def check(path, text):
+    if any(n in text for n in needles):
+        found.append(path)
+for root in roots:
+    for folder, dirs, names in os.walk(root):
+        if root == "/":
+            dirs[:] = [d for d in dirs if "/" + d not in skipped]
+        elif root == "/proc/self":
+            dirs[:] = []
+        check(folder, folder.encode())
+        for name in names:
+            path = os.path.join(folder, name)
+            check(path, path.encode())
+            try:
+                if os.path.islink(path):
+                    check(path, os.readlink(path).encode())
+                    continue
+                with open(path, "rb") as handle:
+                    text = handle.read(64 << 20)
+            except OSError:
+                continue
+            files += 1
+            size += len(text)
+            check(path, text)
+check("sys.path", os.pathsep.join(sys.path).encode())
+check("environ", repr(os.environ).encode())
+print(json.dumps({{"found": found, "files": files, "size": size}}))
+"""
+
+
+@needs_bwrap
+def test_nothing_the_kernel_can_read_names_the_checkout(tmp_path):
+    """Everything the kernel can read (every file and link outside the host's ``/usr``,
+    ``/proc``, ``/sys`` and ``/dev``, and there its Python's package folders, ``/proc/self``
+    and ``/dev/shm``; its ``sys.path`` and environment) is searched for the checkout's path.
+    It used to be in the editable install's finder, every compiled file of the staff
+    environment's packages, ``/proc/self/mountinfo`` and ``sys.path``."""
+    folder = tmp_path / "notebook"
+    folder.mkdir()
+    (folder / "policies.py").write_text("# the student's file\n")
+    needles = [n.hex() for n in nbsite.checkout_names()]
+
+    def code(sockets):
+        return GREP.format(needles=needles)
+
+    got = asyncio.run(_run_in_kernel(folder, code, timeout=600))
+    assert got["files"] > 1000 and got["size"] > 10 << 20  # it did read the packages
+    assert got["found"] == []
+    print(f"searched {got['files']} files, {got['size'] >> 20} MiB: no checkout path")
+
+
+def test_the_kernels_packages_are_a_copy_without_the_staff_package_or_compiled_files():
+    copy = nbsite.site_copy()
+    assert nbsite.site_copy() == copy  # made once per set of versions
+    names = {p.name for p in copy.iterdir()}
+    assert "ipykernel" in names and "grader" not in names and "servesim" not in names
+    assert not [p for p in copy.rglob("*") if p.name == "__pycache__" or p.suffix == ".pyc"]
+    assert not [p for p in copy.rglob("*") if p.name.startswith("__editable__")]
+    assert nbsite.naming_checkout(copy) == []
+    assert not CODE_ROOT.is_relative_to(copy) and not copy.is_relative_to(CODE_ROOT)
+
+
+def test_a_copy_that_would_name_the_checkout_is_refused(tmp_path):
+    """The check after the copy reads the result: a file there that names the checkout (as
+    an editable finder does) stops it."""
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    (copy / "finder.py").write_text(f"MAPPING = {{'grader': {str(CODE_ROOT / 'grader')!r}}}\n")
+    with pytest.raises(SandboxError, match=r"would name the checkout's path \(finder.py\)"):
+        nbsite.build(nbsite.closure("traitlets"), copy)
 
 
 # --- scores decided outside the kernel ---------------------------------------------------
