@@ -15,12 +15,19 @@ import pytest
 
 pytest.importorskip("nbgrader")
 
-from nbformat.v4 import new_code_cell, new_output
+from nbclient.exceptions import CellTimeoutError
+from nbformat.v4 import new_code_cell, new_notebook, new_output
 from nbgrader.utils import determine_grade
 
 from grader import checkcache
-from grader.course import nbkernel, nbscores, nbsite
-from grader.course.nbautograde import SandboxKernelManager, verdict_outputs
+from grader.course import nbautograde, nbkernel, nbscores, nbsite
+from grader.course.nbautograde import (
+    CELL_OUTPUT_CHARS,
+    FLOOD_NOTE,
+    SandboxedAutograde,
+    SandboxKernelManager,
+    verdict_outputs,
+)
 from grader.sandbox import MODE_ENV, SandboxError, isolation_mode
 from grader.units import CODE_ROOT
 
@@ -240,6 +247,51 @@ def test_a_copy_that_would_name_the_checkout_is_refused(tmp_path):
     (copy / "finder.py").write_text(f"MAPPING = {{'grader': {str(CODE_ROOT / 'grader')!r}}}\n")
     with pytest.raises(SandboxError, match=r"would name the checkout's path \(finder.py\)"):
         nbsite.build(nbsite.closure("traitlets"), copy)
+
+
+FLOOD = [
+    # 64 MiB printed in 64 KiB pieces, each its own message
+    'import sys\nfor _ in range(1024):\n    sys.stdout.write("x" * 65535 + "\\n")\n'
+    "    sys.stdout.flush()",
+    # one message of 4 MiB
+    'from IPython.display import display\ndisplay({"text/plain": "y" * (4 << 20)}, raw=True)',
+    'print("AFTER THE FLOOD")',
+]
+
+
+def _execute(tmp_path, sources: list[str], **options):
+    folder = tmp_path / "notebook"
+    folder.mkdir()
+    nb = new_notebook(cells=[new_code_cell(source) for source in sources])
+    runner = SandboxedAutograde(timeout=300, **options)
+    nb, _ = runner.execute(nb, {"metadata": {"path": str(folder)}})
+    return nb
+
+
+@needs_bwrap
+def test_an_output_flood_is_capped_while_the_notebook_runs(tmp_path):
+    """Attack: a cell prints 64 MiB, the next sends one 4 MiB message. The grader keeps at
+    most ``CELL_OUTPUT_CHARS`` of each, says so in each flooding cell, and the notebook goes
+    on to its next cell."""
+    nb = _execute(tmp_path, FLOOD)
+    kept = [len(json.dumps(cell.outputs, ensure_ascii=False)) for cell in nb.cells]
+    assert kept[0] <= CELL_OUTPUT_CHARS + 1024, kept
+    assert kept[1] <= 1024, kept
+    assert nb.cells[0].outputs[-1]["text"] == FLOOD_NOTE
+    assert [o.get("text") for o in nb.cells[1].outputs] == [FLOOD_NOTE]
+    assert [o.get("text") for o in nb.cells[2].outputs] == ["AFTER THE FLOOD\n"]
+    print(f"kept {kept} characters of output per cell of a 68 MiB flood")
+
+
+@needs_bwrap
+def test_a_message_over_the_limit_is_never_taken(tmp_path, monkeypatch):
+    """Attack: one message larger than ``MESSAGE_BYTES`` (lowered here to 2 MiB, so the test
+    stays light): the grader's socket refuses it, and the notebook's run ends with
+    nbgrader's IOPub timeout error instead of holding the message."""
+    monkeypatch.setattr(nbautograde, "MESSAGE_BYTES", 2 << 20)
+    big = 'from IPython.display import display\ndisplay({"text/plain": "y" * (8 << 20)}, raw=True)'
+    with pytest.raises(CellTimeoutError, match="Timeout waiting for IOPub output"):
+        _execute(tmp_path, [big], iopub_timeout=5)
 
 
 # --- scores decided outside the kernel ---------------------------------------------------
