@@ -186,3 +186,30 @@ def test_make_plain_refuses_a_folder_that_is_a_link(tmp_path):
     with pytest.raises(nbsubmitted.SubmissionError, match="is a symbolic link, not a folder"):
         nbsubmitted.make_plain(tmp_path / "sub")
     assert nbsubmitted.make_plain(tmp_path / "missing") == []
+
+
+# The documented entry, ``infralab autograde`` -------------------------------------------------
+
+
+def test_infralab_autograde_makes_submissions_plain_and_refuses_a_course_without_the_hook(
+    tmp_path, capsys
+):
+    """Without the course's managed config, nbgrader would grade with its own defaults: the
+    command still replaces the links first, then says the config did not load (exit 2)."""
+    from grader.cli.main import main
+
+    assert main(["autograde", "--unit", "unit07", "--course", str(tmp_path)]) == 2
+    assert "no nbgrader_config.py there" in capsys.readouterr().err
+    (tmp_path / "nbgrader_config.py").write_text("c = get_config()  # noqa: F821\n")
+    folder = tmp_path / "submitted" / "mallory" / "unit07"
+    folder.mkdir(parents=True)
+    (folder / "policies.py").symlink_to(tmp_path / "nbgrader_config.py")
+    assert main(["autograde", "--unit", "unit07", "--course", str(tmp_path)]) == 2
+    out, err = capsys.readouterr()
+    assert "replaced submitted/mallory/unit07/policies.py (a symbolic link) by a note" in out
+    assert (
+        err.strip()
+        .splitlines()[-1]
+        .startswith("infralab: error: nbgrader did not load infralab_nbgrader_config.py")
+    )
+    assert not (folder / "policies.py").is_symlink()
