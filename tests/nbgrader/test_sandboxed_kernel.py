@@ -28,8 +28,9 @@ from grader.course.nbautograde import (
     SandboxKernelManager,
     verdict_outputs,
 )
+from grader.labfolder import lab_files
 from grader.sandbox import MODE_ENV, SandboxError, isolation_mode
-from grader.units import CODE_ROOT
+from grader.units import CODE_ROOT, load_unit
 
 try:
     MODE = isolation_mode()
@@ -215,8 +216,9 @@ def test_nothing_the_kernel_can_read_names_the_checkout(tmp_path):
     It used to be in the editable install's finder, every compiled file of the staff
     environment's packages, ``/proc/self/mountinfo`` and ``sys.path``."""
     folder = tmp_path / "notebook"
-    folder.mkdir()
-    (folder / "policies.py").write_text("# the student's file\n")
+    for rel, path in lab_files(load_unit("unit08")).items():  # a whole lab folder, as graded
+        (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+        (folder / rel).write_bytes(path.read_bytes())
     needles = [n.hex() for n in nbsite.checkout_names()]
 
     def code(sockets):
