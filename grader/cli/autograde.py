@@ -18,7 +18,9 @@ from ..units import UnitError, load_unit
 
 def _autograde(args, extra: list[str]) -> int:
     from ..course import nbgrader_course, nbsubmitted
+    from .common import with_extra
 
+    with_extra("nbgrader", "nbgrader")  # it runs in a child: say now if it is missing
     unit = load_unit(args.unit)
     course = Path(args.course).resolve()
     if not (course / nbgrader_course.CONFIG).is_file():

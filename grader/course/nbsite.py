@@ -25,9 +25,6 @@ import tempfile
 from importlib import metadata
 from pathlib import Path
 
-from packaging.requirements import Requirement
-from packaging.utils import canonicalize_name
-
 from ..sandbox import SandboxError, scratch_dir
 from ..units import CODE_ROOT
 
@@ -39,6 +36,11 @@ SKIPPED = ("direct_url.json", "RECORD", "INSTALLER", "REQUESTED")  # install-tim
 
 def closure(root: str = ROOT_DISTRIBUTION) -> list[metadata.Distribution]:
     """``root``'s installed distribution and every one it requires (no extras), by name."""
+    # here, not at the top: packaging comes with the nbgrader extra (ipykernel requires it),
+    # and the release commands import this module without that extra
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
     found: dict[str, metadata.Distribution] = {}
     pending = [root]
     while pending:
