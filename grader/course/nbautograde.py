@@ -12,16 +12,25 @@ managed config). It
    text that cannot count (no error, no stderr, no result value), and the verdict comes last,
    which is the one output nbgrader's ``SaveAutoGrades`` scores. A graded cell without a check
    stops the autograding of that notebook.
+
+While the notebook runs, what the kernel sends is capped, so a flood cannot exhaust the grader's
+memory: a cell keeps at most ``CELL_OUTPUT_CHARS`` of output and a notebook
+``NOTEBOOK_OUTPUT_CHARS`` (what comes after is dropped, and the cell says so once); widget
+messages are ignored (their state would pile up in the grader); and no message over
+``MESSAGE_BYTES`` is taken at all: zmq drops it and the connection with it, so that notebook's
+autograde ends with nbgrader's "Timeout waiting for IOPub output" error.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+import zmq.asyncio
 from jupyter_client.kernelspec import KernelSpec
 from jupyter_client.manager import AsyncKernelManager
 from nbformat.v4 import new_output
@@ -32,6 +41,11 @@ from . import nbcheck, nbscores
 from .nbkernel import KERNEL_NAME, kernel_spec
 
 KERNEL_TEXT_LIMIT = 20_000  # characters of the kernel's own output kept in a graded cell
+MESSAGE_BYTES = 256 << 20  # the largest message taken from the kernel
+CELL_OUTPUT_CHARS = 1 << 20  # output kept per cell while the notebook runs
+NOTEBOOK_OUTPUT_CHARS = 8 << 20  # and per notebook
+OUTPUT_MESSAGES = {"stream", "display_data", "execute_result", "error", "update_display_data"}
+FLOOD_NOTE = "…(输出过多,之后的输出没有保留;评分照常进行)\n"
 
 
 class SandboxKernelManager(AsyncKernelManager):
@@ -49,6 +63,12 @@ class SandboxKernelManager(AsyncKernelManager):
     @property
     def ipykernel(self) -> bool:
         return True
+
+    def client(self, **kwargs):
+        """A client whose sockets refuse any message over ``MESSAGE_BYTES``."""
+        context = zmq.asyncio.Context()
+        context.setsockopt(zmq.MAXMSGSIZE, MESSAGE_BYTES)
+        return super().client(context=context, **kwargs)
 
     async def _async_pre_start_kernel(self, **kw):
         if self._socket_dir is None:
@@ -169,10 +189,34 @@ class SandboxedAutograde(Execute):
         self.km = SandboxKernelManager(kernel_name=KERNEL_NAME, config=self.config)
         return self.km
 
+    def process_message(self, msg, cell, cell_index):
+        """nbclient's handling of one kernel message, within the output caps (module doc)."""
+        kind = msg["msg_type"]
+        if kind.startswith("comm"):
+            return None
+        if kind in OUTPUT_MESSAGES:
+            size = len(json.dumps(msg["content"], ensure_ascii=False, default=str))
+            spent = self._output_spent.get(cell_index, 0) + size
+            total = sum(self._output_spent.values()) + size
+            if spent > CELL_OUTPUT_CHARS or total > NOTEBOOK_OUTPUT_CHARS:
+                if cell_index not in self._output_noted:
+                    self._output_noted.add(cell_index)
+                    cell.outputs.append(new_output("stream", name="stdout", text=FLOOD_NOTE))
+                return None
+            self._output_spent[cell_index] = spent
+        return super().process_message(msg, cell, cell_index)
+
+    def execute(self, nb, resources):
+        """Run ``nb`` in the sandboxed kernel (in ``resources["metadata"]["path"]``), with the
+        output caps; no scoring."""
+        self._output_spent: dict[int, int] = {}
+        self._output_noted: set[int] = set()
+        return super().preprocess(nb, resources)
+
     def preprocess(self, nb, resources=None, km=None):
         if km is not None:
             raise CheckError("the sandboxed autograde starts its own kernel")
-        nb, resources = super().preprocess(nb, resources)
+        nb, resources = self.execute(nb, resources)
         unit = load_unit(resources["nbgrader"]["assignment"])
         folder = Path(resources["metadata"]["path"])
         score_notebook(nb, unit, folder)

@@ -110,6 +110,13 @@ c.Execute.iopub_timeout = 30  # a busy grading machine can be slow to flush a ce
 # The files students edit are graded as submitted, not replaced by the instructor's copies.
 c.Autograde.exclude_overwriting = {json.dumps(exclude)}
 
+# Before autograde reads or copies anything, every link, device, FIFO and socket under
+# submitted/ is replaced by a one-line note (grader.course.nbsubmitted): only plain files
+# of a submission are graded, whichever route brought them.
+from grader.course import nbsubmitted  # noqa: E402
+
+nbsubmitted.install()
+
 # Autograding runs each notebook in the sandboxed kernel and scores every autograded cell
 # outside it (grader.course.nbautograde); keep this line if you change the preprocessors.
 from grader.course.nbautograde import autograde_preprocessors  # noqa: E402
@@ -187,7 +194,7 @@ def stage_source(unit: Unit, course: Path) -> tuple[Path, int]:
     return target, count
 
 
-def nbgrader(course: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+def nbgrader(course: Path, *args: str, timeout: float | None = 600) -> subprocess.CompletedProcess:
     """Run ``python -m nbgrader ARGS`` in the course directory (its config applies).
 
     nbgrader starts helper programs by name (``alembic`` for the gradebook schema), so this

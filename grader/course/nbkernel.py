@@ -7,9 +7,10 @@ the same limits machinery as ``infralab grade`` (rlimits, a dedicated uid when t
 root, no network). What exists in the kernel's file system:
 
 - ``/usr`` (and ``/bin``, ``/lib*``), the sandbox's Python, read-only;
-- the staff environment's ``site-packages`` folders (ipykernel and its dependencies), read-only;
-  the staff package itself is not there when it is installed editable (its checkout is never
-  bound), and a folder that holds the checkout or the course's hidden material is refused;
+- ``nbsite.MOUNT``: ipykernel and the distributions it requires, read-only: a copy made by
+  ``nbsite.site_copy()`` outside the checkout, without compiled files or install records, that
+  names no path of the checkout (the staff package is not among them, installed editable or
+  not);
 - ``LAB``: a size-capped tmpfs holding a copy of the notebook's folder (the student's files and
   the course's public lab files), where the kernel runs and writes;
 - ``/tmp``, size-capped tmpfs; the connection file, read-only; with the ``ipc`` transport
@@ -17,9 +18,10 @@ root, no network). What exists in the kernel's file system:
   made for this kernel alone. With ``tcp`` (a kernel started by name, e.g. ``nbgrader
   validate``) the kernel shares the host's network instead.
 
-Nothing else: not the course directory (gradebook, ``source/``, other students), not the
-checkout (hidden traces, golden files, solutions, answer-key plug-ins, grader code), not the
-grading user's cache or home. Without bubblewrap the kernel refuses to start.
+Nothing else, and nothing there names the checkout's path: not the course directory
+(gradebook, ``source/``, other students), not the checkout (hidden traces, golden files,
+solutions, answer-key plug-ins, grader code), not the grading user's cache or home. Without
+bubblewrap the kernel refuses to start.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from ..sandbox import CASE_DIR, Limits, SandboxError, scratch_dir
 from ..sandbox.host import current_plan, reachable_by_others
 from ..sandbox.rlimits import launcher
 from ..sandbox.uids import hand_over, kill_uid, own_tasks, reserved_uid
-from ..units import CODE_ROOT
+from . import nbsite
 
 KERNEL_NAME = "infralab"
 SOURCE = CASE_DIR  # the notebook's folder as copied for the kernel, read-only
@@ -61,15 +63,14 @@ LIMITS = Limits(
     tmp_mb=256,
     out_mb=1,
 )
-# Inside the sandbox: copy the notebook's folder to the tmpfs, add the site folders, start
-# ipykernel (what ``ipykernel_launcher`` does, without the current folder on sys.path).
+# Inside the sandbox: copy the notebook's folder to the tmpfs, add the kernel's packages,
+# start ipykernel (what ``ipykernel_launcher`` does, without the current folder on sys.path).
 BOOT = """
 import os, shutil, site, sys
-source, lab, sites, *args = sys.argv[1:]
+source, lab, packages, *args = sys.argv[1:]
 shutil.copytree(source, lab, symlinks=True, dirs_exist_ok=True)
 os.chdir(lab)
-for folder in sites.split(os.pathsep):
-    site.addsitedir(folder)
+site.addsitedir(packages)
 sys.argv = ["ipykernel_launcher", *args]
 from ipykernel import kernelapp
 kernelapp.launch_new_instance()
@@ -85,23 +86,6 @@ def kernel_spec() -> dict:
         "interrupt_mode": "message",  # the launcher is not the kernel: no signal reaches it
         "metadata": {"debugger": False},
     }
-
-
-def site_folders() -> list[str]:
-    """The staff environment's package folders the kernel needs (ipykernel and the rest)."""
-    found = []
-    for entry in sys.path:
-        path = Path(entry).resolve() if entry else None
-        wanted = path and path.name in ("site-packages", "dist-packages") and path.is_dir()
-        if wanted and str(path) not in found:
-            found.append(str(path))
-    for folder in found:
-        if CODE_ROOT.is_relative_to(folder):  # a non-editable install: the package is inside
-            raise SandboxError(
-                f"{folder} holds the staff package; install it editable (pip install -e) so "
-                "that the kernel's packages do not include it"
-            )
-    return found
 
 
 def _copy_notebook_folder(folder: Path, dest: Path) -> None:
@@ -133,18 +117,16 @@ def _socket_dir(info: dict) -> Path:
 
 
 def bwrap_command(
-    plan, case: Path, connection: Path, sockets: Path | None, extra: list[str]
+    plan, case: Path, connection: Path, sockets: Path | None, packages: Path, extra: list[str]
 ) -> list[str]:
-    """bubblewrap's command line for the kernel (the sandbox's, plus the kernel's mounts)."""
-    sites = site_folders()
-    inner = [plan.python.path, "-I", "-B", "-c", BOOT, SOURCE, LAB, os.pathsep.join(sites)]
+    """bubblewrap's command line for the kernel (the sandbox's, plus the kernel's mounts;
+    ``packages`` is ``nbsite.site_copy()``)."""
+    inner = [plan.python.path, "-I", "-B", "-c", BOOT, SOURCE, LAB, nbsite.MOUNT]
     inner += ["-f", CONNECTION, *extra]
     command = plan.bwrap_command(case, inner, LIMITS)
     chdir = command.index("--chdir")
     command[chdir + 1] = LAB  # the kernel runs in its working copy
-    mounts = []
-    for folder in sites:
-        mounts += ["--ro-bind", folder, folder]
+    mounts = ["--ro-bind", str(packages), nbsite.MOUNT]
     mounts += ["--size", str(LAB_MB << 20), "--tmpfs", LAB]
     # multiprocessing's locks (sweep.py's pool) need a writable /dev/shm: a small one of its own
     mounts += ["--size", str(SHM_MB << 20), "--tmpfs", "/dev/shm"]
@@ -153,8 +135,8 @@ def bwrap_command(
         mounts += ["--bind", str(sockets), SOCKETS]
     else:
         mounts += ["--share-net"]  # tcp: the client reaches the kernel's ports on the host
-    # after every mount of the sandbox's own (a site folder below /tmp must not be hidden by
-    # its /tmp), before the read-only remounts it does last, and before the command
+    # after every mount of the sandbox's own (a folder below /tmp must not be hidden by its
+    # /tmp), before the read-only remounts it does last, and before the command
     end = command.index("--")
     at = command.index("--remount-ro", 0, end) if "--remount-ro" in command[:end] else end
     return [*command[:at], *mounts, *command[at:]]
@@ -180,6 +162,7 @@ def run_kernel(connection_file: Path, extra: list[str]) -> int:
             "notebook would run with the grading user's rights"
         )
     _same_python(plan.python.path)
+    packages = nbsite.site_copy()
     info = json.loads(connection_file.read_text(encoding="utf-8"))
     sockets = _socket_dir(info) if info.get("transport") == "ipc" else None
     notebook_folder = Path.cwd()
@@ -194,10 +177,9 @@ def run_kernel(connection_file: Path, extra: list[str]) -> int:
         if uid is not None:
             os.chmod(root, 0o711)
             hand_over([connection] if sockets is None else [connection, sockets], uid)
-            for folder in site_folders():
-                if not reachable_by_others(Path(folder)):
-                    raise SandboxError(f"{folder} cannot be read by the kernel's uid (chmod o+rx)")
-        command = bwrap_command(plan, case, connection, sockets, extra)
+            if not reachable_by_others(packages):
+                raise SandboxError(f"{packages} cannot be read by the kernel's uid (chmod o+rx)")
+        command = bwrap_command(plan, case, connection, sockets, packages, extra)
         prefix, preexec = launcher(LIMITS, uid, 0 if uid is not None else own_tasks())
         child = subprocess.Popen(
             [*prefix, *command],

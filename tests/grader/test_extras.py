@@ -39,6 +39,7 @@ def test_bundle_requirements_pin_exactly_the_core():
     [
         ("numpy", ["trace", "check", "t.json"], "traces"),
         ("jinja2", ["site", "build", "--out", "site-out"], "site"),
+        ("nbgrader", ["autograde", "--unit", "unit07", "--course", "course"], "nbgrader"),
     ],
 )
 def test_missing_extra_is_one_error_line(monkeypatch, tmp_path, capsys, blocked, argv, extra):

@@ -15,14 +15,22 @@ import pytest
 
 pytest.importorskip("nbgrader")
 
-from nbformat.v4 import new_code_cell, new_output
+from nbclient.exceptions import CellTimeoutError
+from nbformat.v4 import new_code_cell, new_notebook, new_output
 from nbgrader.utils import determine_grade
 
 from grader import checkcache
-from grader.course import nbkernel, nbscores
-from grader.course.nbautograde import SandboxKernelManager, verdict_outputs
+from grader.course import nbautograde, nbkernel, nbscores, nbsite
+from grader.course.nbautograde import (
+    CELL_OUTPUT_CHARS,
+    FLOOD_NOTE,
+    SandboxedAutograde,
+    SandboxKernelManager,
+    verdict_outputs,
+)
+from grader.labfolder import lab_files
 from grader.sandbox import MODE_ENV, SandboxError, isolation_mode
-from grader.units import CODE_ROOT
+from grader.units import CODE_ROOT, load_unit
 
 try:
     MODE = isolation_mode()
@@ -64,7 +72,7 @@ print(json.dumps({{"seen": seen, "staff": staff, "wrote_host": wrote_host, "uid"
 """
 
 
-async def _run_in_kernel(folder, code_for) -> dict:
+async def _run_in_kernel(folder, code_for, timeout: float = 60) -> dict:
     manager = SandboxKernelManager()
     await manager.start_kernel(cwd=str(folder))
     client = manager.client()
@@ -76,7 +84,7 @@ async def _run_in_kernel(folder, code_for) -> dict:
         reply = await client.execute_interactive(
             code_for(nbkernel.SOCKETS),
             output_hook=lambda msg: lines.append(msg["content"].get("text", "")),
-            timeout=60,
+            timeout=timeout,
         )
         assert reply["content"]["status"] == "ok", reply["content"]
     finally:
@@ -162,13 +170,130 @@ def test_the_kernel_refuses_to_start_without_bubblewrap(tmp_path, monkeypatch, c
     assert len(err) == 1 and "needs bubblewrap" in err[0]
 
 
-def test_a_package_folder_holding_the_staff_package_is_refused(tmp_path, monkeypatch):
-    site = tmp_path / "lib" / "site-packages"
-    (site / "grader").mkdir(parents=True)
-    monkeypatch.setattr(nbkernel, "CODE_ROOT", site)
-    monkeypatch.setattr(nbkernel.sys, "path", [str(site)])
-    with pytest.raises(SandboxError, match="install it editable"):
-        nbkernel.site_folders()
+GREP = """
+import json, os, sys
+needles = [bytes.fromhex(h) for h in {needles!r}]  # hex: this source names no path itself
+skipped = ("/usr", "/proc", "/sys", "/dev")
+roots = ["/", "/proc/self", "/dev/shm"] + [
+    p for p in sys.path if p.startswith("/usr/") and os.path.isdir(p)  # the Python's packages
+]
+found, files, size = [], 0, 0
+def check(path, text):
+    if any(n in text for n in needles):
+        found.append(path)
+for root in roots:
+    for folder, dirs, names in os.walk(root):
+        if root == "/":
+            dirs[:] = [d for d in dirs if "/" + d not in skipped]
+        elif root == "/proc/self":
+            dirs[:] = []
+        check(folder, folder.encode())
+        for name in names:
+            path = os.path.join(folder, name)
+            check(path, path.encode())
+            try:
+                if os.path.islink(path):
+                    check(path, os.readlink(path).encode())
+                    continue
+                with open(path, "rb") as handle:
+                    text = handle.read(64 << 20)
+            except OSError:
+                continue
+            files += 1
+            size += len(text)
+            check(path, text)
+check("sys.path", os.pathsep.join(sys.path).encode())
+check("environ", repr(os.environ).encode())
+print(json.dumps({{"found": found, "files": files, "size": size}}))
+"""
+
+
+@needs_bwrap
+def test_nothing_the_kernel_can_read_names_the_checkout(tmp_path):
+    """Everything the kernel can read (every file and link outside the host's ``/usr``,
+    ``/proc``, ``/sys`` and ``/dev``, and there its Python's package folders, ``/proc/self``
+    and ``/dev/shm``; its ``sys.path`` and environment) is searched for the checkout's path.
+    It used to be in the editable install's finder, every compiled file of the staff
+    environment's packages, ``/proc/self/mountinfo`` and ``sys.path``."""
+    folder = tmp_path / "notebook"
+    for rel, path in lab_files(load_unit("unit08")).items():  # a whole lab folder, as graded
+        (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+        (folder / rel).write_bytes(path.read_bytes())
+    needles = [n.hex() for n in nbsite.checkout_names()]
+
+    def code(sockets):
+        return GREP.format(needles=needles)
+
+    got = asyncio.run(_run_in_kernel(folder, code, timeout=600))
+    assert got["files"] > 1000 and got["size"] > 10 << 20  # it did read the packages
+    assert got["found"] == []
+    print(f"searched {got['files']} files, {got['size'] >> 20} MiB: no checkout path")
+
+
+def test_the_kernels_packages_are_a_copy_without_the_staff_package_or_compiled_files():
+    copy = nbsite.site_copy()
+    assert nbsite.site_copy() == copy  # made once per set of versions
+    names = {p.name for p in copy.iterdir()}
+    assert "ipykernel" in names and "grader" not in names and "servesim" not in names
+    assert not [p for p in copy.rglob("*") if p.name == "__pycache__" or p.suffix == ".pyc"]
+    assert not [p for p in copy.rglob("*") if p.name.startswith("__editable__")]
+    assert nbsite.naming_checkout(copy) == []
+    assert not CODE_ROOT.is_relative_to(copy) and not copy.is_relative_to(CODE_ROOT)
+
+
+def test_a_copy_that_would_name_the_checkout_is_refused(tmp_path):
+    """The check after the copy reads the result: a file there that names the checkout (as
+    an editable finder does) stops it."""
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    (copy / "finder.py").write_text(f"MAPPING = {{'grader': {str(CODE_ROOT / 'grader')!r}}}\n")
+    with pytest.raises(SandboxError, match=r"would name the checkout's path \(finder.py\)"):
+        nbsite.build(nbsite.closure("traitlets"), copy)
+
+
+FLOOD = [
+    # 64 MiB printed in 64 KiB pieces, each its own message
+    'import sys\nfor _ in range(1024):\n    sys.stdout.write("x" * 65535 + "\\n")\n'
+    "    sys.stdout.flush()",
+    # one message of 4 MiB
+    'from IPython.display import display\ndisplay({"text/plain": "y" * (4 << 20)}, raw=True)',
+    'print("AFTER THE FLOOD")',
+]
+
+
+def _execute(tmp_path, sources: list[str], **options):
+    folder = tmp_path / "notebook"
+    folder.mkdir()
+    nb = new_notebook(cells=[new_code_cell(source) for source in sources])
+    runner = SandboxedAutograde(timeout=300, **options)
+    nb, _ = runner.execute(nb, {"metadata": {"path": str(folder)}})
+    return nb
+
+
+@needs_bwrap
+def test_an_output_flood_is_capped_while_the_notebook_runs(tmp_path):
+    """Attack: a cell prints 64 MiB, the next sends one 4 MiB message. The grader keeps at
+    most ``CELL_OUTPUT_CHARS`` of each, says so in each flooding cell, and the notebook goes
+    on to its next cell."""
+    nb = _execute(tmp_path, FLOOD)
+    kept = [len(json.dumps(cell.outputs, ensure_ascii=False)) for cell in nb.cells]
+    assert kept[0] <= CELL_OUTPUT_CHARS + 1024, kept
+    assert kept[1] <= 1024, kept
+    assert nb.cells[0].outputs[-1]["text"] == FLOOD_NOTE
+    assert [o.get("text") for o in nb.cells[1].outputs] == [FLOOD_NOTE]
+    assert [o.get("text") for o in nb.cells[2].outputs] == ["AFTER THE FLOOD\n"]
+    print(f"kept {kept} characters of output per cell of a 68 MiB flood")
+
+
+@needs_bwrap
+def test_a_message_over_the_limit_is_never_taken(tmp_path, monkeypatch):
+    """Attack: one message larger than ``MESSAGE_BYTES`` (lowered here to 2 MiB, so the test
+    stays light): the grader's socket refuses it, and the notebook's run ends with
+    nbgrader's IOPub timeout error instead of holding the message."""
+    monkeypatch.setattr(nbautograde, "MESSAGE_BYTES", 2 << 20)
+    big = 'from IPython.display import display\ndisplay({"text/plain": "y" * (8 << 20)}, raw=True)'
+    with pytest.raises(CellTimeoutError, match="Timeout waiting for IOPub output"):
+        _execute(tmp_path, [big], iopub_timeout=5)
 
 
 # --- scores decided outside the kernel ---------------------------------------------------
