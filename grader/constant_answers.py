@@ -18,7 +18,7 @@ Over the graded cases of one kind, each weighted by its points::
 
 ``B`` is exact, not estimated: a constant matches only the units equal to it, so the maximum
 over every constant above is the maximum over the set's own reference units that are guessable
-or repeated. A set with ``M <= B`` (and ``M < 1``) earns nothing (``grading.scoring.
+or repeated. A set with ``0 < M <= B`` and ``M < 1`` earns nothing (``grading.scoring.
 constant_gate``), so no constant earns on any kind, by construction; a set whose reference
 answers a constant can match entirely (``B == 1``) is a defect of the cases, which the tests
 refuse for every unit.
@@ -91,5 +91,6 @@ def baseline(wants: list[tuple[object, float]]) -> float:
 
 
 def no_better_than_constant(got: float, base: float) -> bool:
-    """Whether a set whose answers match ``got`` earns nothing against the baseline ``base``."""
-    return got < 1.0 and got <= base
+    """Whether a set whose answers match ``got`` (something, not everything) is no better than
+    the baseline ``base``, so that what it matched earns nothing."""
+    return 0.0 < got < 1.0 and got <= base

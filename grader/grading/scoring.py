@@ -44,9 +44,11 @@ def answers(unit: Unit, case: Case, golden: dict, document) -> Verdict:
 def constant_gate(cases: list[Case], verdicts: dict, goldens: dict) -> dict:
     """The verdicts of script cases judged across the set of their kind
     (``constant_answers``): where a kind's answers match the reference's no more than the best
-    constant answer does, every case of that kind is a wrong answer that earns nothing, those
-    whose answer equals the reference's included. Public and hidden cases are separate sets,
-    so a public case's verdict never depends on a hidden one's. Other verdicts are unchanged."""
+    constant answer does, every case of that kind whose answer matched anything (those equal
+    to the reference's included) becomes a wrong answer that earns nothing and says why; a
+    case that matched nothing keeps its own diagnosis. Public and hidden cases are separate
+    sets, so a public case's verdict never depends on a hidden one's. Other verdicts are
+    unchanged."""
     sets: dict[tuple, list[Case]] = {}
     for case in cases:
         if case.kind is Kind.SCRIPT:
@@ -66,7 +68,7 @@ def constant_gate(cases: list[Case], verdicts: dict, goldens: dict) -> dict:
         )
         for case in group:
             verdict = verdicts[case.id]
-            if verdict.status in (Status.PASSED, Status.WRONG_ANSWER):
+            if verdict.status in (Status.PASSED, Status.WRONG_ANSWER) and verdict.matched > 0:
                 out[case.id] = replace(
                     verdict,
                     status=Status.WRONG_ANSWER,
