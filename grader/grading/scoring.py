@@ -44,9 +44,9 @@ def answers(unit: Unit, case: Case, golden: dict, document) -> Verdict:
 def constant_gate(cases: list[Case], verdicts: dict, goldens: dict) -> dict:
     """The verdicts of script cases judged across the set of their kind
     (``constant_answers``): where a kind's answers match the reference's no more than the best
-    constant answer does, every case of that kind whose answer matched anything (those equal
-    to the reference's included) becomes a wrong answer that earns nothing and says why; a
-    case that matched nothing keeps its own diagnosis. Public and hidden cases are separate
+    constant answer does, every case of that kind earns nothing: one whose answer equals the
+    reference's becomes a wrong answer that says why, one already wrong keeps its own
+    diagnosis (it names the mistake). Public and hidden cases are separate
     sets, so a public case's verdict never depends on a hidden one's. Other verdicts are
     unchanged."""
     sets: dict[tuple, list[Case]] = {}
@@ -68,7 +68,7 @@ def constant_gate(cases: list[Case], verdicts: dict, goldens: dict) -> dict:
         )
         for case in group:
             verdict = verdicts[case.id]
-            if verdict.status in (Status.PASSED, Status.WRONG_ANSWER) and verdict.matched > 0:
+            if verdict.status is Status.PASSED:
                 out[case.id] = replace(
                     verdict,
                     status=Status.WRONG_ANSWER,
@@ -77,6 +77,8 @@ def constant_gate(cases: list[Case], verdicts: dict, goldens: dict) -> dict:
                     detail=detail,
                     share=0.0,
                 )
+            elif verdict.status is Status.WRONG_ANSWER:  # its own diagnosis says more
+                out[case.id] = replace(verdict, detail=f"{verdict.detail}\n{detail}", share=0.0)
     return out
 
 
