@@ -341,6 +341,7 @@ def test_the_constant_baseline_is_the_best_constant_across_the_set():
     assert ca.baseline([([1.5, 2.5], 1)]) == 0  # a value that occurs once: only computed
     assert ca.baseline([([1.5, 1.5, 2.5], 1)]) == pytest.approx(2 / 3)  # the most common
     assert ca.no_better_than_constant(4 / 7, 4 / 7) and not ca.no_better_than_constant(1, 1)
+    assert not ca.no_better_than_constant(0, 0)  # nothing matched: its own diagnosis stays
 
 
 def test_constant_meets_slo_scores_nothing_on_a_hidden_case():
