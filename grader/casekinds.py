@@ -5,7 +5,9 @@ on ``{"run": <the reference's run of the case>, "args": <the case's args>}``; it
 compared with the reference's (the same script run on the solution's editable files, stored in
 the golden file) value by value, numbers within ``TOLERANCE``. Partial credit counts only
 what an answer matches above the majority baseline (``credited_share``): a constant answer, or
-the reference's most common answer everywhere, earns nothing.
+the reference's most common answer everywhere, earns nothing on the case. Across the set of
+cases of one kind (the function they grade), ``constant_answers`` decides the same for every
+answer a constant can give: a set no better than the best of them earns nothing.
 
 ``goodput``: the child's run, once the replay found it valid, is scored by its goodput under the
 case's SLO relative to the reference's run on the same case, over unit 08's one measurement

@@ -215,7 +215,11 @@ def describe(pair: AnswerPair) -> str:
         }
     )
     if fields:
-        return f"the answers' fields {', '.join(fields)} differ from the reference's"
+        names = ", ".join(fields)
+        if isinstance(pair.want, dict):
+            verb = "differs" if len(fields) == 1 else "differ"
+            return f"the answer's {names} {verb} from the reference's"
+        return f"in some per-request or per-window answers, {names} differ from the reference's"
     if wrong and isinstance(pair.got, dict):
         return "the answer's fields are not the reference's"
     if wrong:

@@ -67,6 +67,45 @@ def unit_functions(unit: Unit) -> dict[str, str]:
     return out
 
 
+def function_file(unit: Unit, function: str) -> str:
+    """The file ``function`` lives in: as the unit's policies and parts name it, else the
+    editable file of the lab folder that defines it at top level (a given function a case
+    tests, such as unit 09's ``evidence``). ``UnitError`` when no file does: feedback never
+    names a guessed file."""
+    named = unit_functions(unit).get(function)
+    if named is not None:
+        return named
+    for filename in unit.editable:
+        if function in _top_level_functions(unit.lab_dir / filename):
+            return filename
+    raise UnitError(
+        f"labs/{unit.id}/unit.yaml: no part, policy or editable file of the lab folder defines "
+        f"the function '{function}' that a case tests"
+    )
+
+
+_DEFINED: dict[tuple[str, str], frozenset[str]] = {}  # by file and text: parsed once
+
+
+def _top_level_functions(path) -> frozenset[str]:
+    import ast
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        return frozenset()
+    key = (str(path), text)
+    if key not in _DEFINED:
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            tree = ast.Module(body=[], type_ignores=[])
+        _DEFINED[key] = frozenset(
+            node.name for node in tree.body if isinstance(node, ast.FunctionDef)
+        )
+    return _DEFINED[key]
+
+
 def case_function(unit: Unit, case) -> str:
     """The function a case tests: a script case's ``args.function``, else its policy's."""
     from ..cases import Kind
@@ -82,7 +121,7 @@ def subject(unit: Unit, case) -> str:
     from ..cases import Kind
 
     function = case_function(unit, case)
-    filename = unit_functions(unit).get(function, "policies.py")
+    filename = function_file(unit, function)
     if case.kind is not Kind.SCRIPT:
         policy = next(p for p in unit.policies if p["name"] == case.policy)
         if policy.get("admit"):

@@ -13,7 +13,9 @@ the result is compared with the golden run (1e-6 ms).
 
 Scoring per case: ``passed`` full points; ``wrong_schedule`` on a public case half the points
 scaled by the share of requests whose token times match golden, on a hidden case half the
-points when at least half of them match, else none; every other status 0. Feedback on a
+points when at least half of them match, else none; every other status 0. Script cases are
+then judged across the set of their kind (``scoring.constant_gate``): answers that match the
+reference's no more than the best constant answer does earn nothing. Feedback on a
 hidden case names only the kind of failure (never ids, arrival times or token counts). A
 failure of the grader's environment raises ``EnvironmentFailure``, never a score.
 """
@@ -42,6 +44,7 @@ from .judging import JudgeJob, JudgeLimits, judge_cases
 from .judging import warm as warm_judging
 from .limits import hidden_material, limits_for
 from .report import CaseResult, GradeReport, Status
+from .scoring import constant_gate
 from .submission import Submission, load_submission
 from .verdict import Verdict
 
@@ -97,6 +100,7 @@ def grade_submission(
         case.id: replace(j.verdict, subject=subject(unit, case))
         for case, j in zip(selected, judged, strict=True)
     }
+    verdicts = constant_gate(selected, verdicts, goldens)  # script answers, judged per kind
     remarks = _keyed_remarks(selected, verdicts)
     results = [
         _case_result(

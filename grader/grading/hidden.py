@@ -63,6 +63,10 @@ class Note(Enum):
     CHECK_MEMORY = "checking the run file went past the grader's memory or time limit"
     NOT_CHECKED = "not checked: this submission's run files used up the grader's checking time"
     COMPILE_TIME = "a file this case uses did not compile within the compile budget"
+    CONSTANT_ANSWERS = (
+        "across the runs it is graded on, its answers match the reference's no more often than "
+        "one fixed answer would, and an answer that does not depend on the run earns nothing"
+    )
 
 
 class Remark(Enum):

@@ -6,11 +6,14 @@ Every figure comes from the parent's own replay, never from the run file's entri
 
 from __future__ import annotations
 
-from .. import casekinds, diagnosis
-from ..cases import Case
+from dataclasses import replace
+
+from .. import casekinds, constant_answers, diagnosis
+from ..cases import Case, Kind
 from ..course.golden import case_limits
 from ..units import Unit
 from ..verify import compare
+from .hidden import Note
 from .report import Status
 from .verdict import Verdict, safely
 
@@ -23,7 +26,7 @@ def answers(unit: Unit, case: Case, golden: dict, document) -> Verdict:
     want = golden["answer"]["answers"]
     got = document.get("answers") if isinstance(document, dict) else None
     if casekinds.same_value(got, want):
-        return Verdict(Status.PASSED)
+        return Verdict(Status.PASSED, matched=1.0)
     matched, base = casekinds.answer_share(got, want), casekinds.constant_share(want)
     share = casekinds.credited_share(got, want)
     found = safely(
@@ -35,7 +38,48 @@ def answers(unit: Unit, case: Case, golden: dict, document) -> Verdict:
         f"{round(matched * 100)} % of the answers equal the reference's; a constant answer "
         f"would match {round(base * 100)} %, and only what is above that earns credit"
     )
-    return Verdict(Status.WRONG_ANSWER, found, detail=detail, share=share)
+    return Verdict(Status.WRONG_ANSWER, found, detail=detail, share=share, matched=matched)
+
+
+def constant_gate(cases: list[Case], verdicts: dict, goldens: dict) -> dict:
+    """The verdicts of script cases judged across the set of their kind
+    (``constant_answers``): where a kind's answers match the reference's no more than the best
+    constant answer does, every case of that kind earns nothing: one whose answer equals the
+    reference's becomes a wrong answer that says why, one already wrong keeps its own
+    diagnosis (it names the mistake). Public and hidden cases are separate
+    sets, so a public case's verdict never depends on a hidden one's. Other verdicts are
+    unchanged."""
+    sets: dict[tuple, list[Case]] = {}
+    for case in cases:
+        if case.kind is Kind.SCRIPT:
+            sets.setdefault((constant_answers.kind_of(case), case.hidden), []).append(case)
+    out = dict(verdicts)
+    for group in sets.values():
+        got = constant_answers.matched((verdicts[c.id].matched, c.points) for c in group)
+        base = constant_answers.baseline(
+            [(goldens[c.id]["answer"]["answers"], c.points) for c in group]
+        )
+        if not constant_answers.no_better_than_constant(got, base):
+            continue
+        detail = (
+            f"across the {len(group)} graded cases of this kind, {round(got * 100)} % of the "
+            f"answers equal the reference's; the best constant answer matches "
+            f"{round(base * 100)} %, so none earns credit"
+        )
+        for case in group:
+            verdict = verdicts[case.id]
+            if verdict.status is Status.PASSED:
+                out[case.id] = replace(
+                    verdict,
+                    status=Status.WRONG_ANSWER,
+                    note=Note.CONSTANT_ANSWERS,
+                    public="",
+                    detail=detail,
+                    share=0.0,
+                )
+            elif verdict.status is Status.WRONG_ANSWER:  # its own diagnosis says more
+                out[case.id] = replace(verdict, detail=f"{verdict.detail}\n{detail}", share=0.0)
+    return out
 
 
 def goodput(case: Case, trace_doc: dict, replay, golden: dict, device: dict) -> Verdict:

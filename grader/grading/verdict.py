@@ -28,6 +28,7 @@ class Verdict:
     public: str = ""  # visible cases only: a more specific line than the note's
     detail: str = ""  # visible cases only
     share: float = 0.0  # WRONG_SCHEDULE / WRONG_ANSWER / BELOW_REFERENCE: what matched
+    matched: float = 0.0  # script cases: the share of the answer's units equal to the reference's
     metrics: dict = field(default_factory=dict)  # goodput cases: for the leaderboard
     subject: str = ""  # the function under test, as the unit names it (set by ``judge``)
 

@@ -40,7 +40,10 @@ TAIL_GROWTH = 2.0  # against a baseline: a p99 more than this times the baseline
 
 @dataclass(frozen=True)
 class Ratio:
-    """A count and its denominator, with what they count (``num`` of ``den`` ``what``)."""
+    """A count and its denominator, with what they count (``num`` of ``den`` ``what``).
+
+    ``what`` is a label for the reader, in any words: graded answers hold ``num`` and ``den``
+    only (``measure_check.py`` leaves labels out), so the numbers alone earn the points."""
 
     num: float
     den: float

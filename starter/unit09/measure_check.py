@@ -13,6 +13,9 @@ needs:
 - ``diagnose``: nothing more (no baseline: a run no rule explains is not enough evidence); the
   answer is the cause and the other causes whose rules fired (``also``), by name.
 
+Answers hold numbers, names and lists only: a ``Ratio`` is written as ``{"num", "den"}`` (its
+``what`` label is for the reader and is not graded), an enum by its name.
+
 You can run it on your own run files the same way: {"run": <one entry of a run file's "runs">,
 "args": {...}}.
 """
@@ -41,12 +44,18 @@ FUNCTIONS = (
 )
 
 
+LABELS = ("what",)  # a Ratio's label: for the reader, never graded
+
+
 def _plain(value):
-    """JSON-ready form of what a measure.py function returns."""
+    """JSON-ready form of what a measure.py function returns: an enum by name, a dataclass as
+    its fields but ``LABELS`` (so a ``Ratio`` is ``{"num", "den"}``: its numbers are the answer,
+    whatever its label says)."""
     if isinstance(value, Enum):
         return value.name
     if dataclasses.is_dataclass(value):
-        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        fields = [f.name for f in dataclasses.fields(value) if f.name not in LABELS]
+        return {name: _plain(getattr(value, name)) for name in fields}
     if isinstance(value, (tuple, list)):
         return [_plain(v) for v in value]
     return value

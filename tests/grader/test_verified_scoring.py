@@ -12,7 +12,7 @@ import time
 import pytest
 
 from grader import casekinds, verify
-from grader.cases import Kind, load_grading
+from grader.cases import load_grading
 from grader.course.golden import case_limits, load_golden
 from grader.grading import judging
 from grader.grading.grade import Status
@@ -330,11 +330,18 @@ def test_constant_and_majority_answers_earn_nothing():
     assert casekinds.credited_share([True] * 10, [True] * 10) == 1.0
 
 
-def test_no_script_case_can_be_passed_by_a_constant():
-    for case in GRADING08.cases:
-        if case.kind is Kind.SCRIPT:
-            answers = load_golden(UNIT08, case)["answer"]["answers"]
-            assert casekinds.constant_share(answers) < 1, case.id
+def test_the_constant_baseline_is_the_best_constant_across_the_set():
+    """Every unit's cases against every constant: tests/grader/test_constant_answers.py."""
+    from grader import constant_answers as ca
+
+    causes = [({"cause": "A", "also": []}, 2)] * 2 + [({"cause": "B", "also": ["A"]}, 1)]
+    assert ca.baseline([*causes, ({"x": 1.5}, 2)]) == pytest.approx(4 / 7)
+    lists = [([False, False, True], 1), ([True, False], 1)]  # items pooled over the set
+    assert ca.baseline(lists) == pytest.approx((2 / 3 + 1 / 2) / 2)
+    assert ca.baseline([([1.5, 2.5], 1)]) == 0  # a value that occurs once: only computed
+    assert ca.baseline([([1.5, 1.5, 2.5], 1)]) == pytest.approx(2 / 3)  # the most common
+    assert ca.no_better_than_constant(4 / 7, 4 / 7) and not ca.no_better_than_constant(1, 1)
+    assert not ca.no_better_than_constant(0, 0)  # nothing matched: its own diagnosis stays
 
 
 def test_constant_meets_slo_scores_nothing_on_a_hidden_case():

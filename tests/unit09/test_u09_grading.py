@@ -132,3 +132,44 @@ def test_prefix_admit_is_the_policy_compared_with_vllm():
             return [(s.id, tuple(s.token_times_ms), s.status) for s in run.sequences]
 
         assert times(policies.prefix_admit) == times(bench.paged_prefix), case.id
+
+
+RELABELLED = """
+
+_Ratio = Ratio
+
+
+def Ratio(num, den, what):  # every label in other words: the numbers stay the reference's
+    return _Ratio(num, den, "relabelled, " + what[::-1])
+"""
+
+
+def test_numbers_equal_to_the_reference_earn_full_marks_whatever_the_labels_say():
+    """Issue 47: points are for the numbers a part asks for; a Ratio's label is not graded."""
+    from grader.grading.submission import Submission
+
+    files = {name: (UNIT.solutions_dir / name).read_bytes() for name in UNIT.editable}
+    files["measure.py"] += RELABELLED.encode()
+    ids = [c.id for c in GRADING.cases if c.args.get("function") in LABELLED]
+    assert len({GRADING.by_id(i).args["function"] for i in ids}) == len(LABELLED)
+    report = grade_submission(UNIT, Submission(files), cases=ids, runner=run_in_process)
+    assert report.score == report.max_score > 0, report.text(staff=True)
+
+
+LABELLED = ("prefill_amplification", "waiting_share", "slow_clients", "evidence")
+
+
+def test_a_wrong_count_is_named_by_its_function_and_field():
+    from grader.grading.submission import Submission
+
+    files = {name: (UNIT.solutions_dir / name).read_bytes() for name in UNIT.editable}
+    files["measure.py"] += RELABELLED.replace("_Ratio(num, den", "_Ratio(num + 1, den").encode()
+    report = grade_submission(
+        UNIT, Submission(files), cases=["measure-evidence-overload-waiting"], runner=run_in_process
+    )
+    (case,) = report.cases
+    assert case.points == 0
+    assert case.feedback == (
+        "different answer from the reference: waiting_share() in measure.py: "
+        "the answer's num differs from the reference's"
+    )
