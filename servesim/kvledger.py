@@ -97,11 +97,12 @@ class PageLedger:
             self._grow(rid, 1)
         return self.held
 
-    def leave(self, rids: Iterable[str]) -> None:
-        """``rids`` let their pages go (finished, cancelled), in (re)admission order, as the
-        engine frees them; a request that holds none frees nothing."""
+    def leave(self, rids: Iterable[str], ordered: bool = False) -> None:
+        """``rids`` let their pages go, in (re)admission order as the engine frees the requests
+        a step finished, or as given (``ordered``: cancelled ones, which the engine frees in
+        the order it sees them); a request that holds none frees nothing."""
         order = {rid: n for n, rid in enumerate(self.cache)}
-        for rid in sorted(rids, key=lambda rid: order.get(rid, -1)):
+        for rid in rids if ordered else sorted(rids, key=lambda rid: order.get(rid, -1)):
             self._drop(rid)
             self.host.pop(rid, None)
 
@@ -132,3 +133,15 @@ class PageLedger:
         else:
             self.pages -= rules.pages_for(self.device, held)
         return held
+
+
+def release_order(rids: list[str], previous: dict | None) -> list[str]:
+    """Cancelled ``rids`` in the order the engine let their pages go: as the releases listed
+    in ``previous`` (the run file's event before the step that sees them cancelled) by its
+    ``pageOps`` (a prefix cache run) order them, else as given (status time, trace order)."""
+    ops = (previous or {}).get("pageOps") or ()
+    first = {}
+    for n, op in enumerate(ops):
+        if op[0] == "release":
+            first.setdefault(op[1], n)
+    return sorted(rids, key=lambda rid: first.get(rid, len(ops)))

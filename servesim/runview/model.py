@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..compact import is_compact, token_times
-from ..kvledger import PageLedger
+from ..kvledger import PageLedger, release_order
 from ..prefixcache import PoolError
 from .columns import Columns, StepList, left_early, of_steps
 from .compact_replay import replay_compact
@@ -214,6 +214,7 @@ def _replay(run: dict) -> Picture:
     ledger = PageLedger.of_run(run)
     waiting = next_arrival = next_cancel = 0
 
+    previous = None  # the event before this step
     for step, event in zip(steps, events):
         while next_arrival < len(arrivals) and arrivals[next_arrival][0] <= step.start_ms:
             req = run["requests"][arrivals[next_arrival][1]]
@@ -229,7 +230,7 @@ def _replay(run: dict) -> Picture:
                 waiting -= 1
             state[rid] = "done"
             gone.append(rid)
-        ledger.leave(gone)
+        ledger.leave(release_order(gone, previous), ordered=True)
         step.queue = waiting
         for rid in step.preempt:
             if state.get(rid) != "wait":
@@ -264,6 +265,7 @@ def _replay(run: dict) -> Picture:
         for rid in finished:
             state[rid] = "done"
         ledger.leave(finished)
+        previous = event
     lanes = [_lane(r) for r in run["requests"]]
     return Picture(
         run["policy"],
