@@ -19,8 +19,9 @@ What a policy sees is unit 08's ``SchedulerView`` (``view.waiting``, ``view.runn
   freed pages that keep a key included), ``pool.tables[id]`` (a holder's pages, shared ones
   included), ``pool.hit_tokens(id, n)`` (positions ``id`` would find cached if it started
   with ``n``), ``pool.hit_refs(id, n)`` (the reference count of each page of that hit, 0 for a
-  page no one holds), ``pool.release(id)``, ``pool.apply_step(grows, victims, starts)`` and
-  ``pool.copy()``; on a copy only (``pool_copy``, ``grow_on``, ``start_on`` call them).
+  page no one holds); on a copy only, ``pool.release(id)`` and ``pool.apply_step(grows,
+  victims, starts)`` (``grow_on`` and ``start_on`` call it); and ``pool.copy()`` (``pool_copy``
+  calls it).
 
 Every step below says what it takes from the free pages and what it gives back.
 
