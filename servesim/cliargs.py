@@ -58,7 +58,7 @@ def build_parser(lab: LabConfig, prog: str = "simulate.py") -> argparse.Argument
                 dest=param,
                 type=int_at_least(meta.get("min", 1)),
                 default=meta["default"],
-                help=f"{meta.get('help', param)} (policy {spec.name}; default {meta['default']})",
+                help=f"{meta.get('help', param)} ({takers(lab, param)}; default {meta['default']})",
             )
     parser.add_argument(
         "--overhead-ms",
@@ -78,6 +78,15 @@ def build_parser(lab: LabConfig, prog: str = "simulate.py") -> argparse.Argument
     if lab.extended_runs:
         extended_flags().add_flags(parser)
     return parser
+
+
+def takers(lab: LabConfig, param: str) -> str:
+    """Which policies a parameter's flag is for, as its help says it: "every policy" when
+    all of the lab's policies take it, else their names."""
+    names = [spec.name for spec in lab.policies if param in spec.params]
+    if len(names) == len(lab.policies) > 1:
+        return "every policy"
+    return f"{'policy' if len(names) == 1 else 'policies'} {', '.join(names)}"
 
 
 _PARSER: list = []  # [(lab, prog, parser)]: the last one built in this process

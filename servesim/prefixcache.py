@@ -136,21 +136,21 @@ class BlockPool:
             found += 1
         return found * self.page_tokens
 
+    def hit_refs(self, rid: str, num_tokens: int) -> list[int]:
+        """Reference counts of the pages ``rid``'s hit would claim now (``hit_tokens(rid,
+        num_tokens) // page_tokens``, first page first); 0: no sequence holds the page, it sits
+        in the free queue (counted in ``free``) and leaves it when a hit takes it."""
+        pages = self.hit_tokens(rid, num_tokens) // self.page_tokens
+        return [self.page[next(iter(self.cached[self.key(rid, n)]))].refs for n in range(pages)]
+
     def copy(self) -> BlockPool:
         """An independent copy, for a dry run of a step (``view.fits``)."""
-        return BlockPool(
-            self.page_tokens,
-            self.pages,
-            self.prefixes,
-            {n: Page(p.refs, p.key, p.generation) for n, p in self.page.items()},
-            {rid: list(table) for rid, table in self.tables.items()},
-            dict(self.keyed),
-            {key: dict(pages) for key, pages in self.cached.items()},
-            list(self.head),
-            OrderedDict(self.tail),
-            self.fresh,
-            self.in_use,
-        )
+        page = {n: Page(p.refs, p.key, p.generation) for n, p in self.page.items()}
+        tables = {rid: list(table) for rid, table in self.tables.items()}
+        cached = {key: dict(pages) for key, pages in self.cached.items()}
+        return BlockPool(self.page_tokens, self.pages, self.prefixes, page, tables,
+                         dict(self.keyed), cached, list(self.head), OrderedDict(self.tail),
+                         self.fresh, self.in_use)  # fmt: skip
 
     # -- a step ------------------------------------------------------------------------------
 

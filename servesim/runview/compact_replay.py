@@ -1,11 +1,12 @@
 """A compact run entry (``servesim.compact``) read straight into ``Columns`` and lanes.
 
 The requests' changes (arrivals, cancellations, moves, prefill chunks, finishes) are replayed one
-by one in step order; the decodes in between, which are most of a long run, only as the pages
-they open and as the stays of requests in the decode set. Per-step columns are then made by
-C-level passes (``itertools.accumulate``), and no request's token times are listed: each lane's
-figures come from its rows (``_lanes``). ``tests/test_view.py`` holds the result equal to
-``columns.of_steps`` of the expanded run.
+by one in step order (each holder's pages ``rules.pages_for`` of its cached positions, as
+``servesim.kvledger`` counts them); the decodes in between, which are most of a long run, only
+as the pages they open and as the stays of requests in the decode set. Per-step columns are
+then made by C-level passes (``itertools.accumulate``), and no request's token times are
+listed: each lane's figures come from its rows (``_lanes``). ``tests/test_view.py`` holds the
+result equal to ``columns.of_steps`` of the expanded run.
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ import bisect
 from itertools import accumulate, islice, repeat
 from operator import sub
 
+from .. import rules
 from ..compact import step_starts
+from ..kvledger import PageDevice
 from .columns import LEFT, Columns, left_early
 
 # the order of what happens to the requests within one step (model's replay order)
@@ -24,7 +27,12 @@ ARRIVE, CANCEL, PREEMPT, SWAP_OUT, SWAP_IN, CHUNK, FINISH = range(7)
 def replay_compact(run: dict) -> tuple[Columns, list[tuple]]:
     """The columns of a compact entry, and each request's lane fields
     ``(id, arrival, status, end, ttft, max ITL, first token, last token, tokens)``."""
-    page_tokens = run["device"].get("pageTokens") or 16
+    device = PageDevice.of_run(run["device"])  # no prefix cache: compact runs have none
+    page_tokens = device.page_tokens
+
+    def pages_for(tokens: int) -> int:
+        return rules.pages_for(device, tokens)
+
     req = run["requests"]
     ids, arrivals, outputs = req["id"], req["arrivalMs"], req["outputTokens"]
     total = len(ids)
@@ -82,7 +90,7 @@ def replay_compact(run: dict) -> tuple[Columns, list[tuple]]:
             continue
         if kind == FINISH:  # after the step's pages are counted
             state[n] = "done"
-            pages[step + 1] += cache[n] // -page_tokens
+            pages[step + 1] -= pages_for(cache[n])
             cache[n] = 0
             continue
         if kind == CANCEL:
@@ -108,7 +116,7 @@ def replay_compact(run: dict) -> tuple[Columns, list[tuple]]:
             batch = cols.prefill.setdefault(step, [])
             position[step, n] = len(batch)
             batch.append((ids[n], start, count))
-        pages[step] += -(-held // page_tokens) + (cache[n] // -page_tokens)
+        pages[step] += pages_for(held) - pages_for(cache[n])
         cache[n] = held
         if kind == SWAP_IN:
             join(step, n, held, resumed)

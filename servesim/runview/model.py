@@ -6,10 +6,11 @@ one full run entry into ``Step`` and ``Lane`` records:
 
 - a step's queue length is the number of requests that had arrived by its start and were
   waiting for (the rest of) a prefill: not yet running, not swapped out, not finished;
-- its KV pages are the pages the holders' caches take once its batch has run (before the
-  requests it finished let theirs go): ``ceil(cached tokens / pageTokens)`` per holder, the
-  engine's rule; a preempted (recompute) or cancelled request holds none, a swapped-out one
-  holds host pages, not device pages;
+- its KV pages are the pages held once its batch has run (before the requests it finished let
+  theirs go), counted by the engine's own page code (``servesim.kvledger``, which drives the
+  prefix cache on a device with ``prefixCaching``): a page several requests share counts once,
+  a paused stream keeps its pages, a preempted (recompute) or cancelled request holds none, a
+  swapped-out one holds host pages, not device pages;
 - rejections and cancellations belong to the first step ending at or after their status time.
 """
 
@@ -21,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..compact import is_compact, token_times
+from ..kvledger import PageLedger, release_order
+from ..prefixcache import PoolError
 from .columns import Columns, StepList, left_early, of_steps
 from .compact_replay import replay_compact
 
@@ -177,9 +180,9 @@ def replay(run: dict) -> Picture:
 
 def _replay(run: dict) -> Picture:
     device = run["device"]
-    page_tokens = device.get("pageTokens") or 16
     requests = {r["id"]: r for r in run["requests"]}
-    ends = [event["endMs"] for event in run["events"]]
+    events = run["events"]
+    ends = [event["endMs"] for event in events]
     steps = [
         Step(
             e["index"],
@@ -201,53 +204,46 @@ def _replay(run: dict) -> Picture:
             setattr(steps[n], key, rids)
 
     arrivals = sorted((r["arrivalMs"], n) for n, r in enumerate(run["requests"]))
-    cancels = sorted((when, rid) for when, rid, status in left if status == "cancelled")
+    trace_order = {r["id"]: n for n, r in enumerate(run["requests"])}
+    cancels = sorted(
+        (when, trace_order[rid], rid) for when, rid, status in left if status == "cancelled"
+    )
     outputs = {rid: r["outputTokens"] for rid, r in requests.items()}
     state: dict[str, str] = {}  # wait, run, swap, done
-    cached: dict[str, int] = {}
-    host: dict[str, int] = {}  # swapped-out caches
     emitted: dict[str, int] = {}
-    pages = 0
+    ledger = PageLedger.of_run(run)
     waiting = next_arrival = next_cancel = 0
 
-    def set_cache(rid: str, tokens: int) -> None:
-        nonlocal pages
-        pages += -(-tokens // page_tokens) + (cached.get(rid, 0) // -page_tokens)
-        cached[rid] = tokens
-
-    for step in steps:
+    previous = None  # the event before this step
+    for step, event in zip(steps, events):
         while next_arrival < len(arrivals) and arrivals[next_arrival][0] <= step.start_ms:
             req = run["requests"][arrivals[next_arrival][1]]
             next_arrival += 1
             if req.get("status") != "rejected":
                 state[req["id"]] = "wait"
                 waiting += 1
+        gone = []
         while next_cancel < len(cancels) and cancels[next_cancel][0] <= step.start_ms:
-            rid = cancels[next_cancel][1]
+            rid = cancels[next_cancel][2]
             next_cancel += 1
             if state.get(rid) == "wait":
                 waiting -= 1
             state[rid] = "done"
-            set_cache(rid, 0)
+            gone.append(rid)
+        ledger.leave(release_order(gone, previous), ordered=True)
         step.queue = waiting
         for rid in step.preempt:
             if state.get(rid) != "wait":
                 waiting += 1
             state[rid] = "wait"
-            set_cache(rid, 0)
-        for rid in step.swap_out:
-            state[rid] = "swap"
-            host[rid] = cached.get(rid, 0)
-            set_cache(rid, 0)
-        for rid in step.swap_in:
-            state[rid] = "run"
-            set_cache(rid, host.pop(rid, 0))
-        finished = []
+        state.update(dict.fromkeys(step.swap_out, "swap"), **dict.fromkeys(step.swap_in, "run"))
+        finished, chunks = [], []
         if step.prefill:
             firsts = []
-            for rid, start, tokens in step.prefill:
-                set_cache(rid, start + tokens)
-                if start + tokens == requests[rid]["inputTokens"] + emitted.get(rid, 0):
+            for (rid, start, tokens), chunk in zip(step.prefill, event["prefill"]):
+                target = requests[rid]["inputTokens"] + emitted.get(rid, 0)
+                chunks.append((rid, tokens, chunk.get("cached", 0), target))
+                if start + tokens == target:
                     emitted[rid] = emitted.get(rid, 0) + 1
                     firsts.append(rid)
                     if state.get(rid) == "wait":
@@ -256,18 +252,20 @@ def _replay(run: dict) -> Picture:
                     if emitted[rid] == outputs[rid]:
                         finished.append(rid)
             step.firsts = firsts
-        for rid in step.decode:  # one position more: a new page when the last one was full
-            held = cached.get(rid, 0)
-            cached[rid] = held + 1
-            if held % page_tokens == 0:
-                pages += 1
+        for rid in step.decode:
             count = emitted[rid] = emitted.get(rid, 0) + 1
             if count == outputs[rid]:
                 finished.append(rid)
-        step.kv_pages = pages
+        try:
+            step.kv_pages = ledger.step(
+                step.decode, chunks, step.preempt, step.swap_out, step.swap_in
+            )
+        except PoolError as exc:
+            raise ViewError(f"step {step.index}: its KV pages cannot be counted ({exc})") from None
         for rid in finished:
             state[rid] = "done"
-            set_cache(rid, 0)
+        ledger.leave(finished)
+        previous = event
     lanes = [_lane(r) for r in run["requests"]]
     return Picture(
         run["policy"],

@@ -130,21 +130,31 @@ def data_pieces(picture: Picture, difference: Difference | None) -> Iterator[str
     yield ',"diff":' + script_data(found) + "}"
 
 
-def overview_svg(picture: Picture) -> str:
-    """Queue length and KV pages over time, the maximum per column; the pool as a dashed line."""
-    cols = picture.columns
-    if not len(cols):
-        return "<p>这次运行没有任何步。</p>"
-    end = max(cols.end_ms) or 1.0
+def overview_columns(cols, end: float) -> tuple[list[int], list[int]]:
+    """Queue length and KV pages per chart column (``COLUMNS`` of them over ``[0, end]``):
+    the maximum of the steps starting in it; a column without one (the device idle, e.g.
+    while every stream is paused) keeps the level of the last step before it."""
 
     def column(start_ms: float) -> int:
         return min(int(start_ms / end * COLUMNS), COLUMNS - 1)
 
     # steps start in time order, so each column's steps are one slice of the step columns
     bounds = [bisect.bisect_left(cols.start_ms, c, key=column) for c in range(COLUMNS + 1)]
-    slices = [slice(a, b) for a, b in zip(bounds, bounds[1:])]
-    queue = [max(cols.queue[part], default=0) for part in slices]
-    pages = [max(cols.kv_pages[part], default=0) for part in slices]
+
+    def per_column(values: list[int]) -> list[int]:
+        return [max(values[a:b]) if a < b else values[a - 1] if a else 0
+                for a, b in zip(bounds, bounds[1:])]  # fmt: skip
+
+    return per_column(cols.queue), per_column(cols.kv_pages)
+
+
+def overview_svg(picture: Picture) -> str:
+    """Queue length and KV pages over time, the maximum per column; the pool as a dashed line."""
+    cols = picture.columns
+    if not len(cols):
+        return "<p>这次运行没有任何步。</p>"
+    end = max(cols.end_ms) or 1.0
+    queue, pages = overview_columns(cols, end)
     top = max(*queue, *pages, picture.pool or 0, 1)
 
     def line(values: list[int]) -> str:

@@ -16,10 +16,8 @@ def prefix_admit(view: SchedulerView, budget: int) -> Batch:
             if left <= 0 or (cap is not None and active >= cap):
                 break
             target = seq.prefill_target
-            hit = pool.hit_tokens(seq.id, target)
-            pages = [pool.key(seq.id, n) for n in range(hit // device.page_tokens)]
-            revived = sum(1 for key in pages if pool.page[next(iter(pool.cached[key]))].refs == 0)
-            if device.pages_for(target) - len(pages) + revived > pool.free:
+            hit, refs = pool.hit_tokens(seq.id, target), pool.hit_refs(seq.id, target)
+            if device.pages_for(target) - len(refs) + refs.count(0) > pool.free:
                 continue
             tokens = min(target - hit, left)
             pool.apply_step([], [], [Start(seq.id, hit, tokens, target)])
