@@ -110,6 +110,7 @@ class BlockPool:
     fresh: int = 1  # the next never-used page id
     in_use: int = 0  # pages with refs > 0
     log: list | None = None  # when a list: every reference change, as ``page_op`` records
+    undo: _Undo | None = field(default=None, repr=False, compare=False)  # during ``trial``
 
     @property
     def free(self) -> float:
@@ -152,6 +153,22 @@ class BlockPool:
             self.in_use,
         )
 
+    def trial(self, grows, victims, starts, read):
+        """``read(pool)`` of this pool after ``apply_step(grows, victims, starts)``, with the
+        pool then put back exactly as it was (``PoolError`` passes through, the pool put back
+        too). What ``copy`` followed by ``apply_step`` gives, at the cost of what the step
+        changes rather than of the whole pool: the engine checks every step with one."""
+        if self.undo is not None:
+            raise RuntimeError("a trial is already under way on this pool")
+        self.undo, log, self.log = _Undo(), self.log, None
+        try:
+            self.apply_step(grows, victims, starts)
+            return read(self)
+        finally:
+            undo, self.undo = self.undo, None
+            undo.restore(self)
+            self.log = log
+
     # -- a step ------------------------------------------------------------------------------
 
     def apply_step(
@@ -180,11 +197,13 @@ class BlockPool:
                 f"'{rid}' claims {start.cached} cached positions, the cache holds "
                 f"{available} of its first positions (whole pages, at most num_tokens - 1)",
             )
+        self._touch(rid)
         table = self.tables.setdefault(rid, [])
         for n in range(start.cached // size):
             number = next(iter(self.cached[self.key(rid, n)]))
-            page = self.page[number]
+            page = self._page(number)
             if page.refs == 0:
+                self._touch_queues()
                 del self.tail[number]
                 self.in_use += 1
             page.refs += 1
@@ -202,17 +221,20 @@ class BlockPool:
     def _take(self, rid: str, count: int) -> None:
         if count > self.free:
             raise PoolError("kvPages", f"'{rid}' needs {count} more KV pages, {self.free} free")
+        self._touch(rid)
         table = self.tables.setdefault(rid, [])
         for _ in range(count):
+            self._touch_queues()
             if self.head:
                 number = self.head.pop()
             elif self.pages is None or self.fresh <= self.pages:
                 number, self.fresh = self.fresh, self.fresh + 1
+                self._page(number)
                 self.page[number] = Page()
             else:
                 number, _ = self.tail.popitem(last=False)
                 self._evict(number)
-            page = self.page[number]
+            page = self._page(number)
             page.generation += 1
             page.refs = 1
             self.in_use += 1
@@ -220,8 +242,8 @@ class BlockPool:
             self._note("take", rid, number)
 
     def _evict(self, number: int) -> None:
-        page = self.page[number]
-        holders = self.cached[page.key]
+        page = self._page(number)
+        holders = self._holders(page.key)
         del holders[number]
         if not holders:
             del self.cached[page.key]
@@ -230,11 +252,13 @@ class BlockPool:
     def _key_full(self, rid: str, positions: int) -> None:
         """Every full page of ``rid`` up to ``positions`` gets its key (vLLM caches blocks as it
         allocates them, before the step computes them)."""
+        self._touch(rid)
         table, full = self.tables[rid], positions // self.page_tokens
         for n in range(self.keyed.get(rid, 0), full):
-            page = self.page[table[n][0]]
+            page = self._page(table[n][0])
             if page.key is None:
                 page.key = self.key(rid, n)
+                self._holders(page.key)
                 self.cached.setdefault(page.key, {})[table[n][0]] = None
         self.keyed[rid] = max(self.keyed.get(rid, 0), full)
 
@@ -242,11 +266,42 @@ class BlockPool:
         if self.log is not None:
             self.log.append([op, rid, number, self.page[number].generation, self.page[number].refs])
 
+    # -- what a trial must put back (each a no-op outside ``trial``) ---------------------------
+
+    def _page(self, number: int) -> Page | None:
+        """Page ``number`` (None if never taken), its state noted first during a trial."""
+        page = self.page.get(number)
+        if self.undo is not None and number not in self.undo.pages:
+            self.undo.pages[number] = (
+                None if page is None else (page.refs, page.key, page.generation)
+            )
+        return page
+
+    def _touch(self, rid: str) -> None:
+        """Note ``rid``'s table and keyed count before a trial changes them."""
+        undo = self.undo
+        if undo is not None and rid not in undo.tables:
+            table = self.tables.get(rid)
+            undo.tables[rid] = (None if table is None else list(table), self.keyed.get(rid))
+
+    def _holders(self, key: Key) -> dict[int, None] | None:
+        """The pages cached under ``key``, noted first during a trial."""
+        holders = self.cached.get(key)
+        if self.undo is not None and key not in self.undo.cached:
+            self.undo.cached[key] = None if holders is None else dict(holders)
+        return holders
+
+    def _touch_queues(self) -> None:
+        """Note the free queue and the counters once, before a trial first changes them."""
+        if self.undo is not None and self.undo.queues is None:
+            self.undo.queues = (list(self.head), OrderedDict(self.tail), self.fresh, self.in_use)
+
     # -- leaving -----------------------------------------------------------------------------
 
     def release(self, rid: str) -> int:
         """``rid`` gives up its pages, last page first, once; returns how many it held (0 for a
         sequence that holds none: released already, or never started)."""
+        self._touch(rid)
         table = self.tables.pop(rid, None)
         self.keyed.pop(rid, None)
         if not table:
@@ -257,7 +312,7 @@ class BlockPool:
 
     def unref(self, rid: str, number: int, generation: int) -> None:
         """One table entry of ``rid`` let go; the page is freed when no table holds it."""
-        page = self.page[number]
+        page = self._page(number)
         if page.generation != generation or page.refs <= 0:
             raise PoolError(
                 "stale page event",
@@ -267,11 +322,48 @@ class BlockPool:
         page.refs -= 1
         self._note("release", rid, number)
         if page.refs == 0:
+            self._touch_queues()
             self.in_use -= 1
             if page.key is None:
                 self.head.append(number)
             else:
                 self.tail[number] = None
+
+
+class _Undo:
+    """What a ``trial`` changed, as it was before: pages, tables and keyed counts, cache
+    entries (None: absent before), and the free queue with the counters."""
+
+    __slots__ = ("cached", "pages", "queues", "tables")
+
+    def __init__(self):
+        self.pages: dict[int, tuple | None] = {}
+        self.tables: dict[str, tuple] = {}
+        self.cached: dict[Key, dict | None] = {}
+        self.queues: tuple | None = None
+
+    def restore(self, pool: BlockPool) -> None:
+        for number, was in self.pages.items():
+            if was is None:
+                pool.page.pop(number, None)
+            else:
+                page = pool.page[number]
+                page.refs, page.key, page.generation = was
+        for rid, (table, keyed) in self.tables.items():
+            _put(pool.tables, rid, table)
+            _put(pool.keyed, rid, keyed)
+        for key, holders in self.cached.items():
+            _put(pool.cached, key, holders)
+        if self.queues is not None:
+            pool.head, pool.tail, pool.fresh, pool.in_use = self.queues
+
+
+def _put(mapping: dict, key, value) -> None:
+    """``mapping[key] = value``, or no entry when ``value`` is None."""
+    if value is None:
+        mapping.pop(key, None)
+    else:
+        mapping[key] = value
 
 
 def pool_for(device, requests: Mapping[str, tuple] | None = None) -> BlockPool | None:
