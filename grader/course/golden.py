@@ -144,6 +144,13 @@ def _text(doc: dict) -> str:
     return json.dumps(doc, indent=1, ensure_ascii=False, allow_nan=False) + "\n"
 
 
+def _tokens(doc: dict) -> str:
+    """``doc`` without the layout: equal exactly when ``_text`` is (the same keys in the same
+    order, the same numbers and strings), and made by json's C encoder, several times faster
+    than the indented text, which only a file being written needs."""
+    return json.dumps(doc, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
 def check_golden(unit: Unit) -> list[GoldenStatus]:
     """The state of every case's golden file, plus orphans; writes nothing."""
     grading = load_grading(unit)
@@ -175,7 +182,7 @@ def _freshness(unit: Unit, case: Case, path: Path) -> tuple[GoldenState, str]:
         return GoldenState.STALE, "made by another engine version"
     if current.get("case") != expected["case"]:
         return GoldenState.STALE, "the case changed in unit.yaml"
-    if _text(current) != _text(expected):
+    if _tokens(current) != _tokens(expected):
         return GoldenState.STALE, "the reference result changed"
     return GoldenState.OK, ""
 
