@@ -38,6 +38,8 @@ from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from .pooljournal import Journal, Undo
+
 Key = tuple
 
 
@@ -95,7 +97,7 @@ class Start:
 
 
 @dataclass
-class BlockPool:
+class BlockPool(Journal):
     """The pages of a device with prefix caching (``pages`` None: no limit)."""
 
     page_tokens: int
@@ -110,7 +112,7 @@ class BlockPool:
     fresh: int = 1  # the next never-used page id
     in_use: int = 0  # pages with refs > 0
     log: list | None = None  # when a list: every reference change, as ``page_op`` records
-    undo: _Undo | None = field(default=None, repr=False, compare=False)  # during ``trial``
+    undo: Undo | None = field(default=None, repr=False, compare=False)  # during ``trial``
 
     @property
     def free(self) -> float:
@@ -136,40 +138,6 @@ class BlockPool:
         ):
             found += 1
         return found * self.page_tokens
-
-    def copy(self) -> BlockPool:
-        """An independent copy, for a dry run of a step (``view.fits``)."""
-        return BlockPool(
-            self.page_tokens,
-            self.pages,
-            self.prefixes,
-            {n: Page(p.refs, p.key, p.generation) for n, p in self.page.items()},
-            {rid: list(table) for rid, table in self.tables.items()},
-            dict(self.keyed),
-            {key: dict(pages) for key, pages in self.cached.items()},
-            list(self.head),
-            OrderedDict(self.tail),
-            self.fresh,
-            self.in_use,
-        )
-
-    def trial(self, grows, victims, starts, read):
-        """``read(pool)`` of this pool after ``apply_step(grows, victims, starts)``, with the
-        pool then put back exactly as it was (``PoolError`` passes through, the pool put back
-        too). What ``copy`` followed by ``apply_step`` gives, at the cost of what the step
-        changes rather than of the whole pool: the engine checks every step with one."""
-        if self.undo is not None:
-            raise RuntimeError("a trial is already under way on this pool")
-        self.undo, log, self.log = _Undo(), self.log, None
-        try:
-            self.apply_step(grows, victims, starts)
-            return read(self)
-        finally:
-            undo, self.undo = self.undo, None
-            undo.restore(self)
-            self.log = log
-
-    # -- a step ------------------------------------------------------------------------------
 
     def apply_step(
         self, grows: Iterable[Grow], victims: Iterable[str], starts: Iterable[Start]
@@ -266,36 +234,6 @@ class BlockPool:
         if self.log is not None:
             self.log.append([op, rid, number, self.page[number].generation, self.page[number].refs])
 
-    # -- what a trial must put back (each a no-op outside ``trial``) ---------------------------
-
-    def _page(self, number: int) -> Page | None:
-        """Page ``number`` (None if never taken), its state noted first during a trial."""
-        page = self.page.get(number)
-        if self.undo is not None and number not in self.undo.pages:
-            self.undo.pages[number] = (
-                None if page is None else (page.refs, page.key, page.generation)
-            )
-        return page
-
-    def _touch(self, rid: str) -> None:
-        """Note ``rid``'s table and keyed count before a trial changes them."""
-        undo = self.undo
-        if undo is not None and rid not in undo.tables:
-            table = self.tables.get(rid)
-            undo.tables[rid] = (None if table is None else list(table), self.keyed.get(rid))
-
-    def _holders(self, key: Key) -> dict[int, None] | None:
-        """The pages cached under ``key``, noted first during a trial."""
-        holders = self.cached.get(key)
-        if self.undo is not None and key not in self.undo.cached:
-            self.undo.cached[key] = None if holders is None else dict(holders)
-        return holders
-
-    def _touch_queues(self) -> None:
-        """Note the free queue and the counters once, before a trial first changes them."""
-        if self.undo is not None and self.undo.queues is None:
-            self.undo.queues = (list(self.head), OrderedDict(self.tail), self.fresh, self.in_use)
-
     # -- leaving -----------------------------------------------------------------------------
 
     def release(self, rid: str) -> int:
@@ -328,42 +266,6 @@ class BlockPool:
                 self.head.append(number)
             else:
                 self.tail[number] = None
-
-
-class _Undo:
-    """What a ``trial`` changed, as it was before: pages, tables and keyed counts, cache
-    entries (None: absent before), and the free queue with the counters."""
-
-    __slots__ = ("cached", "pages", "queues", "tables")
-
-    def __init__(self):
-        self.pages: dict[int, tuple | None] = {}
-        self.tables: dict[str, tuple] = {}
-        self.cached: dict[Key, dict | None] = {}
-        self.queues: tuple | None = None
-
-    def restore(self, pool: BlockPool) -> None:
-        for number, was in self.pages.items():
-            if was is None:
-                pool.page.pop(number, None)
-            else:
-                page = pool.page[number]
-                page.refs, page.key, page.generation = was
-        for rid, (table, keyed) in self.tables.items():
-            _put(pool.tables, rid, table)
-            _put(pool.keyed, rid, keyed)
-        for key, holders in self.cached.items():
-            _put(pool.cached, key, holders)
-        if self.queues is not None:
-            pool.head, pool.tail, pool.fresh, pool.in_use = self.queues
-
-
-def _put(mapping: dict, key, value) -> None:
-    """``mapping[key] = value``, or no entry when ``value`` is None."""
-    if value is None:
-        mapping.pop(key, None)
-    else:
-        mapping[key] = value
 
 
 def pool_for(device, requests: Mapping[str, tuple] | None = None) -> BlockPool | None:
