@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import jsonschema
 import numpy as np
 import pytest
 import yaml
@@ -291,6 +292,8 @@ def test_cancels_and_prefixes_are_seeded_drawn_last_and_valid():
         assert covered <= request["inputTokens"]
         full = [s["tokens"] for s in request["prefix"]] in ([64], [64, 100])
         assert full or covered == request["inputTokens"]  # cut exactly where the prompt ends
+    schema = json.loads((load_unit("unit09").lab_dir / "schemas" / "trace.schema.json").read_text())
+    jsonschema.validate(a, schema)  # the published trace schema, as well as the lab's parser
     trace = tracetools.validate_doc(load_unit("unit09"), a, "u09-gen")
     assert sum(r.cancel_ms is not None for r in trace.requests) == len(cancels)
     assert trace_from_spec(_with(seed=6, **{k: U09["generate"][k] for k in ("cancelMs",)})) != a
