@@ -27,11 +27,11 @@ from servesim.exercisecli import Exercise, main
 
 EXERCISES = {
     "31.2": Exercise("static vs continuous batching (your policies); length buckets", "ex31_2"),
-    "31.3": Exercise("padding utilisation, linear and attention (31.3)", "worked", args=("31.3",)),
-    "31.4": Exercise("attention pairs under chunking (31.4)", "worked", args=("31.4",)),
+    "31.3": Exercise("padding utilisation, linear and attention", "worked", args=("31.3",)),
+    "31.4": Exercise("attention pairs under chunking (formula 31.4)", "worked", args=("31.4",)),
     "31.5": Exercise("KV pages after sequences of 257 and 255 grow by two", "ex31_5"),
-    "31.6": Exercise("Little's law on a step function of N(t) (31.7)", "ex31_6"),
-    "31.7": Exercise("optional: M/M/1 on the engine against 31.10 and 31.13", "ex31_7"),
+    "31.6": Exercise("Little's law on a step function of N(t) (formula 31.7)", "ex31_6"),
+    "31.7": Exercise("optional: M/M/1 on the engine against formulas 31.10, 31.13", "ex31_7"),
     "31.9": Exercise("optional: per-request vs per-token fairness, two tenants", "ex31_9"),
     "swap": Exercise("section 31.6's example: recompute vs swap", "worked", args=("swap",)),
 }
