@@ -100,3 +100,13 @@ def test_release_autograder_outside_git_is_refused_with_the_way_out(tmp_path):
     assert done.returncode != 0 and written == []
     assert "git" in done.stderr and "--allow-uncommitted" in done.stderr
     assert _release(root, "autograder", "--allow-uncommitted")[0].returncode == 0
+
+
+def test_release_nbgrader_refuses_a_stale_lab_folder_and_writes_nothing(course):
+    """The nbgrader course stages the lab folder as ``source/<unit>/``: a stale one is refused
+    the same way, before the course folder is touched."""
+    _add_hidden_case(course, points=4)
+    target = course.parent / "nbcourse"
+    done = infralab(course, "release", "nbgrader", "--unit", UNIT_ID, "--course", str(target))
+    assert done.returncode != 0 and not target.exists()
+    assert "points table" in done.stderr and "--allow-stale-starter" in done.stderr
