@@ -38,6 +38,8 @@ from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from .pooljournal import Journal, Undo
+
 Key = tuple
 
 
@@ -95,7 +97,7 @@ class Start:
 
 
 @dataclass
-class BlockPool:
+class BlockPool(Journal):
     """The pages of a device with prefix caching (``pages`` None: no limit)."""
 
     page_tokens: int
@@ -110,6 +112,7 @@ class BlockPool:
     fresh: int = 1  # the next never-used page id
     in_use: int = 0  # pages with refs > 0
     log: list | None = None  # when a list: every reference change, as ``page_op`` records
+    undo: Undo | None = field(default=None, repr=False, compare=False)  # during ``trial``
 
     @property
     def free(self) -> float:
@@ -137,22 +140,10 @@ class BlockPool:
         return found * self.page_tokens
 
     def hit_refs(self, rid: str, num_tokens: int) -> list[int]:
-        """Reference counts of the pages ``rid``'s hit would claim now (``hit_tokens(rid,
-        num_tokens) // page_tokens``, first page first); 0: no sequence holds the page, it sits
-        in the free queue (counted in ``free``) and leaves it when a hit takes it."""
+        """Reference counts of the pages ``rid``'s hit would claim now, first page first; 0: no
+        sequence holds it, it sits in the free queue (in ``free``) until a hit takes it."""
         pages = self.hit_tokens(rid, num_tokens) // self.page_tokens
         return [self.page[next(iter(self.cached[self.key(rid, n)]))].refs for n in range(pages)]
-
-    def copy(self) -> BlockPool:
-        """An independent copy, for a dry run of a step (``view.fits``)."""
-        page = {n: Page(p.refs, p.key, p.generation) for n, p in self.page.items()}
-        tables = {rid: list(table) for rid, table in self.tables.items()}
-        cached = {key: dict(pages) for key, pages in self.cached.items()}
-        return BlockPool(self.page_tokens, self.pages, self.prefixes, page, tables,
-                         dict(self.keyed), cached, list(self.head), OrderedDict(self.tail),
-                         self.fresh, self.in_use)  # fmt: skip
-
-    # -- a step ------------------------------------------------------------------------------
 
     def apply_step(
         self, grows: Iterable[Grow], victims: Iterable[str], starts: Iterable[Start]
@@ -180,11 +171,13 @@ class BlockPool:
                 f"'{rid}' claims {start.cached} cached positions, the cache holds "
                 f"{available} of its first positions (whole pages, at most num_tokens - 1)",
             )
+        self._touch(rid)
         table = self.tables.setdefault(rid, [])
         for n in range(start.cached // size):
             number = next(iter(self.cached[self.key(rid, n)]))
-            page = self.page[number]
+            page = self._page(number)
             if page.refs == 0:
+                self._touch_queues()
                 del self.tail[number]
                 self.in_use += 1
             page.refs += 1
@@ -202,17 +195,20 @@ class BlockPool:
     def _take(self, rid: str, count: int) -> None:
         if count > self.free:
             raise PoolError("kvPages", f"'{rid}' needs {count} more KV pages, {self.free} free")
+        self._touch(rid)
         table = self.tables.setdefault(rid, [])
         for _ in range(count):
+            self._touch_queues()
             if self.head:
                 number = self.head.pop()
             elif self.pages is None or self.fresh <= self.pages:
                 number, self.fresh = self.fresh, self.fresh + 1
+                self._page(number)
                 self.page[number] = Page()
             else:
                 number, _ = self.tail.popitem(last=False)
                 self._evict(number)
-            page = self.page[number]
+            page = self._page(number)
             page.generation += 1
             page.refs = 1
             self.in_use += 1
@@ -220,8 +216,8 @@ class BlockPool:
             self._note("take", rid, number)
 
     def _evict(self, number: int) -> None:
-        page = self.page[number]
-        holders = self.cached[page.key]
+        page = self._page(number)
+        holders = self._holders(page.key)
         del holders[number]
         if not holders:
             del self.cached[page.key]
@@ -230,11 +226,13 @@ class BlockPool:
     def _key_full(self, rid: str, positions: int) -> None:
         """Every full page of ``rid`` up to ``positions`` gets its key (vLLM caches blocks as it
         allocates them, before the step computes them)."""
+        self._touch(rid)
         table, full = self.tables[rid], positions // self.page_tokens
         for n in range(self.keyed.get(rid, 0), full):
-            page = self.page[table[n][0]]
+            page = self._page(table[n][0])
             if page.key is None:
                 page.key = self.key(rid, n)
+                self._holders(page.key)
                 self.cached.setdefault(page.key, {})[table[n][0]] = None
         self.keyed[rid] = max(self.keyed.get(rid, 0), full)
 
@@ -247,6 +245,7 @@ class BlockPool:
     def release(self, rid: str) -> int:
         """``rid`` gives up its pages, last page first, once; returns how many it held (0 for a
         sequence that holds none: released already, or never started)."""
+        self._touch(rid)
         table = self.tables.pop(rid, None)
         self.keyed.pop(rid, None)
         if not table:
@@ -257,7 +256,7 @@ class BlockPool:
 
     def unref(self, rid: str, number: int, generation: int) -> None:
         """One table entry of ``rid`` let go; the page is freed when no table holds it."""
-        page = self.page[number]
+        page = self._page(number)
         if page.generation != generation or page.refs <= 0:
             raise PoolError(
                 "stale page event",
@@ -267,6 +266,7 @@ class BlockPool:
         page.refs -= 1
         self._note("release", rid, number)
         if page.refs == 0:
+            self._touch_queues()
             self.in_use -= 1
             if page.key is None:
                 self.head.append(number)

@@ -187,24 +187,24 @@ class SchedulerView:
         )
         if self.pool is not None:  # shared pages: the pool's own count, after a dry run
             try:
-                pages = self._dry_run(batch, sequence).in_use
+                pages = self._dry_run(batch, sequence, _IN_USE)
             except PoolError as exc:
                 return str(exc)
             after = rules.Occupancy(after.active, pages, after.host)
         found = rules.cap_violation(self.device, after, batch.new_positions, self.budget)
         return None if found is None else found[1]
 
-    def _dry_run(self, batch: Batch, sequence) -> BlockPool:
-        """A copy of the prefix cache after ``batch`` (``PoolError``: it cannot serve it)."""
+    def _dry_run(self, batch: Batch, sequence, read):
+        """``read(pool)`` of the prefix cache as it would be after ``batch`` (``PoolError``: it
+        cannot serve it); the cache itself is left as it is (``BlockPool.trial``)."""
 
         def state(rid):
             seq = sequence(rid)
             return seq.context_tokens, seq.prefilled, seq.prefill_target, seq.prefill_start
 
         chunks = [(c.id, c.tokens, c.cached) for c in batch.prefill]
-        pool = self.pool.copy()
-        pool.apply_step(*_ordered(step_ops(batch.decode, chunks, state), batch.preempt))
-        return pool
+        grows, victims, starts = _ordered(step_ops(batch.decode, chunks, state), batch.preempt)
+        return self.pool.trial(grows, victims, starts, read)
 
     def prefix_hit(self, seq: Sequence, after: Batch | None = None) -> int:
         """Positions ``seq`` would find in the prefix cache if it started now, after the
@@ -213,11 +213,14 @@ class SchedulerView:
         chunk may claim as ``cached`` (whole pages, at most ``num_tokens - 1`` positions)."""
         if self.pool is None or seq.prefilled:
             return 0
-        pool = self.pool
+
+        def hit(pool):
+            return pool.hit_tokens(seq.id, seq.prefill_target)
+
         if after is not None and (after.decode or after.prefill or after.preempt):
             sequence = self.sequence if self.live is None else self.live.__getitem__
-            pool = self._dry_run(after, sequence)
-        return pool.hit_tokens(seq.id, seq.prefill_target)
+            return self._dry_run(after, sequence, hit)
+        return hit(self.pool)
 
     def fits(self, batch: Batch) -> bool:
         return self.violation(batch) is None
@@ -259,6 +262,7 @@ class SchedulerView:
 
 
 _CHUNK_ID, _CONTEXT = attrgetter("id"), attrgetter("context_tokens")
+_IN_USE = attrgetter("in_use")
 _AT, _PRICED_CAP = "changes", 64  # Tally.priced: the count it holds for, decode sets kept
 
 

@@ -343,3 +343,82 @@ def test_an_edit_behind_the_pools_methods_shows_in_the_replay():
     timeline = simulate(trace, sneaky, device)
     run = build_run("c", {}, device, timeline, None, extended=True, limits={"budget": None})
     assert done and "page events" in replay_bad(run, trace, device)
+
+
+# -- a dry run leaves the pool as it was ----------------------------------------------------------
+
+
+def _pool_state(pool: BlockPool) -> tuple:
+    """Everything a step may change, orders included (the free queue's, each key's pages')."""
+    return (
+        {n: (p.refs, p.key, p.generation) for n, p in pool.page.items()},
+        {rid: list(table) for rid, table in pool.tables.items()},
+        dict(pool.keyed),
+        {key: list(pages) for key, pages in pool.cached.items()},
+        list(pool.head),
+        list(pool.tail),
+        pool.fresh,
+        pool.in_use,
+    )
+
+
+def _outcome(work, *args):
+    """``work(*args)``, or the refusal it raised (the same refusal either way is compared)."""
+    try:
+        return work(*args)
+    except Exception as exc:
+        return (type(exc).__name__, str(exc))
+
+
+def _copied_step(pool: BlockPool, grows, victims, starts) -> tuple:
+    dry = pool.copy()
+    dry.apply_step(grows, victims, starts)
+    return _pool_state(dry)
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=rows, pages=st.one_of(st.none(), st.integers(8, 20)), seed=st.integers(0, 10**6))
+def test_a_trial_step_reads_what_a_copy_would_and_leaves_the_pool_as_it_was(rows, pages, seed):
+    """``BlockPool.trial`` (how the engine checks every step) against ``copy`` + ``apply_step``
+    on random candidate steps at every decision of random runs: the same pool after the step
+    (or the same refusal), and the pool itself unchanged, page log included."""
+    reqs = []
+    for i, (arrival, n_in, n_out, group, shared, cancel) in enumerate(rows):
+        req = {"id": f"R{i}", "arrivalMs": arrival, "inputTokens": n_in, "outputTokens": n_out}
+        if min(shared, n_in):
+            req["prefix"] = [{"id": group, "tokens": min(shared, n_in)}]
+        if cancel is not None:
+            req["cancelMs"] = cancel
+        reqs.append(req)
+    trace = parse_trace({"name": "random", "requests": reqs})
+    device = DeviceProfile(kv_pages=pages, page_tokens=4, prefix_caching=True)
+    inner, rng, tried = claiming(seed=seed), random.Random(seed), []
+
+    def candidate(view):
+        pool, holders = view.pool, [s.id for s in view.holders]
+        grows = [Grow(rid, s.context_tokens, rng.randint(1, 9)) for rid, s in (
+            (s.id, s) for s in view.holders) if rng.random() < 0.7]  # fmt: skip
+        victims = [rid for rid in holders if rng.random() < 0.3]
+        starts = []
+        for seq in view.waiting:
+            if seq.holds_kv or rng.random() < 0.3:
+                continue
+            hit = pool.hit_tokens(seq.id, seq.prefill_target)
+            hit = rng.choice(range(0, hit + 2 * P, P))  # sometimes more than the cache holds
+            starts.append(Start(seq.id, hit, rng.randint(1, 12), seq.prefill_target))
+        return grows, victims, starts
+
+    def checked(view):
+        pool = view.pool
+        for _ in range(3):
+            grows, victims, starts = candidate(view)
+            before, log = _pool_state(pool), list(pool.log or [])
+            expected = _outcome(_copied_step, pool, grows, victims, starts)
+            got = _outcome(pool.trial, grows, victims, starts, _pool_state)
+            assert got == expected
+            assert _pool_state(pool) == before and list(pool.log or []) == log
+            tried.append(got)
+        return inner(view)
+
+    timeline = simulate(trace, checked, device)
+    assert tried or not timeline.events  # a policy is asked whenever a step runs

@@ -39,16 +39,36 @@ def _add_hidden_case(course: Path, points: int) -> None:
     path.write_text(yaml.safe_dump(doc), encoding="utf-8")
 
 
-def test_release_student_refuses_a_handout_whose_points_table_is_stale(course):
-    assert _release(course, "student")[0].returncode == 0
+@pytest.mark.parametrize("kind", ["student", "autograder"])
+def test_release_refuses_a_handout_whose_points_table_is_stale(course, kind):
+    """Both releases ship the lab folder: a points table that unit.yaml's cases no longer give
+    is refused, with the sync command to run, until ``starter sync`` has run."""
+    assert _release(course, kind)[0].returncode == 0
     _add_hidden_case(course, points=4)
-    done, written = _release(course, "student")
+    commit_all(course)  # the bundle's other check (uncommitted hidden material) passes
+    done, written = _release(course, kind)
     assert done.returncode != 0 and written == []
     assert (
         "points table" in done.stderr and f"infralab starter sync --unit {UNIT_ID}" in done.stderr
     )
-    assert "--allow-stale-readme" in done.stderr and "Traceback" not in done.stderr
-    assert _release(course, "student", "--allow-stale-readme")[0].returncode == 0
+    assert "README.md" in done.stderr and "Traceback" not in done.stderr
+    assert "--allow-stale-starter" in done.stderr
+    for flag in ("--allow-stale-starter", "--allow-stale-readme"):  # the earlier name works too
+        if kind == "student":
+            assert _release(course, kind, flag)[0].returncode == 0
+    ok(infralab(course, "starter", "sync", "--unit", UNIT_ID))
+    ok(infralab(course, "golden", "--unit", UNIT_ID))
+    commit_all(course)
+    assert _release(course, kind)[0].returncode == 0
+
+
+def test_release_refuses_a_lab_folder_whose_stub_is_stale(course):
+    """Not only the handout: a stub that differs from what the solution makes is refused."""
+    stub = course / "starter" / UNIT_ID / "policies.py"
+    stub.write_text(stub.read_text(encoding="utf-8") + "\n# edited by hand\n", encoding="utf-8")
+    done, written = _release(course, "student")
+    assert done.returncode != 0 and written == []
+    assert "policies.py" in done.stderr and "points table" not in done.stderr
     ok(infralab(course, "starter", "sync", "--unit", UNIT_ID))
     assert _release(course, "student")[0].returncode == 0
 
@@ -58,6 +78,7 @@ def test_release_autograder_refuses_uncommitted_hidden_material(course, where):
     assert _release(course, "autograder")[0].returncode == 0
     if where == "unit.yaml":
         _add_hidden_case(course, points=1)
+        ok(infralab(course, "starter", "sync", "--unit", UNIT_ID))  # the lab folder is not stale
         named = f"labs/{UNIT_ID}/unit.yaml"
     else:
         named = f"traces/{UNIT_ID}/hidden/extra.json"
@@ -79,3 +100,13 @@ def test_release_autograder_outside_git_is_refused_with_the_way_out(tmp_path):
     assert done.returncode != 0 and written == []
     assert "git" in done.stderr and "--allow-uncommitted" in done.stderr
     assert _release(root, "autograder", "--allow-uncommitted")[0].returncode == 0
+
+
+def test_release_nbgrader_refuses_a_stale_lab_folder_and_writes_nothing(course):
+    """The nbgrader course stages the lab folder as ``source/<unit>/``: a stale one is refused
+    the same way, before the course folder is touched."""
+    _add_hidden_case(course, points=4)
+    target = course.parent / "nbcourse"
+    done = infralab(course, "release", "nbgrader", "--unit", UNIT_ID, "--course", str(target))
+    assert done.returncode != 0 and not target.exists()
+    assert "points table" in done.stderr and "--allow-stale-starter" in done.stderr

@@ -26,20 +26,27 @@ _KINDS = (
 
 
 def _refusal(args, unit) -> str | None:
-    """The release check of this kind that fails and was not waived, as its message."""
-    if args.action == "student":
-        return None if args.allow_stale_readme else release_checks.stale_handout(unit)
-    return None if args.allow_uncommitted else release_checks.uncommitted_hidden(unit)
+    """The first release check of this kind that fails and was not waived, as its message:
+    every release ships the lab folder, so a stale one is refused first; the bundle also
+    refuses hidden material git has not committed."""
+    if not args.allow_stale_starter and (stale := release_checks.stale_starter(unit)):
+        return stale
+    if args.action == "autograder" and not args.allow_uncommitted:
+        return release_checks.uncommitted_hidden(unit)
+    return None
 
 
+_STALE_WAIVER = (
+    "release although starter sync would change the lab folder (the handout's points table, "
+    "stubs, lab.json, public snapshots)"
+)
 _WAIVERS = {
-    "student": (
-        release_checks.STALE_FLAG,
-        "release although the handout's points table differs from unit.yaml's",
-    ),
+    "student": (),
     "autograder": (
-        release_checks.UNCOMMITTED_FLAG,
-        "release although traces/<unit> or labs/<unit> has changes git has not committed",
+        (
+            release_checks.UNCOMMITTED_FLAG,
+            "release although traces/<unit> or labs/<unit> has changes git has not committed",
+        ),
     ),
 }
 
@@ -80,7 +87,14 @@ def add_release(commands) -> None:
         release_kind.add_argument(
             "--out", metavar="DIR", help="output folder (default: dist/<unit>)"
         )
-        flag, waives = _WAIVERS[kind]
-        release_kind.add_argument(flag, action="store_true", help=waives)
+        release_kind.add_argument(
+            release_checks.STALE_FLAG,
+            release_checks.STALE_FLAG_OLD,
+            dest="allow_stale_starter",
+            action="store_true",
+            help=_STALE_WAIVER,
+        )
+        for flag, waives in _WAIVERS[kind]:
+            release_kind.add_argument(flag, action="store_true", help=waives)
         release_kind.set_defaults(handler=_release)
     nbgrader_course.add_parser(release_sub)

@@ -10,9 +10,13 @@ the unit's label key once (``grader.course.labels``: stable names of hidden case
 from __future__ import annotations
 
 import json
+import multiprocessing
+import os
 import tempfile
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from enum import Enum
+from functools import partial
 from pathlib import Path
 
 from .. import reference
@@ -99,16 +103,22 @@ def _trace_label(unit: Unit, source: Path) -> str:
     return f"{unit.doc['lab_folder']}/traces/{Path(source).name}"
 
 
-def build_golden(unit: Unit, case: Case) -> dict:
-    """The golden document of ``case``, computed now with the reference solution."""
+def build_golden(unit: Unit, case: Case, runs: dict | None = None) -> dict:
+    """The golden document of ``case``, computed now with the reference solution. ``runs``
+    (optional) remembers reference runs by what makes them (``_run_key``): cases that differ
+    only in what they ask of the same run share it."""
     servesim = reference.engine(unit)
     source = trace_path(unit, case)
-    doc = case_trace_doc(unit, case)
-    trace = servesim.parse_trace(doc, source=case.trace)
     device = case_device(unit, case)
-    run = reference.run_reference(
-        unit, trace, case.policy, case.params, device, queue_cap=case.queue_cap
-    )
+    key = _run_key(case)
+    run = None if runs is None else runs.get(key)
+    if run is None:
+        trace = servesim.parse_trace(case_trace_doc(unit, case), source=case.trace)
+        run = reference.run_reference(
+            unit, trace, case.policy, case.params, device, queue_cap=case.queue_cap
+        )
+        if runs is not None:
+            runs[key] = run
     doc = {
         "generatedBy": f"infralab golden --unit {unit.id}",
         "engineVersion": servesim.ENGINE_VERSION,
@@ -124,6 +134,41 @@ def build_golden(unit: Unit, case: Case) -> dict:
     if case.kind is Kind.SCRIPT:
         doc["answer"] = reference_answer(unit, case, run)
     return doc
+
+
+def _run_key(case: Case) -> str:
+    """What a reference run depends on: the case's setup and its trace transform."""
+    return repr((case.setup_key, case.transform))
+
+
+def build_all(unit: Unit, cases: list[Case]) -> list[dict]:
+    """``build_golden`` of every case, in order. Cases that share a reference run share it,
+    and with more than one core the groups of such cases are built in parallel processes
+    (forked: each starts with the engine and the solution already imported)."""
+    groups: dict[str, list[int]] = {}
+    for index, case in enumerate(cases):
+        groups.setdefault(_run_key(case), []).append(index)
+    workers = min(os.cpu_count() or 1, len(groups), _MAX_WORKERS)
+    if workers < 2 or "fork" not in multiprocessing.get_all_start_methods():
+        runs: dict = {}
+        return [build_golden(unit, case, runs) for case in cases]
+    reference.engine(unit)  # imported once, before the fork
+    shares = [[] for _ in range(workers)]
+    for n, members in enumerate(sorted(groups.values(), key=len, reverse=True)):
+        shares[n % workers].extend(members)
+    context = multiprocessing.get_context("fork")
+    with ProcessPoolExecutor(workers, mp_context=context) as pool:
+        jobs = pool.map(partial(_build_share, unit, cases), shares)
+        built = dict(pair for share in jobs for pair in share)
+    return [built[index] for index in range(len(cases))]
+
+
+_MAX_WORKERS = 8
+
+
+def _build_share(unit: Unit, cases: list[Case], indices: list[int]) -> list[tuple[int, dict]]:
+    runs: dict = {}
+    return [(index, build_golden(unit, cases[index], runs)) for index in indices]
 
 
 def reference_answer(unit: Unit, case: Case, run: dict) -> dict:
@@ -144,16 +189,25 @@ def _text(doc: dict) -> str:
     return json.dumps(doc, indent=1, ensure_ascii=False, allow_nan=False) + "\n"
 
 
+def _tokens(doc: dict) -> str:
+    """``doc`` without the layout: equal exactly when ``_text`` is (the same keys in the same
+    order, the same numbers and strings), and made by json's C encoder, several times faster
+    than the indented text, which only a file being written needs."""
+    return json.dumps(doc, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
 def check_golden(unit: Unit) -> list[GoldenStatus]:
     """The state of every case's golden file, plus orphans; writes nothing."""
     grading = load_grading(unit)
     statuses = []
+    present = [case for case in grading.cases if golden_path(unit, case).is_file()]
+    expected = dict(zip((c.id for c in present), build_all(unit, present), strict=True))
     for case in grading.cases:
         path = golden_path(unit, case)
-        if not path.is_file():
+        if case.id not in expected:
             statuses.append(GoldenStatus(path, GoldenState.MISSING, "no golden file"))
             continue
-        statuses.append(GoldenStatus(path, *_freshness(unit, case, path)))
+        statuses.append(GoldenStatus(path, *_freshness(path, expected[case.id])))
     wanted = {golden_path(unit, c) for c in grading.cases}
     for path in sorted(golden_dir(unit).glob("*.json")):
         if path not in wanted:
@@ -163,19 +217,18 @@ def check_golden(unit: Unit) -> list[GoldenStatus]:
     return statuses
 
 
-def _freshness(unit: Unit, case: Case, path: Path) -> tuple[GoldenState, str]:
+def _freshness(path: Path, expected: dict) -> tuple[GoldenState, str]:
     try:
         current = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         return GoldenState.STALE, f"unreadable ({exc})"
-    expected = build_golden(unit, case)
     if current.get("trace", {}).get("sha256") != expected["trace"]["sha256"]:
         return GoldenState.STALE, "the trace changed (sha256 differs)"
     if current.get("engineVersion") != expected["engineVersion"]:
         return GoldenState.STALE, "made by another engine version"
     if current.get("case") != expected["case"]:
         return GoldenState.STALE, "the case changed in unit.yaml"
-    if _text(current) != _text(expected):
+    if _tokens(current) != _tokens(expected):
         return GoldenState.STALE, "the reference result changed"
     return GoldenState.OK, ""
 
@@ -183,7 +236,8 @@ def _freshness(unit: Unit, case: Case, path: Path) -> tuple[GoldenState, str]:
 def write_golden(unit: Unit) -> list[Path]:
     """Regenerate every golden file that is missing or differs; remove orphans. Returns changes."""
     grading = load_grading(unit)
-    docs = {golden_path(unit, case): _text(build_golden(unit, case)) for case in grading.cases}
+    built = build_all(unit, list(grading.cases))
+    docs = {golden_path(unit, c): _text(doc) for c, doc in zip(grading.cases, built, strict=True)}
     changed = []
     for path, text in docs.items():
         if not path.is_file() or path.read_text(encoding="utf-8") != text:

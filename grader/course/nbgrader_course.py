@@ -29,6 +29,7 @@ from pathlib import Path
 
 from ..labfolder import lab_files
 from ..units import Unit, UnitError, labs_dir, load_unit
+from . import release_checks
 from .nbkernel import KERNEL_NAME, kernel_spec
 from .release import build_folder_zip, lab_root
 
@@ -253,6 +254,8 @@ def release_nbgrader(
 def _command(args) -> int:
     try:
         unit = load_unit(args.unit)
+        if not args.allow_stale_starter and (stale := release_checks.stale_starter(unit)):
+            raise CourseError(stale)  # source/<unit>/ is the lab folder: not a stale one
         result = release_nbgrader(unit, Path(args.course), args.course_id, not args.no_generate)
     except (CourseError, UnitError) as exc:
         print(f"infralab release nbgrader: error: {exc}", file=sys.stderr)
@@ -277,6 +280,13 @@ def add_parser(release_commands) -> argparse.ArgumentParser:
     parser.add_argument("--course-id", default=DEFAULT_COURSE_ID, help="nbgrader course id")
     parser.add_argument(
         "--no-generate", action="store_true", help="stage source/ only, skip generate_assignment"
+    )
+    parser.add_argument(
+        release_checks.STALE_FLAG,
+        release_checks.STALE_FLAG_OLD,
+        dest="allow_stale_starter",
+        action="store_true",
+        help="stage the lab folder although starter sync would change it",
     )
     parser.set_defaults(handler=lambda args, extra: _command(args))
     return parser

@@ -1,5 +1,5 @@
-"""What a release refuses to ship: a handout whose points table is stale, hidden material that
-is not committed.
+"""What a release refuses to ship: a lab folder that ``starter sync`` would change (the
+handout's points table among its files), hidden material that is not committed.
 
 Each check returns the sentence to show (what is wrong and what to run), or None when all is
 well. ``infralab release`` raises it as its one error unless told otherwise with a flag.
@@ -10,24 +10,32 @@ from __future__ import annotations
 import subprocess
 
 from ..units import Unit
-from . import points
+from . import starter
 
-STALE_FLAG = "--allow-stale-readme"
+STALE_FLAG = "--allow-stale-starter"
+STALE_FLAG_OLD = "--allow-stale-readme"  # its earlier name, still accepted
 UNCOMMITTED_FLAG = "--allow-uncommitted"
 
 
-def stale_handout(unit: Unit) -> str | None:
-    """The student README's points and case table against unit.yaml's parts and cases."""
-    readme = unit.lab_dir / "README.md"
-    if not readme.is_file():
+def stale_starter(unit: Unit) -> str | None:
+    """The lab folder's generated files (stubs, ``lab.json``, the public tests' snapshots, the
+    handout's points and case table) against what ``starter sync`` makes of unit.yaml and the
+    solutions now. Both releases ship that folder: the student zip as it is, the Gradescope
+    bundle as the folder every submission is graded in."""
+    stale = starter.stale_files(unit)
+    if not stale:
         return None
-    text = readme.read_text(encoding="utf-8")
-    if points.handout_text(unit, text) == text:
-        return None
+    names = [path.relative_to(unit.lab_dir).as_posix() for path in stale]
+    why = (
+        " (the handout's points table is not the one unit.yaml's parts and cases give)"
+        if unit.lab_dir / "README.md" in stale
+        else ""
+    )
+    more = f" and {len(names) - 3} more" if len(names) > 3 else ""
     return (
-        f"{unit.lab_dir.name}/README.md: the points table is not the one unit.yaml's parts and "
-        f"cases give (a case or a part changed since the last sync); run: infralab starter sync "
-        f"--unit {unit.id}, review and commit it, then release again (or pass {STALE_FLAG})"
+        f"{unit.lab_dir.name}/: starter sync would change {', '.join(names[:3])}{more}{why}; "
+        f"run: infralab starter sync --unit {unit.id}, review and commit it, then release "
+        f"again (or pass {STALE_FLAG})"
     )
 
 

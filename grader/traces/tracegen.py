@@ -26,7 +26,17 @@ A spec is a mapping with ``name``, ``description`` and exactly one of:
           deadlineMs: (same forms)        # deadline on the first token, relative to arrival
           deadlineShare: 0.5              # share of requests that get a deadline (default 1)
           tenants: {values: [chat, batch], weights: [3, 1]}
-          readBytesPerS: (same forms)     # the client's read rate (streaming devices)
+          readBytesPerS: (same forms)     # the client's read rate, bytes/s (streaming devices)
+          cancelMs: (same forms)          # the client cancels this many ms after arrival
+          cancelShare: 0.3                # share of requests that cancel (default 1)
+          prefixes:                       # shared prompt content (prefix caching devices)
+            share: 0.8                    # share of requests with a shared prefix (default 1)
+            groups:                       # each such request draws one group by weight
+              - {weight: 3, segments: [{id: sys0, tokens: 64}]}
+              - {weight: 1, segments: [{id: sys0, tokens: 64}, {id: doc1, tokens: 40}]}
+
+        A group's segments are cut where the request's prompt ends (a segment left with no
+        tokens is dropped), so ``inputTokens`` stays what its distribution drew.
 
 ``import``
     a window of the Azure LLM inference trace (see ``import_azure``)::
@@ -173,6 +183,37 @@ def _optional_fields(gen: dict, requests: list[dict], rng, where: str) -> None:
         rates = _lengths(gen["readBytesPerS"], count, rng, f"{where}.readBytesPerS")
         for request, value in zip(requests, rates, strict=True):
             request["readBytesPerS"] = int(value)
+    if "cancelShare" in gen and "cancelMs" not in gen:
+        raise SpecError(f"{where}: 'cancelShare' needs 'cancelMs' (when the clients cancel)")
+    if "cancelMs" in gen:
+        delays = _lengths(gen["cancelMs"], count, rng, f"{where}.cancelMs")
+        chosen = rng.random(count) < float(gen.get("cancelShare", 1.0))
+        for request, value, keep in zip(requests, delays, chosen, strict=True):
+            if keep:
+                request["cancelMs"] = float(value)
+    if "prefixes" in gen:
+        _prefixes(gen["prefixes"], requests, rng, f"{where}.prefixes")
+
+
+def _prefixes(doc: dict, requests: list[dict], rng, where: str) -> None:
+    """Each chosen request's ``prefix``: one group's segments, cut at the end of its prompt."""
+    groups = doc["groups"]
+    weights = np.asarray([g.get("weight", 1) for g in groups], dtype=float)
+    if weights.sum() <= 0:
+        raise SpecError(f"{where}.groups: the weights must not all be 0")
+    drawn = rng.choice(len(groups), size=len(requests), p=weights / weights.sum())
+    chosen = rng.random(len(requests)) < float(doc.get("share", 1.0))
+    for request, group, keep in zip(requests, drawn, chosen, strict=True):
+        if not keep:
+            continue
+        segments, left = [], request["inputTokens"]
+        for segment in groups[group]["segments"]:
+            if left == 0:
+                break
+            take = min(int(segment["tokens"]), left)
+            segments.append({"id": str(segment["id"]), "tokens": take})
+            left -= take
+        request["prefix"] = segments
 
 
 def _gaps(doc: dict, count: int, rng) -> np.ndarray:

@@ -6,9 +6,11 @@ import json
 
 import pytest
 
+from grader.cases import load_grading
 from grader.cli import main
 from grader.course import golden
 from grader.grading.grade import GradingError, grade_submission
+from grader.units import load_unit
 
 
 def test_repo_golden_files_are_up_to_date(capsys):
@@ -89,3 +91,29 @@ def test_a_batch_with_a_missing_golden_file_stops_before_grading(scratch_unit, t
     with pytest.raises(cohort.BatchError, match="golden file for case 'fcfs-mixed' is missing"):
         cohort.grade_batch(scratch_unit, [submission], out, progress=False)
     assert not list((out / "reports").glob("*.json"))  # no submission scored against it
+
+
+def test_build_all_in_parallel_gives_each_case_its_own_golden_document(unit):
+    """The forked workers and the shared runs change nothing: every document equals the one
+    ``build_golden`` makes for its case alone."""
+    cases = list(load_grading(unit).cases)
+    assert golden.build_all(unit, cases) == [golden.build_golden(unit, c) for c in cases]
+
+
+def test_cases_that_differ_only_in_what_they_ask_share_one_reference_run(monkeypatch):
+    """Unit 09's measure cases ask different questions of the same run: each distinct setup
+    (trace, transform, policy, parameters, device, queue cap) runs once."""
+    unit = load_unit("unit09")
+    cases = [c for c in load_grading(unit).cases if c.trace in ("tail-overload", "tail-none")]
+    calls, real = [], golden.reference.run_reference
+
+    def counted(*args, **kwargs):
+        calls.append(args[2])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(golden.reference, "run_reference", counted)
+    monkeypatch.setattr(golden.os, "cpu_count", lambda: 1)  # in this process, to count calls
+    docs = golden.build_all(unit, cases)
+    setups = {(c.setup_key, c.transform) for c in cases}
+    assert len(calls) == len(setups) < len(cases)
+    assert [d["case"] for d in docs] == [c.spec for c in cases]

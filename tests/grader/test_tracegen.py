@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import jsonschema
 import numpy as np
 import pytest
 import yaml
@@ -240,3 +241,100 @@ def test_check_flags_a_hidden_trace_that_drifted_from_its_spec(scratch_unit):
     lines = {line.path.name: line for line in tracetools.check_unit_traces(scratch_unit)}
     assert not lines["ties.yaml"].ok
     assert "differs from what the spec makes" in lines["ties.yaml"].message
+
+
+# -- unit 09's fields: cancels and shared prefixes -----------------------------------------------
+
+U09 = {
+    "name": "u09-gen",
+    "description": "cancels and shared prefixes",
+    "generate": {
+        "seed": 5,
+        "count": 60,
+        "idPrefix": "g",
+        "arrivals": {"process": "poisson", "ratePerMs": 0.05},
+        "inputTokens": {"dist": "uniform", "min": 40, "max": 200},
+        "outputTokens": {"dist": "uniform", "min": 10, "max": 60},
+        "cancelMs": {"dist": "choice", "values": [20, 150, 800]},
+        "cancelShare": 0.4,
+        "prefixes": {
+            "share": 0.75,
+            "groups": [
+                {"weight": 3, "segments": [{"id": "sys0", "tokens": 64}]},
+                {"segments": [{"id": "sys0", "tokens": 64}, {"id": "doc1", "tokens": 100}]},
+            ],
+        },
+    },
+}
+
+
+def test_cancels_and_prefixes_are_seeded_drawn_last_and_valid():
+    """The same spec gives the same trace; the fields drawn before them are unchanged (older
+    specs keep their traces); shares and groups come out as asked, prefixes cut at the
+    prompt; the lab's own parser accepts the trace."""
+    from grader.units import load_unit
+
+    a, b = trace_from_spec(U09), trace_from_spec(U09)
+    assert a == b
+    plain = dict(U09, generate={k: v for k, v in U09["generate"].items() if k in GEN["generate"]
+                                or k == "idPrefix"})  # fmt: skip
+    own = ("cancelMs", "prefix")
+    assert [{k: v for k, v in r.items() if k not in own} for r in a["requests"]] == (
+        trace_from_spec(plain)["requests"]
+    )
+    cancels = [r["cancelMs"] for r in a["requests"] if "cancelMs" in r]
+    assert set(cancels) == {20.0, 150.0, 800.0} and 10 < len(cancels) < 40
+    prefixes = [r["prefix"] for r in a["requests"] if "prefix" in r]
+    assert 30 < len(prefixes) < 60
+    assert {tuple(s["id"] for s in p) for p in prefixes} == {("sys0",), ("sys0", "doc1")}
+    for request in (r for r in a["requests"] if "prefix" in r):
+        covered = sum(s["tokens"] for s in request["prefix"])
+        assert covered <= request["inputTokens"]
+        full = [s["tokens"] for s in request["prefix"]] in ([64], [64, 100])
+        assert full or covered == request["inputTokens"]  # cut exactly where the prompt ends
+    schema = json.loads((load_unit("unit09").lab_dir / "schemas" / "trace.schema.json").read_text())
+    jsonschema.validate(a, schema)  # the published trace schema, as well as the lab's parser
+    trace = tracetools.validate_doc(load_unit("unit09"), a, "u09-gen")
+    assert sum(r.cancel_ms is not None for r in trace.requests) == len(cancels)
+    assert trace_from_spec(_with(seed=6, **{k: U09["generate"][k] for k in ("cancelMs",)})) != a
+
+
+def test_generated_cancels_and_prefixes_drive_the_engine():
+    """unit 09's reference on the generated trace: some requests are cancelled, and only ones
+    the generator gave a ``cancelMs``; prefill chunks claim prefix hits in whole pages."""
+    from grader import reference
+    from grader.cases import load_grading
+    from grader.course.golden import case_device
+    from grader.units import load_unit
+
+    unit = load_unit("unit09")
+    servesim = reference.engine(unit)
+    trace = servesim.parse_trace(trace_from_spec(U09), source="u09-gen")
+    device = case_device(unit, load_grading(unit).cases[0])
+    run = reference.run_reference(unit, trace, "prefix_paged", {"budget": 128}, device)
+    status = {r["id"]: r["status"] for r in run["requests"]}
+    assert {"cancelled", "completed"} <= set(status.values())
+    drawn = {r["id"] for r in trace_from_spec(U09)["requests"] if "cancelMs" in r}
+    assert {rid for rid, s in status.items() if s == "cancelled"} <= drawn
+    hits = [c for e in run["events"] for c in e["prefill"] if c.get("cached")]
+    assert hits and all(c["cached"] % device.page_tokens == 0 for c in hits)
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"cancelShare": 0.5}, "'cancelShare' needs 'cancelMs'"),
+        ({"cancelMs": {"dist": "constant", "value": 10}, "cancelShare": 2}, "'cancelShare' must"),
+        ({"prefixes": {"share": 0.5}}, "'prefixes' must be a mapping with 'groups'"),
+        ({"prefixes": {"groups": []}}, "'prefixes.groups' must be a non-empty list"),
+        ({"prefixes": {"groups": [{"segments": [{"id": "s"}]}]}}, "segments must each have 'id'"),
+        (
+            {"prefixes": {"groups": [{"weight": 0, "segments": [{"id": "s", "tokens": 4}]}]}},
+            "weights must not all be 0",
+        ),
+    ],
+)
+def test_broken_cancel_or_prefix_fields_give_one_clear_error(changes, message):
+    with pytest.raises(SpecError) as info:
+        trace_from_spec(_with(**changes), "spec.yaml")
+    assert message in str(info.value) and "\n" not in str(info.value)
