@@ -83,7 +83,7 @@ FEEDBACK_WORDS = {
 # Visible cases show the traceback below the first line (hidden ones never do).
 DETAIL_WORDS = {
     "read_secrets": "RuntimeError: no solution found",
-    "import_solutions": "ImportError",
+    "import_solutions": "ImportError: could not import the reference solution",
 }
 
 
@@ -180,7 +180,11 @@ PARAMS = [pytest.param(p, marks=DISK_HEAVY if p.stem == "fill_disk" else ()) for
 @pytest.mark.parametrize("path", PARAMS, ids=[p.stem for p in FILES])
 def test_adversarial_submission(unit, grading, path, mode):
     if mode == "rlimits" and path.stem == "import_solutions" and (stray := stray_copies(unit)):
-        pytest.skip(f"a world-readable course copy outside the grader's root: {stray[0]}")
+        pytest.skip(
+            f"verdict depends on this host: a world-readable course copy outside the grader's "
+            f"root ({stray[0]}) is in reach of rlimits+uid (docs/sandbox.md); the grader's own "
+            "copy is tested on any host by test_a_submission_told_the_graders_paths_gets_nothing"
+        )
     files = {"policies.py": path.read_bytes()}
     limits = LIMITS_FOR.get(path.stem, LIMITS)
 
@@ -209,6 +213,33 @@ def test_adversarial_submission(unit, grading, path, mode):
         if path.stem in DETAIL_WORDS and case.status is Status.CRASH:
             shown = DETAIL_WORDS[path.stem] in case.feedback
             assert shown != case.hidden, (case.id, case.feedback)
+
+
+def test_a_submission_told_the_graders_paths_gets_nothing(unit, grading, mode, monkeypatch):
+    """``import_solutions`` as an attacker who knows where the grader's checkout lies and its
+    whole import path (the editable install names it): it reaches neither the reference
+    solution nor the grader's own copy of it, in every mode, wherever the checkout lies. The
+    same source run without a sandbox takes full marks, so the 0 is the sandbox's doing."""
+    known = [str(REPO_ROOT), *(p for p in sys.path if p and os.path.isdir(p))]
+    files = {"policies.py": told_the_paths(known)}
+    monkeypatch.setattr(sys, "path", list(sys.path))  # the attack extends it in-process
+    unguarded = grade_submission(unit, Submission(files), runner=replay_runner)
+    assert unguarded.score == sum(c.points for c in grading.cases), unguarded.text()
+
+    report = grade_submission(unit, Submission(files), limits=LIMITS)
+    assert report.score == 0, report.text()
+    assert report.isolation.startswith(mode)
+    shown = [c for c in report.cases if c.status is Status.CRASH and not c.hidden]
+    assert shown and all(DETAIL_WORDS["import_solutions"] in c.feedback for c in shown)
+    assert_no_leak(unit, grading, report)
+
+
+def told_the_paths(paths: list[str]) -> bytes:
+    """``import_solutions.py`` with ``KNOWN_PATHS`` set to ``paths``."""
+    source = (ADVERSARIAL / "import_solutions.py").read_text()
+    blank = "KNOWN_PATHS: list[str] = []\n"
+    assert source.count(blank) == 1
+    return source.replace(blank, f"KNOWN_PATHS = {paths!r}\n").encode()
 
 
 def test_correct_submission_full_marks_as_root(unit, grading, solution, mode):
