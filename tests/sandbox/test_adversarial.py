@@ -257,8 +257,8 @@ def test_correct_submission_full_marks_with_an_unprivileged_grader(unit, grading
     site = sysconfig.get_paths()["purelib"]
     if not (sandbox._world_usable(python) and _world_readable_dir(site)):
         pytest.skip(f"{python} or {site} is not usable by an unprivileged user here")
-    if not _world_readable_dir(str(REPO_ROOT)):
-        pytest.skip("the repository is not readable by an unprivileged user here")
+    if not all(_world_readable_dir(str(p)) for p in (REPO_ROOT, unit.traces_dir)):
+        pytest.skip("the repository or its traces are not readable by an unprivileged user here")
     work = Path(tempfile.mkdtemp(prefix="infralab-nobody-"))
     try:
         (work / "sub").mkdir()
