@@ -10,6 +10,9 @@ import asyncio
 import json
 import math
 import os
+import stat
+import time
+from pathlib import Path
 
 import pytest
 
@@ -64,6 +67,20 @@ print(json.dumps({{"seen": seen, "staff": staff, "wrote_host": wrote_host, "uid"
 """
 
 
+async def _sealed(sockets: Path) -> None:
+    """Wait for the known point where the launcher has taken the socket folder back (ours again,
+    0755: ``nbkernel._seal``, once the kernel's sockets exist); only ``bwrap+uid`` seals."""
+    if MODE != "bwrap+uid":
+        return
+    deadline = time.monotonic() + nbkernel.SEAL_WAIT_S  # a bound for a broken launcher
+    while time.monotonic() < deadline:
+        info = sockets.stat()
+        if info.st_uid == os.geteuid() and stat.S_IMODE(info.st_mode) == 0o755:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"the launcher never sealed {sockets}")
+
+
 async def _run_in_kernel(folder, code_for) -> dict:
     manager = SandboxKernelManager()
     await manager.start_kernel(cwd=str(folder))
@@ -72,7 +89,7 @@ async def _run_in_kernel(folder, code_for) -> dict:
     lines = []
     try:
         await client.wait_for_ready(timeout=60)
-        await asyncio.sleep(0.5)  # the launcher seals the socket folder once the sockets exist
+        await _sealed(Path(manager.ip).parent)
         reply = await client.execute_interactive(
             code_for(nbkernel.SOCKETS),
             output_hook=lambda msg: lines.append(msg["content"].get("text", "")),
