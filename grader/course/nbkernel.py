@@ -104,6 +104,13 @@ def site_folders() -> list[str]:
     return found
 
 
+def unreachable_site_folder() -> str | None:
+    """The first of ``site_folders()`` that a dedicated uid cannot reach (a virtualenv below a
+    folder other users cannot enter, such as ``/root``), or None. As root the kernel runs as
+    such a uid and refuses to start while one exists."""
+    return next((f for f in site_folders() if not reachable_by_others(Path(f))), None)
+
+
 def _copy_notebook_folder(folder: Path, dest: Path) -> None:
     """``folder`` (the notebook's) copied without following links, readable by any uid,
     refused when it would not fit the kernel's working copy."""
@@ -194,9 +201,8 @@ def run_kernel(connection_file: Path, extra: list[str]) -> int:
         if uid is not None:
             os.chmod(root, 0o711)
             hand_over([connection] if sockets is None else [connection, sockets], uid)
-            for folder in site_folders():
-                if not reachable_by_others(Path(folder)):
-                    raise SandboxError(f"{folder} cannot be read by the kernel's uid (chmod o+rx)")
+            if (folder := unreachable_site_folder()) is not None:
+                raise SandboxError(f"{folder} cannot be read by the kernel's uid (chmod o+rx)")
         command = bwrap_command(plan, case, connection, sockets, extra)
         prefix, preexec = launcher(LIMITS, uid, 0 if uid is not None else own_tasks())
         child = subprocess.Popen(

@@ -10,7 +10,9 @@ import asyncio
 import json
 import math
 import os
+import shutil
 import stat
+import tempfile
 import time
 from pathlib import Path
 
@@ -18,6 +20,7 @@ import pytest
 
 pytest.importorskip("nbgrader")
 
+from kernelhost import NEEDS_KERNEL
 from nbformat.v4 import new_code_cell, new_output
 from nbgrader.utils import determine_grade
 
@@ -31,9 +34,6 @@ try:
     MODE = isolation_mode()
 except SandboxError:
     MODE = "none"
-needs_bwrap = pytest.mark.skipif(
-    not MODE.startswith("bwrap"), reason="the grading kernel needs bubblewrap"
-)
 
 PROBE = """
 import json, os, resource, socket, sys
@@ -102,7 +102,7 @@ async def _run_in_kernel(folder, code_for) -> dict:
     return json.loads("".join(lines))
 
 
-@needs_bwrap
+@NEEDS_KERNEL
 def test_the_kernel_sees_no_hidden_material_and_writes_nothing_of_the_host(tmp_path):
     folder = tmp_path / "notebook"
     folder.mkdir()
@@ -151,7 +151,7 @@ print(json.dumps({{"written": written, "error": error, "files": len(os.listdir("
 """
 
 
-@needs_bwrap
+@NEEDS_KERNEL
 def test_the_kernels_dev_shm_is_its_own_bounded_and_gone_at_shutdown(tmp_path):
     """Attack: a cell fills /dev/shm as far as it will go. It stops at the kernel's own
     ``SHM_MB`` tmpfs with an error, and nothing of it reaches the host's /dev/shm."""
@@ -177,6 +177,31 @@ def test_the_kernel_refuses_to_start_without_bubblewrap(tmp_path, monkeypatch, c
     assert nbkernel.main(["-f", str(connection)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "needs bubblewrap" in err[0]
+
+
+def test_a_site_folder_other_uids_cannot_reach_is_refused(tmp_path, monkeypatch, request):
+    """A staff environment below a folder other users cannot enter (a checkout under /root):
+    the kernel, which as root runs as a dedicated uid, refuses to start, in one line, on any
+    host (the tests that need a running kernel skip there, saying so: ``kernelhost.py``)."""
+    holder = Path(tempfile.mkdtemp(prefix="infralab-home-"))  # pytest's own tmp is private
+    request.addfinalizer(lambda: shutil.rmtree(holder))
+    holder.chmod(0o755)
+    private = holder / "home"
+    site = private / "venv" / "lib" / "site-packages"
+    site.mkdir(parents=True)
+    monkeypatch.setattr(nbkernel, "site_folders", lambda: [str(site)])
+    assert nbkernel.unreachable_site_folder() is None
+    private.chmod(0o700)
+    assert nbkernel.unreachable_site_folder() == str(site)
+    if MODE != "bwrap+uid":
+        return  # only a root grader with bubblewrap drops to a uid of its own
+    notebook = tmp_path / "notebook"
+    notebook.mkdir()
+    monkeypatch.chdir(notebook)
+    connection = tmp_path / "connection.json"
+    connection.write_text(json.dumps({"transport": "tcp", "ip": "127.0.0.1"}))
+    with pytest.raises(SandboxError, match=f"{site} cannot be read by the kernel's uid"):
+        nbkernel.run_kernel(connection, [])
 
 
 def test_a_package_folder_holding_the_staff_package_is_refused(tmp_path, monkeypatch):
