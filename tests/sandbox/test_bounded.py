@@ -29,8 +29,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import _in_mode, as_root, available_modes
-from labtools import READABLE_REPO
+from conftest import _in_mode, as_root, available_modes, readable_code
 
 from grader.labfolder import assemble
 from grader.sandbox import Limits, confine, host, run_simulation, seccomp, uids
@@ -122,7 +121,7 @@ EXPECTED = {
 }
 
 
-@pytest.fixture(params=["bwrap", "rlimits", pytest.param("bwrap-user", marks=READABLE_REPO)])
+@pytest.fixture(params=["bwrap", "rlimits", "bwrap-user"])
 def any_mode(request, monkeypatch, unit):
     """``conftest.mode`` plus ``bwrap-user``: the grader started as ``nobody``."""
     if request.param != "bwrap-user":
@@ -140,12 +139,22 @@ _LABS: dict[str, Path] = {}
 
 def lab_of(unit) -> Path:
     """The unit's lab folder, assembled once for this module where any user can read it (the
-    unprivileged grader of ``bwrap-user`` reads it as nobody); removed with the test session."""
+    unprivileged grader of ``bwrap-user`` reads it as nobody); removed with the module."""
     if unit.id not in _LABS:
         holder = Path(tempfile.mkdtemp(prefix="infralab-bounded-lab-"))
         holder.chmod(0o755)
         _LABS[unit.id] = assemble(unit, holder / "lab")
     return _LABS[unit.id]
+
+
+def staff_code() -> Path:
+    """The staff packages where nobody can import them, wherever the checkout lies (made once
+    for this module, removed with it)."""
+    if "code" not in _LABS:
+        holder = Path(tempfile.mkdtemp(prefix="infralab-bounded-code-"))
+        holder.chmod(0o755)
+        _LABS["code"] = readable_code(holder / "code")
+    return _LABS["code"]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -165,7 +174,7 @@ def run_as(mode: str, unit, source: str, limits: Limits = LIMITS) -> str:
         return result.stdout
     done = subprocess.run(
         ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", USER_PYTHON],
-        input=USER_GRADER.format(repo=str(REPO_ROOT), lab=str(lab_of(unit)), limits=limits)
+        input=USER_GRADER.format(repo=str(staff_code()), lab=str(lab_of(unit)), limits=limits)
         + f"\nprint(grade({source!r}))\n",
         capture_output=True,
         text=True,
@@ -420,7 +429,7 @@ def test_sigterm_to_the_grader_leaves_nothing(unit, any_mode):
     scratch = Path(tempfile.mkdtemp(prefix="infralab-sigterm-"))
     scratch.chmod(0o711)  # the child's uid passes through to its output folder
     script = GRADER.format(
-        repo=str(REPO_ROOT), lab=str(lab_of(unit)), source=LINGER.format(token=token)
+        repo=str(staff_code()), lab=str(lab_of(unit)), source=LINGER.format(token=token)
     )
     env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "TMPDIR": str(scratch)}
     env[host.MODE_ENV] = "rlimits" if any_mode == "rlimits" else "bwrap"
@@ -431,7 +440,7 @@ def test_sigterm_to_the_grader_leaves_nothing(unit, any_mode):
         command = [*setpriv, USER_PYTHON, "-c", script]
     grader = subprocess.Popen(command, env=env, cwd="/", stderr=subprocess.PIPE)
     try:
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + 60  # a bound for a broken sandbox, not a speed guess
         while time.monotonic() < deadline and not _processes_with(f"linger-{token}"):
             time.sleep(0.05)
         assert _processes_with(f"linger-{token}"), "the case never started"
