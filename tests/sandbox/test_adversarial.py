@@ -87,6 +87,15 @@ DETAIL_WORDS = {
 }
 
 
+# Attacks that hunt the host for a course copy: in rlimits+uid their verdict depends on what
+# else the host holds; the guarantee for the grader's own copy is tested on any host by these.
+HOST_DEPENDENT = {
+    "import_solutions": "test_a_submission_told_the_graders_paths_gets_nothing",
+    "read_secrets": "test_sandbox.py::"
+    "test_a_child_told_where_the_hidden_material_lies_reads_none_of_it",
+}
+
+
 def earns(path) -> str:
     match = re.search(r"^EARNS: (\S+)$", path.read_text(), re.MULTILINE)
     assert match, f"{path.name} has no EARNS: line"
@@ -146,23 +155,44 @@ def assert_no_leak(unit, grading, report) -> None:
     assert not [c for c in student["cases"] if c["visibility"] == "hidden" and "seconds" in c]
 
 
-def stray_copies(unit) -> list[Path]:
-    """Course copies outside this grader's root, readable by anyone, where ``import_solutions``
-    looks (``/tmp/*``, ``/home/*``, ...). ``rlimits+uid`` protects the grader's own hidden
-    material only; another world-readable clone on the host is out of its reach
-    (docs/sandbox.md), so that file's verdict in that mode depends on the host."""
-    found = []
-    for top in ("/", "/opt", "/srv", "/home", "/root", "/tmp"):
-        try:
-            names = os.listdir(top)
-        except OSError:
-            continue
-        for name in names:
-            for rel in (f"solutions/{unit.id}/policies.py", "grader/reference.py"):
-                path = Path(top, name, rel)
-                if path.is_file() and _readable_by_others(path):
-                    found.append(path)
+def stray_copies(unit, attack: str) -> list[Path]:
+    """Course copies outside this grader's root, readable by anyone, where ``attack`` looks:
+    ``import_solutions`` one level below ``/tmp``, ``/home``, ...; ``read_secrets`` the whole
+    file system. ``rlimits+uid`` protects the grader's own hidden material only; another
+    world-readable clone on the host is out of its reach (docs/sandbox.md), so those files'
+    verdicts in that mode depend on the host."""
+    wanted = (f"solutions/{unit.id}/policies.py", "grader/reference.py")
+    if attack == "read_secrets":
+        tops = [t for t, _, files in _walk_reachable("/") if "policies.py" in files]
+        found = [Path(t, "policies.py") for t in tops if t.endswith(f"/solutions/{unit.id}")]
+    else:
+        found = []
+        for top in ("/", "/opt", "/srv", "/home", "/root", "/tmp"):
+            try:
+                names = os.listdir(top)
+            except OSError:
+                continue
+            found += [Path(top, name, rel) for name in names for rel in wanted]
+    found = [p for p in found if p.is_file() and _readable_by_others(p)]
     return [p for p in found if REPO_ROOT not in p.parents]
+
+
+def _walk_reachable(root: str):
+    """``os.walk`` as ``read_secrets`` walks (no /proc, /sys, /dev, /usr), entering only the
+    folders other users can enter, and none that holds packages or history."""
+    for top, dirs, files in os.walk(root, onerror=lambda e: None):
+        if top == "/":
+            dirs[:] = [d for d in dirs if d not in ("proc", "sys", "dev", "usr")]
+        skip = (".git", ".venv", "node_modules", "site-packages", "__pycache__")
+        dirs[:] = [d for d in dirs if d not in skip and _enterable(os.path.join(top, d))]
+        yield top, dirs, files
+
+
+def _enterable(path: str) -> bool:
+    try:
+        return bool(os.stat(path).st_mode & stat.S_IXOTH)
+    except OSError:
+        return False
 
 
 def _readable_by_others(path: Path) -> bool:
@@ -179,11 +209,15 @@ PARAMS = [pytest.param(p, marks=DISK_HEAVY if p.stem == "fill_disk" else ()) for
 
 @pytest.mark.parametrize("path", PARAMS, ids=[p.stem for p in FILES])
 def test_adversarial_submission(unit, grading, path, mode):
-    if mode == "rlimits" and path.stem == "import_solutions" and (stray := stray_copies(unit)):
+    if (
+        mode == "rlimits"
+        and path.stem in HOST_DEPENDENT
+        and (stray := stray_copies(unit, path.stem))
+    ):
         pytest.skip(
             f"verdict depends on this host: a world-readable course copy outside the grader's "
             f"root ({stray[0]}) is in reach of rlimits+uid (docs/sandbox.md); the grader's own "
-            "copy is tested on any host by test_a_submission_told_the_graders_paths_gets_nothing"
+            f"copy is tested on any host by {HOST_DEPENDENT[path.stem]}"
         )
     files = {"policies.py": path.read_bytes()}
     limits = LIMITS_FOR.get(path.stem, LIMITS)

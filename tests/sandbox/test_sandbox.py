@@ -20,6 +20,7 @@ from conftest import ADVERSARIAL, as_root, available_modes, readable_code
 from labtools import WALL_CLOCK
 
 from grader import sandbox
+from grader.grading.limits import hidden_material
 from grader.labfolder import assemble, built
 from grader.sandbox import Limits, run_simulation
 from grader.units import REPO_ROOT
@@ -106,6 +107,17 @@ def test_bwrap_hides_the_repo_and_the_network(unit, monkeypatch):
     assert "INFRALAB_PROBE_SECRET" not in facts["env"]
     if as_root():
         assert facts["uid"] >= sandbox.UID_RANGE[0]
+
+
+def test_a_child_told_where_the_hidden_material_lies_reads_none_of_it(unit, mode):
+    """Every file of the grader's own hidden material (hidden traces, golden files, solutions),
+    named to the child by its path, is unreadable in every mode, wherever the checkout lies:
+    what ``read_secrets`` hunts for, without the hunt whose outcome depends on the host."""
+    folders = hidden_material(unit)
+    files = [p for folder in folders for p in sorted(folder.rglob("*")) if p.is_file()]
+    assert files
+    facts = probe(unit, files, folders)
+    assert facts["readable"] == [] and facts["listable"] == []
 
 
 def test_fallback_child_is_unprivileged_and_limited(unit, mode, tmp_path, monkeypatch):

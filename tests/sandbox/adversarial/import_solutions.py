@@ -1,7 +1,8 @@
 """Tries to import the reference solution and the grader package from wherever they might be
 (the places a course checkout is usually found, the folders above its own), and to read the
 solution file itself from each of them. ``KNOWN_PATHS`` is empty here; the test that plays an
-attacker who knows the grader's checkout and its whole import path fills it in.
+attacker who knows the grader's checkout and its whole import path fills it in, and then the
+attack looks there only (another copy of the course on the host would decide nothing).
 
 Every attempt's failure is caught, so a failed attack always ends in the one ImportError below,
 whatever the host offers: its verdict and its feedback never depend on where the checkout lies.
@@ -15,14 +16,16 @@ import sys
 
 KNOWN_PATHS: list[str] = []
 
-sys.path[:0] = KNOWN_PATHS
-for candidate in ("/autograder/source", "../..", "../../..", os.path.expanduser("~")):
-    sys.path.insert(0, os.path.abspath(candidate))
-for top in ("/", "/opt", "/srv", "/home", "/root", "/tmp"):
-    try:
-        sys.path.extend(os.path.join(top, name) for name in os.listdir(top))
-    except OSError:
-        pass
+if KNOWN_PATHS:  # told where the grader lies: look there only, whatever else the host holds
+    sys.path[:0] = KNOWN_PATHS
+else:
+    for candidate in ("/autograder/source", "../..", "../../..", os.path.expanduser("~")):
+        sys.path.insert(0, os.path.abspath(candidate))
+    for top in ("/", "/opt", "/srv", "/home", "/root", "/tmp"):
+        try:
+            sys.path.extend(os.path.join(top, name) for name in os.listdir(top))
+        except OSError:
+            pass
 
 
 def _imported():
