@@ -99,35 +99,28 @@ def test_sigint_midway_then_rerun_gives_the_same_csv(unit, tmp_path):
     done = grade_all(whole)
     assert done.returncode == 0, done.stderr
 
-    cut, paused = tmp_path / "cut", tmp_path / "paused"
-    child = subprocess.Popen(
-        [
-            sys.executable,
-            str(PAUSED_BATCH),
-            str(after),
-            str(paused),
-            *grade_args,
-            "--out",
-            str(cut),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-        start_new_session=True,  # its own process group, like a job in a terminal
-    )
+    cut, paused, log = tmp_path / "cut", tmp_path / "paused", tmp_path / "cut.log"
+    command = [sys.executable, str(PAUSED_BATCH), str(after), str(paused), *grade_args]
+    with open(log, "w") as output:  # a file, not a pipe: nothing can block the batch's writes
+        child = subprocess.Popen(
+            [*command, "--out", str(cut)],
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,  # its own process group, like a job in a terminal
+        )
     try:
         deadline = time.monotonic() + 240  # a bound for a broken grader, not a speed guess
         while not paused.exists() and child.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert paused.exists(), child.stderr.read() if child.poll() is not None else "no pause"
+        assert paused.exists(), log.read_text()[-3000:]
         os.killpg(child.pid, signal.SIGINT)  # what Ctrl-C does
-        _, stderr = child.communicate(timeout=60)
+        child.wait(timeout=60)
     finally:
         if child.poll() is None:
             os.killpg(child.pid, signal.SIGKILL)
             child.wait()
-    assert child.returncode == 130, stderr
+    assert child.returncode == 130, log.read_text()[-3000:]
     reports = cut / "reports"
     finished = sorted(reports.glob("*.json"))
     assert after <= len(finished) <= after + jobs - 1  # those running at the pause may finish
