@@ -3,11 +3,34 @@
 #   bash scripts/setup.sh                 the core: simulate, starter sync, golden, grade, release
 #   bash scripts/setup.sh site traces     plus extras by job (site, traces, runner, nbgrader)
 #   bash scripts/setup.sh test            everything the test suite needs (system packages too)
+#   bash scripts/setup.sh --if-needed X   the same, skipped when .venv was set up for X by this
+#                                         script in this folder from today's pyproject.toml and
+#                                         package-lock.json (bash scripts/test.sh --fast uses it)
 # Prints one line per step, so a long install is never silent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 step() { echo "[setup] $*"; }
+
+# What a finished setup records in .venv (one line per set of extras): the extras, this folder,
+# and the files that decide what gets installed. A copied or moved .venv, or a changed
+# dependency, no longer matches, and the setup runs again.
+STAMP=.venv/infralab-setup
+stamp_line() {
+  local extras
+  extras=$(printf '%s\n' "$@" | sort -u | paste -sd, -)
+  echo "extras=${extras} root=$(pwd -P) $(cat pyproject.toml package-lock.json | sha256sum | cut -d' ' -f1)"
+}
+if_needed=0
+if [ "${1:-}" = "--if-needed" ]; then
+  if_needed=1
+  shift
+fi
+if [ "$if_needed" = 1 ] && [ -x .venv/bin/python ] && [ -f "$STAMP" ] &&
+  grep -qxF "$(stamp_line "$@")" "$STAMP"; then
+  step "already set up for: ${*:-the core} (nothing changed since); skipping"
+  exit 0
+fi
 
 step "checking python3 >= 3.11"
 python3 - <<'PY' || { echo "infra-lab needs Python >= 3.11 as python3" >&2; exit 1; }
@@ -78,4 +101,7 @@ else
   step "installing infra-lab (core staff tools)"
   pip -e .
 fi
+line=$(stamp_line "$@")
+{ grep -vxF "$line" "$STAMP" 2>/dev/null || true; echo "$line"; } >"$STAMP.new"
+mv "$STAMP.new" "$STAMP"
 step "done: .venv is ready; try: bash scripts/demo.sh, or .venv/bin/infralab --help"

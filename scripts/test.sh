@@ -6,14 +6,14 @@
 # Two pytest passes: every test not marked `serial` on all cores (pytest-xdist), then the
 # `serial` ones one at a time (they cannot share the machine; each says why: pytest --markers,
 # and the reason on its mark). Together they are the whole suite; the whole run ends with its
-# slowest 20 tests and their times. The fast tier is one pass of `fast and not serial` on a
-# set-up machine (no setup step: run the whole suite once first).
+# slowest 20 tests and their times. The fast tier is one pass of `fast and not serial`; on a
+# fresh clone it sets up first, as the whole run does (setup.sh --if-needed: skipped once done).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 if [ "${1:-}" = "--fast" ]; then
   shift
-  [ -x .venv/bin/python ] || { echo "test.sh --fast: no .venv here; run bash scripts/test.sh once" >&2; exit 2; }
+  bash scripts/setup.sh --if-needed test
   started=$(date +%s)
   echo "[test] ruff format --check"
   .venv/bin/ruff format --check .

@@ -34,19 +34,15 @@ import pytest
 nbformat = pytest.importorskip("nbformat")
 pytest.importorskip("nbgrader")
 
+from kernelhost import NEEDS_KERNEL  # noqa: E402
 from nbgrader.api import Gradebook  # noqa: E402
 from test_roundtrip import answered, grade_cells, submit  # noqa: E402
 
 from grader import checkcache  # noqa: E402
 from grader.course import nbgrader_course  # noqa: E402
-from grader.sandbox import SandboxError, isolation_mode  # noqa: E402
 from grader.units import CODE_ROOT, load_unit  # noqa: E402
 
-try:
-    BWRAP = isolation_mode().startswith("bwrap")
-except SandboxError:
-    BWRAP = False
-pytestmark = pytest.mark.skipif(not BWRAP, reason="the grading kernel needs bubblewrap")
+pytestmark = NEEDS_KERNEL
 
 RAN = "ATTACK-RAN"  # printed by the attack: proof that it executed in the graded notebook
 LEAK, WROTE = "LEAKED-DATA", "WROTE-FILE"  # printed for each thing that got through

@@ -21,6 +21,7 @@ import pytest
 nbformat = pytest.importorskip("nbformat")
 pytest.importorskip("nbgrader")
 
+from kernelhost import kernel_blocked  # noqa: E402
 from nbgrader.api import Gradebook  # noqa: E402
 from nbgrader_plans import PLANS  # noqa: E402
 
@@ -104,6 +105,8 @@ def wrong_files(unit) -> dict[str, str]:
     params=[pytest.param(u, marks=pytest.mark.xdist_group(f"nbgrader-course-{u}")) for u in UNITS],
 )
 def course(request, tmp_path_factory) -> Course:
+    if (blocked := kernel_blocked()) is not None:
+        pytest.skip(blocked)
     unit = load_unit(request.param)
     root = tmp_path_factory.mktemp(f"course-{unit.id}")
     result = nbgrader_course.release_nbgrader(unit, root)

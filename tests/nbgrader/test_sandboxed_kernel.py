@@ -10,11 +10,17 @@ import asyncio
 import json
 import math
 import os
+import shutil
+import stat
+import tempfile
+import time
+from pathlib import Path
 
 import pytest
 
 pytest.importorskip("nbgrader")
 
+from kernelhost import NEEDS_KERNEL
 from nbclient.exceptions import CellTimeoutError
 from nbformat.v4 import new_code_cell, new_notebook, new_output
 from nbgrader.utils import determine_grade
@@ -36,9 +42,6 @@ try:
     MODE = isolation_mode()
 except SandboxError:
     MODE = "none"
-needs_bwrap = pytest.mark.skipif(
-    not MODE.startswith("bwrap"), reason="the grading kernel needs bubblewrap"
-)
 
 PROBE = """
 import json, os, resource, socket, sys
@@ -72,6 +75,20 @@ print(json.dumps({{"seen": seen, "staff": staff, "wrote_host": wrote_host, "uid"
 """
 
 
+async def _sealed(sockets: Path) -> None:
+    """Wait for the known point where the launcher has taken the socket folder back (ours again,
+    0755: ``nbkernel._seal``, once the kernel's sockets exist); only ``bwrap+uid`` seals."""
+    if MODE != "bwrap+uid":
+        return
+    deadline = time.monotonic() + nbkernel.SEAL_WAIT_S  # a bound for a broken launcher
+    while time.monotonic() < deadline:
+        info = sockets.stat()
+        if info.st_uid == os.geteuid() and stat.S_IMODE(info.st_mode) == 0o755:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"the launcher never sealed {sockets}")
+
+
 async def _run_in_kernel(folder, code_for, timeout: float = 60) -> dict:
     manager = SandboxKernelManager()
     await manager.start_kernel(cwd=str(folder))
@@ -80,7 +97,7 @@ async def _run_in_kernel(folder, code_for, timeout: float = 60) -> dict:
     lines = []
     try:
         await client.wait_for_ready(timeout=60)
-        await asyncio.sleep(0.5)  # the launcher seals the socket folder once the sockets exist
+        await _sealed(Path(manager.ip).parent)
         reply = await client.execute_interactive(
             code_for(nbkernel.SOCKETS),
             output_hook=lambda msg: lines.append(msg["content"].get("text", "")),
@@ -93,7 +110,7 @@ async def _run_in_kernel(folder, code_for, timeout: float = 60) -> dict:
     return json.loads("".join(lines))
 
 
-@needs_bwrap
+@NEEDS_KERNEL
 def test_the_kernel_sees_no_hidden_material_and_writes_nothing_of_the_host(tmp_path):
     folder = tmp_path / "notebook"
     folder.mkdir()
@@ -142,7 +159,7 @@ print(json.dumps({{"written": written, "error": error, "files": len(os.listdir("
 """
 
 
-@needs_bwrap
+@NEEDS_KERNEL
 def test_the_kernels_dev_shm_is_its_own_bounded_and_gone_at_shutdown(tmp_path):
     """Attack: a cell fills /dev/shm as far as it will go. It stops at the kernel's own
     ``SHM_MB`` tmpfs with an error, and nothing of it reaches the host's /dev/shm."""
@@ -208,7 +225,7 @@ print(json.dumps({{"found": found, "files": files, "size": size}}))
 """
 
 
-@needs_bwrap
+@NEEDS_KERNEL
 def test_nothing_the_kernel_can_read_names_the_checkout(tmp_path):
     """Everything the kernel can read (every file and link outside the host's ``/usr``,
     ``/proc``, ``/sys`` and ``/dev``, and there its Python's package folders, ``/proc/self``
@@ -270,7 +287,7 @@ def _execute(tmp_path, sources: list[str], **options):
     return nb
 
 
-@needs_bwrap
+@NEEDS_KERNEL
 def test_an_output_flood_is_capped_while_the_notebook_runs(tmp_path):
     """Attack: a cell prints 64 MiB, the next sends one 4 MiB message. The grader keeps at
     most ``CELL_OUTPUT_CHARS`` of each, says so in each flooding cell, and the notebook goes
@@ -285,7 +302,7 @@ def test_an_output_flood_is_capped_while_the_notebook_runs(tmp_path):
     print(f"kept {kept} characters of output per cell of a 68 MiB flood")
 
 
-@needs_bwrap
+@NEEDS_KERNEL
 def test_a_message_over_the_limit_is_never_taken(tmp_path, monkeypatch):
     """Attack: one message larger than ``MESSAGE_BYTES`` (lowered here to 2 MiB, so the test
     stays light): the grader's socket refuses it, and the notebook's run ends with

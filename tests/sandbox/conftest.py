@@ -6,6 +6,7 @@ import contextlib
 import fcntl
 import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -99,3 +100,28 @@ def _private(unit):
 
 def as_root() -> bool:
     return os.geteuid() == 0
+
+
+@pytest.fixture
+def open_tmp():
+    """A temp folder every user can enter (0755, below the system's temp folder): pytest's own
+    ``tmp_path`` lies below a folder only its owner may enter, so a test that needs a place
+    other users reach would otherwise depend on the host."""
+    folder = Path(tempfile.mkdtemp(prefix="infralab-open-"))
+    folder.chmod(0o755)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+CODE_PACKAGES = ("grader", "servesim", "realdevice")
+
+
+def readable_code(dest: Path) -> Path:
+    """The staff packages copied into ``dest`` (made, 0755, files as in the checkout): what a
+    grader started as an unprivileged user imports, so that such a test does not depend on
+    whether that user can enter the checkout (a clone under /root, say). No hidden material."""
+    dest.mkdir(mode=0o755)
+    dest.chmod(0o755)
+    for name in CODE_PACKAGES:
+        shutil.copytree(REPO_ROOT / name, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
+    return dest

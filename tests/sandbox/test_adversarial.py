@@ -83,7 +83,16 @@ FEEDBACK_WORDS = {
 # Visible cases show the traceback below the first line (hidden ones never do).
 DETAIL_WORDS = {
     "read_secrets": "RuntimeError: no solution found",
-    "import_solutions": "ImportError",
+    "import_solutions": "ImportError: could not import the reference solution",
+}
+
+
+# Attacks that hunt the host for a course copy: in rlimits+uid their verdict depends on what
+# else the host holds; the guarantee for the grader's own copy is tested on any host by these.
+HOST_DEPENDENT = {
+    "import_solutions": "test_a_submission_told_the_graders_paths_gets_nothing",
+    "read_secrets": "test_sandbox.py::"
+    "test_a_child_told_where_the_hidden_material_lies_reads_none_of_it",
 }
 
 
@@ -146,23 +155,44 @@ def assert_no_leak(unit, grading, report) -> None:
     assert not [c for c in student["cases"] if c["visibility"] == "hidden" and "seconds" in c]
 
 
-def stray_copies(unit) -> list[Path]:
-    """Course copies outside this grader's root, readable by anyone, where ``import_solutions``
-    looks (``/tmp/*``, ``/home/*``, ...). ``rlimits+uid`` protects the grader's own hidden
-    material only; another world-readable clone on the host is out of its reach
-    (docs/sandbox.md), so that file's verdict in that mode depends on the host."""
-    found = []
-    for top in ("/", "/opt", "/srv", "/home", "/root", "/tmp"):
-        try:
-            names = os.listdir(top)
-        except OSError:
-            continue
-        for name in names:
-            for rel in (f"solutions/{unit.id}/policies.py", "grader/reference.py"):
-                path = Path(top, name, rel)
-                if path.is_file() and _readable_by_others(path):
-                    found.append(path)
+def stray_copies(unit, attack: str) -> list[Path]:
+    """Course copies outside this grader's root, readable by anyone, where ``attack`` looks:
+    ``import_solutions`` one level below ``/tmp``, ``/home``, ...; ``read_secrets`` the whole
+    file system. ``rlimits+uid`` protects the grader's own hidden material only; another
+    world-readable clone on the host is out of its reach (docs/sandbox.md), so those files'
+    verdicts in that mode depend on the host."""
+    wanted = (f"solutions/{unit.id}/policies.py", "grader/reference.py")
+    if attack == "read_secrets":
+        tops = [t for t, _, files in _walk_reachable("/") if "policies.py" in files]
+        found = [Path(t, "policies.py") for t in tops if t.endswith(f"/solutions/{unit.id}")]
+    else:
+        found = []
+        for top in ("/", "/opt", "/srv", "/home", "/root", "/tmp"):
+            try:
+                names = os.listdir(top)
+            except OSError:
+                continue
+            found += [Path(top, name, rel) for name in names for rel in wanted]
+    found = [p for p in found if p.is_file() and _readable_by_others(p)]
     return [p for p in found if REPO_ROOT not in p.parents]
+
+
+def _walk_reachable(root: str):
+    """``os.walk`` as ``read_secrets`` walks (no /proc, /sys, /dev, /usr), entering only the
+    folders other users can enter, and none that holds packages or history."""
+    for top, dirs, files in os.walk(root, onerror=lambda e: None):
+        if top == "/":
+            dirs[:] = [d for d in dirs if d not in ("proc", "sys", "dev", "usr")]
+        skip = (".git", ".venv", "node_modules", "site-packages", "__pycache__")
+        dirs[:] = [d for d in dirs if d not in skip and _enterable(os.path.join(top, d))]
+        yield top, dirs, files
+
+
+def _enterable(path: str) -> bool:
+    try:
+        return bool(os.stat(path).st_mode & stat.S_IXOTH)
+    except OSError:
+        return False
 
 
 def _readable_by_others(path: Path) -> bool:
@@ -179,8 +209,16 @@ PARAMS = [pytest.param(p, marks=DISK_HEAVY if p.stem == "fill_disk" else ()) for
 
 @pytest.mark.parametrize("path", PARAMS, ids=[p.stem for p in FILES])
 def test_adversarial_submission(unit, grading, path, mode):
-    if mode == "rlimits" and path.stem == "import_solutions" and (stray := stray_copies(unit)):
-        pytest.skip(f"a world-readable course copy outside the grader's root: {stray[0]}")
+    if (
+        mode == "rlimits"
+        and path.stem in HOST_DEPENDENT
+        and (stray := stray_copies(unit, path.stem))
+    ):
+        pytest.skip(
+            f"verdict depends on this host: a world-readable course copy outside the grader's "
+            f"root ({stray[0]}) is in reach of rlimits+uid (docs/sandbox.md); the grader's own "
+            f"copy is tested on any host by {HOST_DEPENDENT[path.stem]}"
+        )
     files = {"policies.py": path.read_bytes()}
     limits = LIMITS_FOR.get(path.stem, LIMITS)
 
@@ -211,6 +249,33 @@ def test_adversarial_submission(unit, grading, path, mode):
             assert shown != case.hidden, (case.id, case.feedback)
 
 
+def test_a_submission_told_the_graders_paths_gets_nothing(unit, grading, mode, monkeypatch):
+    """``import_solutions`` as an attacker who knows where the grader's checkout lies and its
+    whole import path (the editable install names it): it reaches neither the reference
+    solution nor the grader's own copy of it, in every mode, wherever the checkout lies. The
+    same source run without a sandbox takes full marks, so the 0 is the sandbox's doing."""
+    known = [str(REPO_ROOT), *(p for p in sys.path if p and os.path.isdir(p))]
+    files = {"policies.py": told_the_paths(known)}
+    monkeypatch.setattr(sys, "path", list(sys.path))  # the attack extends it in-process
+    unguarded = grade_submission(unit, Submission(files), runner=replay_runner)
+    assert unguarded.score == sum(c.points for c in grading.cases), unguarded.text()
+
+    report = grade_submission(unit, Submission(files), limits=LIMITS)
+    assert report.score == 0, report.text()
+    assert report.isolation.startswith(mode)
+    shown = [c for c in report.cases if c.status is Status.CRASH and not c.hidden]
+    assert shown and all(DETAIL_WORDS["import_solutions"] in c.feedback for c in shown)
+    assert_no_leak(unit, grading, report)
+
+
+def told_the_paths(paths: list[str]) -> bytes:
+    """``import_solutions.py`` with ``KNOWN_PATHS`` set to ``paths``."""
+    source = (ADVERSARIAL / "import_solutions.py").read_text()
+    blank = "KNOWN_PATHS: list[str] = []\n"
+    assert source.count(blank) == 1
+    return source.replace(blank, f"KNOWN_PATHS = {paths!r}\n").encode()
+
+
 def test_correct_submission_full_marks_as_root(unit, grading, solution, mode):
     report = grade_submission(unit, Submission({"policies.py": solution}), limits=LIMITS)
     assert report.score == sum(c.points for c in grading.cases)
@@ -224,10 +289,18 @@ def test_correct_submission_full_marks_with_an_unprivileged_grader(unit, grading
         pytest.skip("needs root to start the grader as an unprivileged user")
     python = "/usr/bin/python3"
     site = sysconfig.get_paths()["purelib"]
+    elsewhere = "the sandbox under an unprivileged grader is tested on any host by "
+    elsewhere += "test_sandbox.py::test_sandbox_runs_for_an_unprivileged_grader"
     if not (sandbox._world_usable(python) and _world_readable_dir(site)):
-        pytest.skip(f"{python} or {site} is not usable by an unprivileged user here")
-    if not _world_readable_dir(str(REPO_ROOT)):
-        pytest.skip("the repository is not readable by an unprivileged user here")
+        pytest.skip(
+            f"verdict depends on where the checkout lies: {python} or {site} is not usable by "
+            f"an unprivileged user here; {elsewhere}"
+        )
+    if not all(_world_readable_dir(str(p)) for p in (REPO_ROOT, unit.traces_dir)):
+        pytest.skip(
+            "verdict depends on where the checkout lies: it or its traces are not readable by "
+            f"an unprivileged user here; {elsewhere}"
+        )
     work = Path(tempfile.mkdtemp(prefix="infralab-nobody-"))
     try:
         (work / "sub").mkdir()

@@ -29,8 +29,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import _in_mode, as_root, available_modes
-from labtools import READABLE_REPO
+from conftest import _in_mode, as_root, available_modes, readable_code
 
 from grader.labfolder import assemble
 from grader.sandbox import Limits, confine, host, run_simulation, seccomp, uids
@@ -122,7 +121,7 @@ EXPECTED = {
 }
 
 
-@pytest.fixture(params=["bwrap", "rlimits", pytest.param("bwrap-user", marks=READABLE_REPO)])
+@pytest.fixture(params=["bwrap", "rlimits", "bwrap-user"])
 def any_mode(request, monkeypatch, unit):
     """``conftest.mode`` plus ``bwrap-user``: the grader started as ``nobody``."""
     if request.param != "bwrap-user":
@@ -140,12 +139,22 @@ _LABS: dict[str, Path] = {}
 
 def lab_of(unit) -> Path:
     """The unit's lab folder, assembled once for this module where any user can read it (the
-    unprivileged grader of ``bwrap-user`` reads it as nobody); removed with the test session."""
+    unprivileged grader of ``bwrap-user`` reads it as nobody); removed with the module."""
     if unit.id not in _LABS:
         holder = Path(tempfile.mkdtemp(prefix="infralab-bounded-lab-"))
         holder.chmod(0o755)
         _LABS[unit.id] = assemble(unit, holder / "lab")
     return _LABS[unit.id]
+
+
+def staff_code() -> Path:
+    """The staff packages where nobody can import them, wherever the checkout lies (made once
+    for this module, removed with it)."""
+    if "code" not in _LABS:
+        holder = Path(tempfile.mkdtemp(prefix="infralab-bounded-code-"))
+        holder.chmod(0o755)
+        _LABS["code"] = readable_code(holder / "code")
+    return _LABS["code"]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -156,16 +165,16 @@ def _remove_labs():
     _LABS.clear()
 
 
-def run_as(mode: str, unit, source: str) -> str:
+def run_as(mode: str, unit, source: str, limits: Limits = LIMITS) -> str:
     """The child's stdout after grading ``source`` once in ``mode``."""
     if mode != "bwrap-user":
         trace = lab_of(unit) / "traces" / "mixed.json"
         files = {"policies.py": source.encode()}
-        result = run_simulation(lab_of(unit), files, trace, ["--policy", "fcfs"], LIMITS)
+        result = run_simulation(lab_of(unit), files, trace, ["--policy", "fcfs"], limits)
         return result.stdout
     done = subprocess.run(
         ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", USER_PYTHON],
-        input=USER_GRADER.format(repo=str(REPO_ROOT), lab=str(lab_of(unit)), limits=LIMITS)
+        input=USER_GRADER.format(repo=str(staff_code()), lab=str(lab_of(unit)), limits=limits)
         + f"\nprint(grade({source!r}))\n",
         capture_output=True,
         text=True,
@@ -298,10 +307,19 @@ def test_the_child_cannot_fill_memory_through_root_dev_or_tmp(unit, any_mode):
 
 # --- another case's files ---------------------------------------------------------------
 
+# The victim stays while the test's gate file exists, where it can see it (the host's /tmp:
+# rlimits), so that the thief looks while it is there however slowly either starts; elsewhere it
+# stays 5 s (the thief's finding nothing proves the point without it).
 VICTIM = """
-import time
+import os, time
 SECRET = "victim-{token}"
-time.sleep(5)
+try:
+    open("/tmp/infralab-victim-up-{token}", "w").close()
+except OSError:
+    pass
+deadline = time.monotonic() + 5
+while time.monotonic() < deadline or os.path.exists("/tmp/infralab-victim-gate-{token}"):
+    time.sleep(0.05)
 """
 THIEF = """
 import glob, json, os, time
@@ -329,17 +347,26 @@ def test_a_case_cannot_read_a_concurrent_cases_files(unit, any_mode):
     """Finding 3: a case graded at the same time as another looks for the other's case folder
     and its ``policies.py``; it finds nothing it can read."""
     token = secrets.token_hex(6)
-    victim = threading.Thread(target=run_as, args=(any_mode, unit, VICTIM.format(token=token)))
+    gate, up = Path(f"/tmp/infralab-victim-gate-{token}"), Path(f"/tmp/infralab-victim-up-{token}")
+    gate.touch(mode=0o644)
+    shared_tmp = any_mode == "rlimits"  # the victim's /tmp is the host's
+    stays = Limits(wall_s=120, submission_s=120, cpu_s=5, memory_mb=512)
+    victim = threading.Thread(
+        target=run_as, args=(any_mode, unit, VICTIM.format(token=token), stays)
+    )
     victim.start()
     try:
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and not _processes_with("_infralab_runner"):
+        deadline = time.monotonic() + 60  # a bound for a broken sandbox, not a speed guess
+        while time.monotonic() < deadline and not (
+            up.exists() if shared_tmp else _processes_with("_infralab_runner")
+        ):
             time.sleep(0.05)
-        time.sleep(0.5)
         tops = sorted({"/dev/shm", "/tmp", host.scratch_dir() or tempfile.gettempdir()})
         stdout = run_as(any_mode, unit, THIEF.format(tops=tops))
     finally:
+        gate.unlink()
         victim.join()
+        up.unlink(missing_ok=True)
     facts = json.loads(stdout.split("THIEF ", 1)[1].splitlines()[0])
     assert facts["read"] == []
     if any_mode == "rlimits" and as_root():  # the victim's folder was there to be tried
@@ -402,7 +429,7 @@ def test_sigterm_to_the_grader_leaves_nothing(unit, any_mode):
     scratch = Path(tempfile.mkdtemp(prefix="infralab-sigterm-"))
     scratch.chmod(0o711)  # the child's uid passes through to its output folder
     script = GRADER.format(
-        repo=str(REPO_ROOT), lab=str(lab_of(unit)), source=LINGER.format(token=token)
+        repo=str(staff_code()), lab=str(lab_of(unit)), source=LINGER.format(token=token)
     )
     env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "TMPDIR": str(scratch)}
     env[host.MODE_ENV] = "rlimits" if any_mode == "rlimits" else "bwrap"
@@ -413,7 +440,7 @@ def test_sigterm_to_the_grader_leaves_nothing(unit, any_mode):
         command = [*setpriv, USER_PYTHON, "-c", script]
     grader = subprocess.Popen(command, env=env, cwd="/", stderr=subprocess.PIPE)
     try:
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + 60  # a bound for a broken sandbox, not a speed guess
         while time.monotonic() < deadline and not _processes_with(f"linger-{token}"):
             time.sleep(0.05)
         assert _processes_with(f"linger-{token}"), "the case never started"

@@ -183,19 +183,19 @@ def _plan(mode: str, drop_uid: bool) -> host.Plan:
     return host.Plan(mode, drop_uid, host.Interpreter(sys.executable, sys.prefix), None)
 
 
-def test_weak_modes_are_refused(monkeypatch, tmp_path, unit):
-    public = tmp_path / "public"
+def test_weak_modes_are_refused(monkeypatch, open_tmp, unit):
+    public = open_tmp / "public"
     public.mkdir()
     public.chmod(0o755)
-    private = tmp_path / "private"
+    private = open_tmp / "private"
     private.mkdir(mode=0o700)
     monkeypatch.setattr(host, "current_plan", lambda: _plan("rlimits", False))
     with pytest.raises(sandbox.SandboxError, match="install bubblewrap"):
         sandbox.require_safe_isolation([private])
     monkeypatch.setattr(host, "current_plan", lambda: _plan("rlimits", True))
-    if sandbox.reachable_by_others(public):
-        with pytest.raises(sandbox.SandboxError, match="chmod 700"):
-            sandbox.require_safe_isolation([private, public])
+    assert sandbox.reachable_by_others(public)
+    with pytest.raises(sandbox.SandboxError, match="chmod 700"):
+        sandbox.require_safe_isolation([private, public])
     assert sandbox.require_safe_isolation([private]) == "rlimits+uid"
     with pytest.raises(sandbox.SandboxError, match="disk"):
         sandbox.require_safe_isolation([private], batch=True)
@@ -209,9 +209,35 @@ def test_grading_refuses_an_exposed_repo_in_the_rlimits_mode(monkeypatch, unit, 
         pytest.skip("rlimits+uid needs root")
     monkeypatch.setenv(sandbox.MODE_ENV, "rlimits")
     if not sandbox.reachable_by_others(unit.traces_dir):
-        pytest.skip("the hidden traces are already private here")
+        pytest.skip(
+            "verdict depends on where the checkout lies: its hidden traces are private here "
+            "already; the refusal is tested on any host by "
+            "test_grading_refuses_exposed_hidden_material_in_the_rlimits_mode"
+        )
     with pytest.raises(EnvironmentFailure, match="reachable by other users"):
         grade_submission(unit, Submission({"policies.py": solution}), cases=["fcfs-mixed"])
+
+
+def test_grading_refuses_exposed_hidden_material_in_the_rlimits_mode(
+    monkeypatch, open_tmp, unit, solution
+):
+    """The same refusal with the hidden material in a folder every user reaches, wherever the
+    checkout lies; nothing of the submission runs."""
+    if not as_root():
+        pytest.skip("rlimits+uid needs root")
+    from grader.grading import grade
+
+    exposed = open_tmp / "traces"
+    exposed.mkdir(mode=0o755)
+    monkeypatch.setenv(sandbox.MODE_ENV, "rlimits")
+    monkeypatch.setattr(grade, "hidden_material", lambda unit_: [exposed])
+    monkeypatch.setattr(grade, "run_all_cases", _never_called)
+    with pytest.raises(EnvironmentFailure, match="reachable by other users"):
+        grade_submission(unit, Submission({"policies.py": solution}), cases=["fcfs-mixed"])
+
+
+def _never_called(*args, **kwargs):
+    raise AssertionError("the submission ran although the hidden material was exposed")
 
 
 def test_reserved_uids_are_exclusive(monkeypatch):

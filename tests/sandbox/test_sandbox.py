@@ -16,10 +16,11 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import ADVERSARIAL, as_root, available_modes
-from labtools import READABLE_REPO, WALL_CLOCK
+from conftest import ADVERSARIAL, as_root, available_modes, readable_code
+from labtools import WALL_CLOCK
 
 from grader import sandbox
+from grader.grading.limits import hidden_material
 from grader.labfolder import assemble, built
 from grader.sandbox import Limits, run_simulation
 from grader.units import REPO_ROOT
@@ -106,6 +107,17 @@ def test_bwrap_hides_the_repo_and_the_network(unit, monkeypatch):
     assert "INFRALAB_PROBE_SECRET" not in facts["env"]
     if as_root():
         assert facts["uid"] >= sandbox.UID_RANGE[0]
+
+
+def test_a_child_told_where_the_hidden_material_lies_reads_none_of_it(unit, mode):
+    """Every file of the grader's own hidden material (hidden traces, golden files, solutions),
+    named to the child by its path, is unreadable in every mode, wherever the checkout lies:
+    what ``read_secrets`` hunts for, without the hunt whose outcome depends on the host."""
+    folders = hidden_material(unit)
+    files = [p for folder in folders for p in sorted(folder.rglob("*")) if p.is_file()]
+    assert files
+    facts = probe(unit, files, folders)
+    assert facts["readable"] == [] and facts["listable"] == []
 
 
 def test_fallback_child_is_unprivileged_and_limited(unit, mode, tmp_path, monkeypatch):
@@ -213,9 +225,10 @@ def test_unknown_mode_is_one_clear_error(monkeypatch, unit, solution):
         run(unit, solution)
 
 
-@READABLE_REPO
-def test_sandbox_runs_for_an_unprivileged_grader(unit):
-    """The sandbox also works when the grader itself is not root (bwrap or plain rlimits)."""
+def test_sandbox_runs_for_an_unprivileged_grader(unit, solution):
+    """The sandbox also works when the grader itself is not root (bwrap or plain rlimits). It
+    imports a copy of the staff packages any user can read, so where the checkout lies (below
+    /root, say) does not decide the verdict; it reads nothing else of the checkout."""
     if not as_root():
         pytest.skip("needs root to start the grader as an unprivileged user")
     python = "/usr/bin/python3"
@@ -224,14 +237,14 @@ def test_sandbox_runs_for_an_unprivileged_grader(unit):
     holder = Path(tempfile.mkdtemp(prefix="infralab-lab-"))  # the unprivileged grader's lab
     holder.chmod(0o755)
     assemble(unit, holder / "lab")
+    code = readable_code(holder / "code")
     script = textwrap.dedent(f"""
         import json, sys
-        sys.path.insert(0, {str(REPO_ROOT)!r})
+        sys.path.insert(0, {str(code)!r})
         from pathlib import Path
         from grader.sandbox import run_simulation
         lab = Path({str(holder / "lab")!r})
-        source = Path({str(unit.solutions_dir / "policies.py")!r}).read_bytes()
-        r = run_simulation(lab, {{"policies.py": source}}, lab / "traces/mixed.json",
+        r = run_simulation(lab, {{"policies.py": {solution!r}}}, lab / "traces/mixed.json",
                            ["--policy", "both"])
         print(json.dumps({{"rc": r.returncode, "iso": r.isolation, "ok": r.output is not None}}))
         """)
@@ -247,8 +260,6 @@ def test_sandbox_runs_for_an_unprivileged_grader(unit):
         )
     finally:
         shutil.rmtree(holder)
-    if "Permission denied" in done.stderr and str(REPO_ROOT) in done.stderr:
-        pytest.skip("the repository is not readable by an unprivileged user here")
     assert done.returncode == 0, done.stderr
     facts = json.loads(done.stdout.splitlines()[-1])
     assert facts == {"rc": 0, "iso": facts["iso"], "ok": True}
