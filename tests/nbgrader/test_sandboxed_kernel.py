@@ -10,9 +10,7 @@ import asyncio
 import json
 import math
 import os
-import shutil
 import stat
-import tempfile
 import time
 from pathlib import Path
 
