@@ -97,8 +97,9 @@ for policy, run in mixed.items():
 token，中间隔了 14.75 ms。`chunked` 每个周期先提交一个 decode batch（1.25 ms），再做 L 的
 2 个 token（2.25 ms），A 两个 token 之间最多只隔一个块加一次 decode，即 3.50 ms。代价是：L
 拆成六块，每块前面都插了一次 decode，L 的 prefill 到 23.25 ms 才完成；S 排在 L 之后
-（FIFO 不变），首 token 推迟到 25.75 ms。A 的首 token 在 L 到达之前就已发出，调度策略
-改变不了已经发生的 TTFT。
+（FIFO 不变），首 token 推迟到 25.75 ms。A 的 TTFT 相同，是因为 A 的 2 个 prompt token 在
+0 ms 开始的第一次提交里一次做完（`chunk=2` 也装得下），L 在 2 ms 到达时这次提交已经开始，
+两种策略都在 2.25 ms 给出 A 的首 token；`--chunk 1` 会把 A 的 prefill 也拆开，这个结论就不成立了。
 ### END SOLUTION
 """,
         ),

@@ -212,10 +212,11 @@ for policy, requests in burst.items():
 {b["cancelled"]} 个，只成功 {b["succeeded"]} 个；`paged` 不预留，同时容纳的请求多得多，被拒绝
 {p["rejected"]} 个、被取消 {p["cancelled"]} 个，成功 {p["succeeded"]} 个（代价是重算抢占）。
 (b) 对成功请求的达成率是 {pct(b["attainment_succeeded"])}（budgeted）和
-{pct(p["attainment_succeeded"])}（paged），看上去还过得去；但对已提交请求只有
+{pct(p["attainment_succeeded"])}（paged）；对已提交请求只有
 {pct(b["attainment_submitted"])} 和 {pct(p["attainment_submitted"])}，goodput 只有
 {b["goodput_per_s"]:.2f} 和 {p["goodput_per_s"]:.2f} 请求/s。被拒绝、被取消的请求在前一种分母里
-消失了，拒绝得越多，那个比例反而越好看，所以它不能单独报告。
+消失了：一个请求被拒掉或取消，就不再拉低那个比例，读者看不出有多少请求根本没被服务，
+所以它不能单独报告。
 (c) 按 token 加权时，长输出的每一个间隔都算一次，长请求的权重更大；按请求加权时每个请求一票
 （budgeted {b["tpot_request_weighted"]:.2f} 对 {b["tpot_token_weighted"]:.2f} ms，paged
 {p["tpot_request_weighted"]:.2f} 对 {p["tpot_token_weighted"]:.2f} ms）。问“一个普通用户等一个字

@@ -62,10 +62,11 @@ def intro_cells() -> list:
         text(
             "policies_intro",
             f"""
-## 准备 · 你的策略（第 1–3 部分）
+## 准备 · 你的策略和测量函数（第 1–5 部分）
 
-`policies.py` 里的 `cancel_aware`、`prefix_paged` 和 `prefix_admit` 决定每一步做什么；
-契约写在各函数上方的 docstring 里，在实验文件夹里运行 `python3 run_tests.py` 会给出本地反馈。
+`policies.py` 里的 `cancel_aware`、`prefix_paged`（连同 `grow_holders`）、`prefix_admit` 和
+`backpressure` 决定每一步做什么，`measure.py` 里的函数给一次运行找证据、下诊断；契约写在各函数
+上方的 docstring 里，在实验文件夹里运行 `python3 run_tests.py` 会给出本地反馈。
 
 下面的检查先在 `shared-prefix` 上试运行你的 `prefix_paged`；评分时，评分器还会在笔记本之外，
 用**你没有见过的 trace** 在隔离的子进程中运行你提交的文件，按得分比例折算（共

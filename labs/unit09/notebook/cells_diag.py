@@ -55,8 +55,10 @@ def d3_cells(keys: dict) -> list:
     claim(over[cap]["p99_wait_ms"] < causes["overload"]["p99_wait_ms"], "a queue cap cuts waits")
     claim(over[cap]["rejected"] > 0, "a queue cap rejects requests")
     claim(over[k16]["cause"] == "overload" and over[k48]["cause"] == "none", "K = 48 is enough")
+    claim(over[cap]["cause"] == "overload", "a queue cap alone leaves the device overloaded")
     long_first = next(iter(after["long prompts"]))
     slow_up = next(iter(after["slow clients"]))
+    claim(after["slow clients"][slow_up]["cause"] == "slow clients", "a deadline still sees pauses")
     d3_template = ", ".join(f"{n!r}: {{...}}" for n in causes)
     return [
         text(
@@ -140,17 +142,19 @@ for name, row in d3.items():
 而 ITL 的 p99 只有 {_ms(causes["overload"]["p99_itl_ms"])}：请求不是被慢慢生成，而是在排队。
 对策是准入控制加扩容（增加饱和那一段的容量）。长提示阻塞 decode：ITL 的 p99 是
 {_ms(causes["long prompts"]["p99_itl_ms"])}，长间隔几乎都由带 prefill 的步结束；这是调度问题，
-应当分块 prefill（如 {long_first}，之后 ITL 的 p99 降到
+应当分块 prefill（如处置 `{long_first}`，之后 ITL 的 p99 降到
 {_ms(after["long prompts"][long_first]["p99_itl_ms"])}），
 同时保留足够的 prefill 份额，否则新请求的等待会变长。慢客户端：流式请求里有相当比例被暂停，
 ITL 的 p99 {_ms(causes["slow clients"]["p99_itl_ms"])} 几乎全来自跨越暂停的间隔，排队并不增长；
-应当检查背压、缓冲上限与取消的传播（{slow_up} 之后 ITL 的 p99 是
-{_ms(after["slow clients"][slow_up]["p99_itl_ms"])}），加设备没有用。
-(b) 扩容生效前，按队列预算和期限执行排队或拒绝，让积压停止增长：本次运行中 {cap} 把等待
+应当检查背压、缓冲上限与取消的传播，加设备没有用。处置 `{slow_up}` 之后 ITL 的 p99 是
+{_ms(after["slow clients"][slow_up]["p99_itl_ms"])}，但这是把停住的流取消换来的：诊断仍是
+slow clients，被取消的流拿不到完整输出，报告里要把它们算作已提交请求中的取消。
+(b) 扩容生效前，按队列预算和期限执行排队或拒绝，让积压停止增长：本次运行中处置 `{cap}` 把等待
 第一步的 p99 从 {_ms(causes["overload"]["p99_wait_ms"])} 降到 {_ms(over[cap]["p99_wait_ms"])}，
 代价是拒绝了 {over[cap]["rejected"]:g} 个请求。被拒绝的请求必须留在“已提交”的分母里报告，
-不能只报被服务请求的延迟。还要确认积压确实在消退（后半段的排队不再高于前半段），并在容量
-到位后放开限制：{k16} 仍然过载，{k48} 之后诊断为 none。
+不能只报被服务请求的延迟。排队上限只是挡住积压：加了上限之后诊断仍是 overload，设备还是
+跟不上，所以还要扩容，并确认积压确实在消退（后半段的排队不再高于前半段）后再放开限制：
+`{k16}` 仍然过载，`{k48}` 之后诊断为 none。
 ### END SOLUTION
 """,
         ),
