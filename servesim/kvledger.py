@@ -1,15 +1,15 @@
 """The KV pages a run holds, step by step, counted by the engine's own page code.
 
-A reader of a run file (the run viewer) that wants the pages in use drives a ``PageLedger``
-with each step's batch and with the requests that leave, in the engine's order
-(``state.EngineState.run_step``): the step's preemptions, swaps, prefill chunks and decodes,
-then ``held`` is the count right after the step, before the requests it finished let theirs
-go (``leave``). Nothing here restates a page rule:
+A reader of a run file drives a ``PageLedger`` with each step's batch and with the requests
+that leave, in the engine's order (``state.EngineState.run_step``): the step's preemptions,
+swaps, prefill chunks and decodes, then ``held`` is the count right after the step, before the
+requests it finished let theirs go (``leave``). Two readers do: the run viewer (its KV line)
+and the grader's trusted replay (``grader/verify/replay_prefix.py``: the caps are checked
+against ``occupancy``). Nothing here restates a page rule:
 
 - on a device with ``prefixCaching`` the pages are a ``prefixcache.BlockPool`` driven through
-  ``apply_step`` and ``release``, as the engine and the grader's replay drive theirs, so a page
-  that several requests share counts once and a request keeps its pages while its stream is
-  paused;
+  ``apply_batch`` and ``release``, as the engine drives its own, so a page that several
+  requests share counts once and a request keeps its pages while its stream is paused;
 - otherwise each holder takes ``rules.pages_for`` of its cached positions, growing by
   ``rules.pages_added``, and a swapped-out request holds host pages, not device pages.
 
