@@ -3,7 +3,7 @@
 In a live run the engine decides on the measured clock, so client cancels, paused streams and
 their deadlines fall where the real durations put them. ``execute`` runs before the engine
 applies a step, so the step's own page operations are computed first by the engine's own
-rules on a copy of its prefix cache (``prefixcache.step_ops`` and ``BlockPool.apply_step``)
+code on a copy of its prefix cache (``BlockPool.apply_batch``, as the engine applies a step)
 and done on the real cache; at the next step (or at the end) the engine's record of the step
 (``Event.page_ops``) must begin with exactly those, and its releases that followed (finished
 and cancelled requests) are done then. After each of them the real tables are checked against
@@ -54,17 +54,11 @@ class LivePages:
         self._catch_up(events[-1].page_ops if events and self.driven else None, last=True)
 
     def _step_ops(self, pool, batch) -> list:
-        live = self.view.live
-
-        def state(rid):
-            seq = live[rid]
-            return seq.context_tokens, seq.prefilled, seq.prefill_target, seq.prefill_start
-
+        """The page operations ``batch`` will make, by the engine's own code on a copy."""
         dry = pool.copy()
         dry.log = []
-        chunks = [(c.id, c.tokens, c.cached) for c in batch.prefill]
-        grows, starts = prefixcache.step_ops(batch.decode, chunks, state)
-        dry.apply_step(grows, batch.preempt, starts)
+        state = prefixcache.seq_state(self.view.live.__getitem__)
+        dry.apply_batch(batch.decode, prefixcache.chunks_of(batch), batch.preempt, state)
         return dry.log
 
     def _catch_up(self, log, *, last: bool = False) -> None:

@@ -162,6 +162,13 @@ class BlockPool(Journal):
         for start in starts:
             self._start(start)
 
+    def apply_batch(self, decode, chunks, victims, state) -> None:
+        """``apply_step`` for a batch given as its decode ids, its prefill chunks (``(id,
+        tokens, cached)`` triples) and its victims, ``state`` as ``step_ops`` reads it: how the
+        engine, the grader's replay, the viewer and the live runner all apply a step."""
+        grows, starts = step_ops(decode, chunks, state)
+        self.apply_step(grows, victims, starts)
+
     def _start(self, start: Start) -> None:
         rid, size = start.rid, self.page_tokens
         available = self.hit_tokens(rid, start.num_tokens)
@@ -280,6 +287,22 @@ def pool_for(device, requests: Mapping[str, tuple] | None = None) -> BlockPool |
     if not getattr(device, "prefix_caching", False):
         return None
     return BlockPool(device.page_tokens, device.kv_pages, dict(requests or {}))
+
+
+def seq_state(sequence):
+    """``step_ops``'s ``state`` over the engine's sequences (``sequence(id)`` gives one): its
+    cached positions, its prefill so far and target, its (re)admission order."""
+
+    def state(rid):
+        seq = sequence(rid)
+        return seq.context_tokens, seq.prefilled, seq.prefill_target, seq.prefill_start
+
+    return state
+
+
+def chunks_of(batch) -> list[tuple[str, int, int]]:
+    """A batch's prefill chunks as ``step_ops`` takes them: ``(id, tokens, cached)``."""
+    return [(c.id, c.tokens, c.cached) for c in batch.prefill]
 
 
 def step_ops(decode, prefill, state) -> tuple[list[Grow], list[Start]]:

@@ -181,19 +181,12 @@ class EngineState:
             self.streams.after_step(batch, end)
 
     def _pool_step(self, batch: Batch) -> None:
-        """The step's page changes in the prefix cache (``prefixcache.apply_step``), noted
+        """The step's page changes in the prefix cache (``BlockPool.apply_batch``), noted
         from here until the next step starts (``page_ops``)."""
-        live = self.live
         self.pool.log = []
-
-        def state(rid):
-            seq = live[rid]
-            return seq.context_tokens, seq.prefilled, seq.prefill_target, seq.prefill_start
-
-        chunks = [(c.id, c.tokens, c.cached) for c in batch.prefill]
-        grows, starts = prefixcache.step_ops(batch.decode, chunks, state)
+        state = prefixcache.seq_state(self.live.__getitem__)
         try:
-            self.pool.apply_step(grows, batch.preempt, starts)
+            self.pool.apply_batch(batch.decode, prefixcache.chunks_of(batch), batch.preempt, state)
         except prefixcache.PoolError as exc:
             raise PolicyError(f"batch: {exc}") from None
 

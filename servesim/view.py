@@ -9,7 +9,7 @@ from operator import attrgetter
 from . import rules
 from .batch import Batch
 from .device import DeviceProfile
-from .prefixcache import BlockPool, PoolError, step_ops
+from .prefixcache import BlockPool, PoolError, chunks_of, seq_state, step_ops
 from .queues import SeqView
 from .sequence import Sequence
 from .streaming import Streams
@@ -197,13 +197,8 @@ class SchedulerView:
     def _dry_run(self, batch: Batch, sequence, read):
         """``read(pool)`` of the prefix cache as it would be after ``batch`` (``PoolError``: it
         cannot serve it); the cache itself is left as it is (``BlockPool.trial``)."""
-
-        def state(rid):
-            seq = sequence(rid)
-            return seq.context_tokens, seq.prefilled, seq.prefill_target, seq.prefill_start
-
-        chunks = [(c.id, c.tokens, c.cached) for c in batch.prefill]
-        grows, victims, starts = _ordered(step_ops(batch.decode, chunks, state), batch.preempt)
+        ops = step_ops(batch.decode, chunks_of(batch), seq_state(sequence))
+        grows, victims, starts = _ordered(ops, batch.preempt)
         return self.pool.trial(grows, victims, starts, read)
 
     def prefix_hit(self, seq: Sequence, after: Batch | None = None) -> int:

@@ -1,5 +1,7 @@
-"""The run viewer's KV line is the engine's own count of the pages held, at every step of every
-public trace of every unit: shared prefix pages once, paused streams' pages kept.
+"""The run viewer's KV line, queue and pauses are the engine's own at every step of every public
+trace of every unit: shared prefix pages once, paused streams' pages kept; the queue is the
+engine's waiting queue when the step's batch is chosen, the paused streams its paused streams
+then.
 
 The engine's count is its running total (``view.tally.pages``, the prefix cache's ``in_use``
 with ``prefixCaching``) read right after each step's batch has run and before the requests it
@@ -48,9 +50,10 @@ def _cases():
                     )  # fmt: skip
 
 
-def engine_run(unit, trace, device_file, policy, overrides, monkeypatch):
+def engine_run(unit, trace, device_file, policy, overrides, monkeypatch, seen=None):
     """The reference run entry, the engine's page count after each step's batch and after the
-    requests it finished let theirs go."""
+    requests it finished let theirs go; ``seen`` (a list) gets, per step, the engine's waiting
+    queue length and its paused streams when the step's batch is applied."""
     device = starter._snapshot_device(unit, {"device": device_file} if device_file else {})
     if device.kv_pages is None:
         device = replace(device, kv_pages=NEVER_REACHED)
@@ -65,9 +68,19 @@ def engine_run(unit, trace, device_file, policy, overrides, monkeypatch):
         finish(self, done, end)
         left.append(self.tally.pages)
 
+    run_step = EngineState.run_step
+
+    def watching(self, batch, start_ms, end):
+        paused = () if self.streams is None else tuple(self.streams.paused)
+        seen.append((len(self.waiting), paused))
+        run_step(self, batch, start_ms, end)
+
     monkeypatch.setattr(EngineState, "_finish", counting)
+    if seen is not None:
+        monkeypatch.setattr(EngineState, "run_step", watching)
     run = reference.run_reference(unit, reference.load_trace(unit, trace), policy, params, device)
     monkeypatch.setattr(EngineState, "_finish", finish)
+    monkeypatch.setattr(EngineState, "run_step", run_step)
     return run, counts, left
 
 
@@ -83,6 +96,19 @@ def test_kv_line_is_the_engines_count(unit_id, trace, device_file, policy, param
     )
 
 
+@pytest.mark.parametrize("unit_id,trace,device_file,policy,params", list(_cases()))
+def test_queue_and_pauses_are_the_engines(unit_id, trace, device_file, policy, params, monkeypatch):
+    unit, seen = load_unit(unit_id), []
+    run, _, _ = engine_run(unit, trace, device_file, policy, params, monkeypatch, seen)
+    drawn = [(step.queue, tuple(step.paused)) for step in model.replay(run).steps]
+    assert len(seen) == len(run["events"]) > 0
+    first = next((n for n, (a, b) in enumerate(zip(drawn, seen)) if a != b), None)
+    assert first is None, (
+        f"step {first}: the viewer draws queue {drawn[first][0]} and paused "
+        f"{list(drawn[first][1])}, the engine has {seen[first][0]} and {list(seen[first][1])}"
+    )
+
+
 def test_overview_keeps_paused_streams_pages_while_the_device_idles(monkeypatch):
     """slow-readers under backpressure: the device idles while every stream that could run is
     paused, and those streams hold their pages all the while. A chart column without a step
@@ -91,7 +117,9 @@ def test_overview_keeps_paused_streams_pages_while_the_device_idles(monkeypatch)
     run, counts, left = engine_run(
         unit, "slow-readers", "devices/streaming.json", "backpressure", {}, monkeypatch
     )
-    cols = model.replay(run).columns
+    picture = model.replay(run)
+    assert any(step.paused for step in picture.steps), "no step is drawn with a paused stream"
+    cols = picture.columns
     end = max(cols.end_ms)
     _, pages = page.overview_columns(cols, end)
     idle = 0

@@ -75,7 +75,7 @@ def replay_events(
     request that has not started (a batcher's wait window; 0: never while a request is live).
     """
     walker = _Walker(trace, profile, servesim.rules, found, timing, requests, limits)
-    walker._pool_init(trace, servesim)
+    walker._pool_init(trace, profile)
     walker._stream_init(trace, servesim, requests)
     walker.wait_ms = wait_ms
     prev_end = 0.0  # the engine's clock starts at 0
@@ -106,7 +106,6 @@ class _Walker(StepChecks, CancelChecks, PrefixChecks, StreamChecks):
         self.budget = (limits or {}).get("budget")
         self.arrivals = ArrivalReplay(trace, self.reported, (limits or {}).get("queueCap"), found)
         self.arrivals.admit_until(0.0)
-        self.occupancy = rules.Occupancy()
         self.cancelled: set[str] = set()
         self.deadlines = [
             (r.arrival_ms + r.deadline_ms, order, r.id)
@@ -125,14 +124,12 @@ class _Walker(StepChecks, CancelChecks, PrefixChecks, StreamChecks):
         self._cancel_clients(start, idle_from=prev_end)
         self._check_members(event, where)
         end = self._end(k, event, where)
-        after = self._occupancy_after(event)
-        if self.pool is not None:  # shared prefix pages: the pool counts them (unit 09)
-            after = self._pool_step(event, where, after)
+        after = self._pages_step(event, where)
         positions = len(event["decode"]) + sum(c["tokens"] for c in event["prefill"])
         broken = self.rules.cap_violation(self.profile, after, positions, self.budget)
         if broken is not None:  # B, K and M after the step, before releases
             self.found.add(BAD, broken[0], f"{where}: {broken[1]}", start)
-        self._apply(event, end, after)
+        self._apply(event, end)
         self.arrivals.admit_until(end)  # arrivals due at a step end come before cancellations
         self._cancel_expired(end)
         self._cancel_clients(end)
@@ -169,19 +166,8 @@ class _Walker(StepChecks, CancelChecks, PrefixChecks, StreamChecks):
             )
         return end
 
-    def _occupancy_after(self, event: dict):
-        reqs = self.reqs
-        dropped = [reqs[rid].cache for rid in event.get("preempt", []) if reqs[rid].holds]
-        growth = [(reqs[rid].cache, 1) for rid in event["decode"]]
-        growth += [(reqs[c["id"]].cache, c["tokens"]) for c in event["prefill"]]
-        out = [reqs[rid].cache for rid in event.get("swapOut", []) if reqs[rid].holds]
-        back = [reqs[rid].cache for rid in event.get("swapIn", []) if reqs[rid].swapped]
-        return self.rules.occupancy_after(
-            self.profile, self.occupancy, dropped, growth, swapped_out=out, swapped_in=back
-        )
-
-    def _apply(self, event: dict, end: float, occ) -> None:
-        rules, profile, reqs = self.rules, self.profile, self.reqs
+    def _apply(self, event: dict, end: float) -> None:
+        rules, reqs = self.rules, self.reqs
         for rid in event.get("preempt", []):
             reqs[rid].preempt(rules)
         for rid in event.get("swapOut", []):
@@ -198,17 +184,14 @@ class _Walker(StepChecks, CancelChecks, PrefixChecks, StreamChecks):
         for rid in {*event["decode"], *(c["id"] for c in event["prefill"])}:
             st = reqs[rid]
             if st.decoding and len(st.times) >= st.spec.output_tokens:
-                occ = _release(rules, profile, occ, st.cache)
                 st.finish()
                 self.arrivals.left(rid)
                 done.append(rid)
-        self.occupancy = occ
-        if self.pool is not None:
-            self._pool_release(done)
+        self._pages_leave(done)
 
     def _cancel_expired(self, end: float) -> None:
         """The engine's deadline rule, applied to the replay's own state at this step end."""
-        heap, rules = self.deadlines, self.rules
+        heap = self.deadlines
         while heap and heap[0][0] < end:
             rid = heapq.heappop(heap)[2]
             st = self.reqs[rid]
@@ -225,10 +208,7 @@ class _Walker(StepChecks, CancelChecks, PrefixChecks, StreamChecks):
                     end,
                 )
                 continue
-            if st.holds:
-                self.occupancy = _release(rules, self.profile, self.occupancy, st.cache)
-                if self.pool is not None:
-                    self._pool_release([rid])
+            self._pages_leave([rid], ordered=True)
             st.finish()
             self.arrivals.left(rid)
             self.cancelled.add(rid)
@@ -275,10 +255,6 @@ class _Walker(StepChecks, CancelChecks, PrefixChecks, StreamChecks):
                     f"'{rid}' gets {len(st.times)} tokens from the events, "
                     f"it needs exactly {st.spec.output_tokens}",
                 )
-
-
-def _release(rules, profile, occ, cache: int):
-    return rules.Occupancy(occ.active - 1, occ.pages - rules.pages_for(profile, cache), occ.host)
 
 
 class _Batch:

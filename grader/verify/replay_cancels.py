@@ -7,7 +7,8 @@ one that has already left (completed, or cancelled by its deadline) is untouched
 terminal. Its device pages (or host pages, when swapped out) are released once.
 
 ``CancelChecks`` is mixed into the replay's walker (``replay``), which holds the state it reads
-and changes: ``found``, ``reqs``, ``reported``, ``arrivals``, ``occupancy`` and ``cancelled``.
+and changes: ``found``, ``reqs``, ``reported``, ``arrivals`` and ``cancelled``; pages go
+through ``_pages_leave`` (``replay_prefix``).
 """
 
 from __future__ import annotations
@@ -63,16 +64,8 @@ class CancelChecks:
 
     def _terminate(self, rid: str) -> None:
         """``rid`` leaves now, cancelled: what it holds is released once."""
-        st, rules, occ = self.reqs[rid], self.rules, self.occupancy
-        if st.holds:
-            pages = rules.pages_for(self.profile, st.cache)
-            occ = rules.Occupancy(occ.active - 1, occ.pages - pages, occ.host)
-        elif st.swapped:
-            pages = rules.pages_for(self.profile, st.cache)
-            occ = rules.Occupancy(occ.active, occ.pages, occ.host - pages)
-        self.occupancy = occ
-        if self.pool is not None:
-            self._pool_release([rid])
+        st = self.reqs[rid]
+        self._pages_leave([rid], ordered=True)
         st.finish()
         self.arrivals.left(rid)
         self.cancelled.add(rid)

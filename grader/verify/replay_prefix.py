@@ -1,14 +1,19 @@
-"""The prefix cache of a device with ``prefixCaching`` (unit 09), replayed from the run file.
+"""The KV pages of a run, replayed from the run file by the engine's own page code.
 
-The replay keeps its own ``servesim.prefixcache.BlockPool`` and drives it with each event as
-the engine does (``apply_step``: the growing holders in (re)admission order with the named
-victims released as they are needed, then the sequences that start, each with the hit its
-chunk claims as ``cached``), then releases the sequences that finish in (re)admission order
-and those cancelled at the step end. A claim larger than what the cache holds for the request
-at that point is refused as ``prefix hit``; a step the pool cannot serve as ``kvPages``. The
-pages a step leaves in use are the pool's count, shared pages counted once.
+The replay keeps a ``servesim.kvledger.PageLedger`` (the viewer's KV line is counted by the
+same code) and drives it with each event as the engine applies its batch: on a device with
+``prefixCaching`` the ledger's ``servesim.prefixcache.BlockPool`` takes the step
+(``BlockPool.apply_batch``: the growing holders in (re)admission order with the named victims
+released as they are needed, then the sequences that start, each with the hit its chunk claims
+as ``cached``); otherwise each holder takes ``rules.pages_for`` of its cached positions and a
+swapped-out one holds host pages. Then the sequences that finish let their pages go in
+(re)admission order and those cancelled as they are seen (``PageLedger.leave``). The holders,
+pages and host pages after a step are the ledger's ``occupancy``, which the caps are checked
+against (a page that several requests share counts once). A claim larger than what the cache
+holds for the request at that point is refused as ``prefix hit``; a step the pool cannot serve
+as ``kvPages``.
 
-Each event of such a run lists its page reference changes (``pageOps``: ``[op, id, page,
+Each event of a prefix-cache run lists its page reference changes (``pageOps``: ``[op, id, page,
 generation, refs after]`` from the step's start until the next step starts, as
 ``prefixcache`` notes them). The replay reads them against its own count of who holds which
 page: a release of a page the request no longer holds is ``page released twice`` (or a
@@ -16,13 +21,13 @@ page: a release of a page the request no longer holds is ``page released twice``
 is free while others still hold it ``shared page freed while referenced``; and they must be
 exactly the changes its own pool made (``page events``).
 
-``PrefixChecks`` is mixed into the replay's walker (``replay``), which holds ``found``,
-``reqs``, ``profile`` and ``occupancy``.
+``PrefixChecks`` is mixed into the replay's walker (``replay``), which holds ``found`` and
+``reqs``.
 """
 
 from __future__ import annotations
 
-import importlib
+from servesim import kvledger, prefixcache
 
 from .problems import ProblemKind
 
@@ -30,48 +35,43 @@ BAD = ProblemKind.INVALID_SCHEDULE
 
 
 class PrefixChecks:
-    pool = None  # the replay's prefix cache (None: the device has none)
+    pool = None  # the ledger's prefix cache (None: the device has none)
 
-    def _pool_init(self, trace, servesim) -> None:
-        self.prefixcache = importlib.import_module(f"{servesim.__name__}.prefixcache")
+    def _pool_init(self, trace, profile) -> None:
         prefixes = {r.id: getattr(r, "prefix", ()) for r in trace.requests}
-        self.pool = self.prefixcache.pool_for(self.profile, prefixes)
-        self.admission: dict[str, int] = {}  # id -> order of its current (re)admission
-        self.admitted = 0
+        self.ledger = kvledger.PageLedger(profile, prefixes)
+        self.pool = self.ledger.pool
         self.noting = None  # (event, where) whose page changes the pool is noting now
         self.holds: set[tuple] = set()  # (id, page, generation) held, as the run says
         self.released: set[tuple] = set()
         self.refs: dict[int, int] = {}
         self.generation: dict[int, int] = {}
 
-    def _pool_step(self, event: dict, where, after):
-        """Apply ``event`` to the pool; the occupancy ``after`` with the pool's pages."""
-        reqs, order = self.reqs, self.admission
-
-        def state(rid):
-            st = reqs[rid]
-            return st.cache, st.prefilled, st.target, order.get(rid, -1)
-
+    def _pages_step(self, event: dict, where):
+        """Apply ``event``'s pages; the occupancy right after it, before any release."""
+        reqs = self.reqs
         self._check_page_ops()
-        self.pool.log, self.noting = [], (event, where)
-        chunks = [(c["id"], c["tokens"], c.get("cached", 0)) for c in event["prefill"]]
-        grows, starts = self.prefixcache.step_ops(event["decode"], chunks, state)
+        if self.pool is not None:
+            self.pool.log, self.noting = [], (event, where)
+        chunks = [
+            (c["id"], c["tokens"], c.get("cached", 0), reqs[c["id"]].target)
+            for c in event["prefill"]
+        ]
         try:
-            self.pool.apply_step(grows, event.get("preempt", []), starts)
-        except self.prefixcache.PoolError as exc:
+            self.ledger.step(
+                event["decode"],
+                chunks,
+                event.get("preempt", []),
+                event.get("swapOut", []),
+                event.get("swapIn", []),
+            )
+        except prefixcache.PoolError as exc:
             self.found.add(BAD, exc.limit, f"{where}: {exc}", event["startMs"])
-        for start in starts:
-            order[start.rid] = self.admitted
-            self.admitted += 1
-        return type(after)(after.active, self.pool.in_use, after.host)
+        return self.ledger.occupancy
 
-    def _pool_release(self, rids) -> None:
-        """``rids`` leave the device (finished or cancelled), in (re)admission order."""
-        order = self.admission
-        for rid in sorted(rids, key=lambda rid: order.get(rid, -1)):
-            self.pool.release(rid)
-        occ = self.occupancy
-        self.occupancy = type(occ)(occ.active, self.pool.in_use, occ.host)
+    def _pages_leave(self, rids, ordered: bool = False) -> None:
+        """``rids`` leave the device (finished, or cancelled one at a time: ``ordered``)."""
+        self.ledger.leave(rids, ordered)
 
     def _check_page_ops(self) -> None:
         """The page changes the noted event lists, against the replay's own."""

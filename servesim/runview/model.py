@@ -11,11 +11,15 @@ one full run entry into ``Step`` and ``Lane`` records:
   prefix cache on a device with ``prefixCaching``): a page several requests share counts once,
   a paused stream keeps its pages, a preempted (recompute) or cancelled request holds none, a
   swapped-out one holds host pages, not device pages;
+- its paused streams are those the engine held paused when it chose the step's batch, read
+  from each request's ``pausedMs`` by ``servesim.streaming.pause_spans`` (a compact entry
+  draws none);
 - rejections and cancellations belong to the first step ending at or after their status time.
 """
 
 from __future__ import annotations
 
+import heapq
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -24,6 +28,7 @@ from pathlib import Path
 from ..compact import is_compact, token_times
 from ..kvledger import PageLedger, release_order
 from ..prefixcache import PoolError
+from ..streaming import pause_spans
 from .columns import Columns, StepList, left_early, of_steps
 from .compact_replay import replay_compact
 
@@ -49,6 +54,7 @@ class Step:
     rejected: Sequence[str] = ()
     cancelled: Sequence[str] = ()
     firsts: Sequence[str] = ()  # requests whose prefill (or recompute) ended here: a token
+    paused: Sequence[str] = ()  # streams paused when its batch was chosen, in pause order
 
     @property
     def emits(self) -> list[str]:
@@ -212,6 +218,7 @@ def _replay(run: dict) -> Picture:
     state: dict[str, str] = {}  # wait, run, swap, done
     emitted: dict[str, int] = {}
     ledger = PageLedger.of_run(run)
+    pauses = _Pauses(run["requests"])
     waiting = next_arrival = next_cancel = 0
 
     previous = None  # the event before this step
@@ -232,6 +239,7 @@ def _replay(run: dict) -> Picture:
             gone.append(rid)
         ledger.leave(release_order(gone, previous), ordered=True)
         step.queue = waiting
+        step.paused = pauses.at(step.start_ms)
         for rid in step.preempt:
             if state.get(rid) != "wait":
                 waiting += 1
@@ -277,6 +285,31 @@ def _replay(run: dict) -> Picture:
         of_steps(steps),
         lambda: [r["tokenTimesMs"] for r in run["requests"]],
     )
+
+
+class _Pauses:
+    """The streams paused at each decision time, asked in time order (``pause_spans``)."""
+
+    def __init__(self, requests: list[dict]):
+        self.spans = sorted(
+            (start, order, end, r["id"])
+            for order, r in enumerate(requests)
+            for start, end in pause_spans(r.get("pausedMs"), r.get("statusMs"))
+        )
+        self.next = 0
+        self.open: list[tuple[float, tuple, str]] = []  # (end, (start, order), id) heap
+
+    def at(self, t: float) -> Sequence[str]:
+        spans, open_ = self.spans, self.open
+        while self.next < len(spans) and spans[self.next][0] <= t:
+            start, order, end, rid = spans[self.next]
+            heapq.heappush(open_, (end, (start, order), rid))
+            self.next += 1
+        while open_ and open_[0][0] <= t:
+            heapq.heappop(open_)
+        if not open_:
+            return ()
+        return [rid for _, _, rid in sorted(open_, key=lambda span: span[1])]
 
 
 def _left_early(request: dict) -> bool:
