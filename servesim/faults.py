@@ -69,7 +69,7 @@ FAULTS = {
         ),
         Fault(
             "tpot-over-n",
-            "TPOT divides by the number of tokens N instead of N - 1",
+            "TPOT divides by the output token count O instead of O - 1",
             _tpot_over_n,
         ),
         Fault(
