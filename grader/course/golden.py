@@ -16,7 +16,6 @@ import tempfile
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from enum import Enum
-from functools import partial
 from pathlib import Path
 
 from .. import reference
@@ -156,18 +155,24 @@ def build_all(unit: Unit, cases: list[Case]) -> list[dict]:
     shares = [[] for _ in range(workers)]
     for n, members in enumerate(sorted(groups.values(), key=len, reverse=True)):
         shares[n % workers].extend(members)
-    context = multiprocessing.get_context("fork")
-    with ProcessPoolExecutor(workers, mp_context=context) as pool:
-        jobs = pool.map(partial(_build_share, unit, cases), shares)
-        built = dict(pair for share in jobs for pair in share)
+    # the workers inherit the unit and its cases by the fork: only case indices and the built
+    # documents cross a pipe, so a Unit needs no pickling (a test's subclass of one cannot)
+    _FORKED.update(unit=unit, cases=cases)
+    try:
+        context = multiprocessing.get_context("fork")
+        with ProcessPoolExecutor(workers, mp_context=context) as pool:
+            built = dict(pair for share in pool.map(_build_share, shares) for pair in share)
+    finally:
+        _FORKED.clear()
     return [built[index] for index in range(len(cases))]
 
 
 _MAX_WORKERS = 8
+_FORKED: dict = {}  # what build_all hands its forked workers
 
 
-def _build_share(unit: Unit, cases: list[Case], indices: list[int]) -> list[tuple[int, dict]]:
-    runs: dict = {}
+def _build_share(indices: list[int]) -> list[tuple[int, dict]]:
+    unit, cases, runs = _FORKED["unit"], _FORKED["cases"], {}
     return [(index, build_golden(unit, cases[index], runs)) for index in indices]
 
 
