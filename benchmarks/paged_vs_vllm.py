@@ -134,7 +134,7 @@ def run_vllm(python: str, peer: str, jobs: list[dict], repeat: int) -> list[dict
 
 def ours(unit, requests, policy: str, budget: int, cap, pool, repeat: int) -> tuple[dict, float]:
     """The reference run (lab engine) and its median wall time over ``repeat`` runs."""
-    servesim = reference.engine(unit)
+    import servesim
     trace = servesim.parse_trace({"name": "peer", "requests": requests})
     device = replace(reference.device_profile(unit), max_active=cap, kv_pages=pool)
     walls = []

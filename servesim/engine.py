@@ -1,7 +1,7 @@
-"""The engine loop: admit arrivals, ask the policy for a batch, check it, run it, postprocess.
+"""The engine loop: the decision point, ask the policy for a batch, check it, run it, postprocess.
 
-    arrivals (admit / reject) -> deadlines, client cancels, output buffers -> schedule (policy)
-    -> check -> run (device clock) -> postprocess (preempt, swap, tokens, phases)
+    decision point (``decision.RULES``: arrivals, deadlines, client cancels, output buffers)
+    -> schedule (policy) -> check -> run (device clock) -> postprocess (preempt, swap, tokens)
 
 The policy only decides; the engine owns the clock and every sequence's state (``state.py``).
 The device rules (cost of a step, KV pages, caps, the token rule) are in ``rules.py``.
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import FrozenInstanceError, dataclass
 
-from . import contract, rules, streaming
+from . import contract, decision, rules, streaming
 from .arrivals import Arrivals, ClosedLoop, realised_trace
 from .batch import Batch, PrefillChunk, Wait
 from .batchcheck import _at, check_batch
@@ -89,15 +89,13 @@ def simulate(
     clock, previous, streams = 0.0, None, state.streams  # streams: unit 09's output buffers
     own_device = _copy(device)  # what policies are given as view.device
 
+    state.limit_admission(queue_cap, admit)
+    point = decision.hooks(state, device)  # the decision point's rules, in their one order
+
     while arrivals or state.live:
         view = state.view(clock, previous)
-        handed = _handed(view, own_device)  # the policy's; the engine reads only ``view``
-        state.admit_arrivals(clock, handed, queue_cap, admit)
-        if previous is not None:  # a step just ended here
-            state.cancel_expired(clock)
-        state.cancel_requested(clock)  # clients' cancels (unit 09)
-        if streams is not None:
-            streams.update(clock, state)
+        handed = state.policy_view = _handed(view, own_device)  # the engine reads only ``view``
+        decision.fire(point, clock, previous is not None)  # previous: a step just ended here
         if not state.live or (streams is not None and streams.blocks(state.live)):
             clock, previous = streaming.wake_ms(clock, arrivals, state), None  # idle: jump
             continue

@@ -22,7 +22,7 @@ exactly the changes its own pool made (``page events``).
 
 from __future__ import annotations
 
-import importlib
+from servesim import prefixcache
 
 from .problems import ProblemKind
 
@@ -32,10 +32,9 @@ BAD = ProblemKind.INVALID_SCHEDULE
 class PrefixChecks:
     pool = None  # the replay's prefix cache (None: the device has none)
 
-    def _pool_init(self, trace, servesim) -> None:
-        self.prefixcache = importlib.import_module(f"{servesim.__name__}.prefixcache")
+    def _pool_init(self, trace) -> None:
         prefixes = {r.id: getattr(r, "prefix", ()) for r in trace.requests}
-        self.pool = self.prefixcache.pool_for(self.profile, prefixes)
+        self.pool = prefixcache.pool_for(self.profile, prefixes)
         self.admission: dict[str, int] = {}  # id -> order of its current (re)admission
         self.admitted = 0
         self.noting = None  # (event, where) whose page changes the pool is noting now
@@ -55,10 +54,10 @@ class PrefixChecks:
         self._check_page_ops()
         self.pool.log, self.noting = [], (event, where)
         chunks = [(c["id"], c["tokens"], c.get("cached", 0)) for c in event["prefill"]]
-        grows, starts = self.prefixcache.step_ops(event["decode"], chunks, state)
+        grows, starts = prefixcache.step_ops(event["decode"], chunks, state)
         try:
             self.pool.apply_step(grows, event.get("preempt", []), starts)
-        except self.prefixcache.PoolError as exc:
+        except prefixcache.PoolError as exc:
             self.found.add(BAD, exc.limit, f"{where}: {exc}", event["startMs"])
         for start in starts:
             order[start.rid] = self.admitted
