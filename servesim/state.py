@@ -9,10 +9,10 @@ pages held, pages reserved) are kept as running sums in a ``Tally``.
 Leaving is terminal and monotone (``terminate``): a request leaves once, as completed,
 rejected or cancelled, and a later event that finds it gone (a second cancel, a deadline that
 passes after the client cancelled) does nothing. Its pages are released once: ``_release``
-frees only what the request still holds. A client cancel (trace ``cancelMs``, unit 09) is seen
+frees only what the request still holds. A client cancel (trace ``cancelMs``) is seen
 at the first decision point at or after its time (a step end, or the end of an idle wait),
 after that point's arrivals and deadlines, whatever the request's phase: waiting, running,
-partly prefilled or swapped out. On a streaming device (unit 09) the output buffers come after
+partly prefilled or swapped out. On a streaming device the output buffers come after
 them (``streaming.Streams.update``), and a stream paused too long leaves the same way.
 """
 
