@@ -118,7 +118,7 @@ class DeviceProfile:
             self._check_streams(source)
 
     def _check_streams(self, source: str) -> None:
-        """The output buffer's settings (unit 09): whole bytes, an event that fits, a low mark
+        """The output buffer's settings: whole bytes, an event that fits, a low mark
         at which the buffer can take another event (or a resumed stream would pause at once)."""
         size, event, low = (
             self.stream_buffer_bytes,
@@ -146,7 +146,7 @@ class DeviceProfile:
 
     @property
     def streams(self) -> bool:
-        """Whether requests stream their output through a bounded buffer (unit 09)."""
+        """Whether requests stream their output through a bounded buffer."""
         return self.stream_buffer_bytes is not None
 
     @property

@@ -34,7 +34,7 @@ class Event:
     work_ms: float
     batch: Batch
     prefill_from: tuple[int, ...]  # each chunk's first token index
-    page_ops: list | None = None  # prefix cache's reference changes (unit 09), else None
+    page_ops: list | None = None  # prefix cache's reference changes, else None
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ class Timeline:
     sequences: tuple[Sequence, ...]  # trace order (creation order in a closed loop)
     events: tuple[Event, ...]
     trace: Trace | None = None  # the requests as replayed (closed loop: as generated)
-    streams: dict | None = None  # id -> its output stream's record (unit 09), or None
+    streams: dict | None = None  # id -> its output stream's record, or None
 
     @property
     def all_done_ms(self) -> float:
@@ -86,7 +86,7 @@ def simulate(
     state = EngineState(device, arrivals, budget)
     needs_context = execute is not None or rules.reads_context(device)
     events: list[Event] = []
-    clock, previous, streams = 0.0, None, state.streams  # streams: unit 09's output buffers
+    clock, previous, streams = 0.0, None, state.streams  # streams: the output buffers, or None
     own_device = _copy(device)  # what policies are given as view.device
 
     state.limit_admission(queue_cap, admit)
@@ -117,7 +117,7 @@ def simulate(
         clock, previous = end, batch  # the policy's own batch: the engine never reads it back
 
     seqs = tuple(arrivals.sequences)
-    records = streams and streams.records(seqs)  # unit 09's streams (None: streaming off)
+    records = streams and streams.records(seqs)  # None: streaming off
     return Timeline(seqs, tuple(events), realised_trace(trace, closed, seqs), records)
 
 
@@ -156,7 +156,7 @@ def _ask(policy: Policy, view: SchedulerView, who: str) -> Batch | Wait:
     running totals, which the view reads, must be as they were after the call."""
     tally = view.tally
     kept = None if tally is None else (tally.active, tally.pages, tally.reserved, tally.host)
-    pool = getattr(view, "pool", None)  # the prefix cache (unit 09), if the device has one
+    pool = getattr(view, "pool", None)  # the prefix cache, if the device has one
     marked = None if pool is None else pool.mark()
     GUARD.start(who)
     try:
@@ -179,7 +179,7 @@ def _ask(policy: Policy, view: SchedulerView, who: str) -> Batch | Wait:
 
 def _wake(wait: Wait, view: SchedulerView, arrivals: Arrivals, streams) -> float:
     """When a ``Wait`` returned at ``view.now_ms`` ends: at its time, the next arrival or the
-    next time a paused stream resumes or stalls (unit 09), whichever is first."""
+    next time a paused stream resumes or stalls, whichever is first."""
     until = wait.until_ms
     if not isinstance(until, (int, float)) or isinstance(until, bool) or not until > view.now_ms:
         raise PolicyError(f"Wait({until!r}) {_at(view)}: it must wait until a later time")

@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # imported where a flag uses them: a plain replay never loads
 
 @dataclass(frozen=True)
 class Setup:
-    """Everything a unit 08 run needs besides the policy."""
+    """Everything an extended run needs besides the policy."""
 
     trace: Trace | None  # open-loop arrivals (None with a closed loop)
     closed: ClosedLoop | None

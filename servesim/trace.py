@@ -152,7 +152,7 @@ def _invalid_request(item: dict, where: str) -> None:
 
 
 def _unit08(item: dict, where: str) -> dict:
-    """The optional fields of one request (units 08 and 09), validated; any other is refused."""
+    """The optional fields of one request, validated; any other is refused."""
     if not _REQUEST_FIELDS.issuperset(item) and (
         unknown := unknown_field_message(item, REQUEST_FIELDS)
     ):

@@ -26,6 +26,7 @@ FAST = {
         "tests/test_streaming.py",
         "tests/test_htmlsafe.py",
         "tests/test_servesim_docstrings.py",
+        "tests/test_decision.py",
     ),
     "servesim.runview": ("tests/test_view.py",),
     "grader": (
