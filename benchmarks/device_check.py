@@ -103,7 +103,7 @@ def with_costs(profile, calibrated):
 
 
 def check_unit(unit_id, flags, args, calibrated, deadline) -> dict:
-    unit, parsed, setup = lesson_setup(unit_id, flags, args)
+    _unit, parsed, setup = lesson_setup(unit_id, flags, args)
     setup = replace(setup, profile=with_costs(setup.profile, calibrated))
     real = runsetup.real_device(parsed, setup, calibrating=False)
     real.deadline = deadline
@@ -111,7 +111,7 @@ def check_unit(unit_id, flags, args, calibrated, deadline) -> dict:
     for spec in setup.policies:
         try:
             run, trace = run_replay(setup.trace, spec, setup.profile, real)
-            problems = verify_run(run, trace, run["device"], timing="measured", unit=unit)
+            problems = verify_run(run, trace, run["device"], timing="measured")
             live = report.compare(trace, spec, setup.profile, real)
         except TimeBudgetExceeded:
             entry["runs"].append({"policy": spec.name, "truncated": True})

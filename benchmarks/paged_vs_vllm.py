@@ -24,8 +24,7 @@ with the solution files (simulate.py, like vLLM, refuses B < K: a larger K is pa
 Knobs: B = ``max_num_batched_tokens``, K = ``max_num_seqs``, M = KV blocks (the peer gives
 vLLM M + 1: one block is its null block), pageTokens = ``block_size``. vLLM requires K <= B;
 the peer lowers a larger K to B, which changes nothing here: under these rules at most B
-requests ever hold KV (a start needs at least one token of the budget left after the walk).
-"""
+requests ever hold KV (a start needs at least one token of the budget left after the walk)."""
 
 from __future__ import annotations
 
@@ -45,6 +44,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+
+from servesim import parse_trace  # noqa: E402
 
 from grader import labfolder, reference  # noqa: E402
 from grader.units import load_unit  # noqa: E402
@@ -134,8 +135,7 @@ def run_vllm(python: str, peer: str, jobs: list[dict], repeat: int) -> list[dict
 
 def ours(unit, requests, policy: str, budget: int, cap, pool, repeat: int) -> tuple[dict, float]:
     """The reference run (lab engine) and its median wall time over ``repeat`` runs."""
-    servesim = reference.engine(unit)
-    trace = servesim.parse_trace({"name": "peer", "requests": requests})
+    trace = parse_trace({"name": "peer", "requests": requests})
     device = replace(reference.device_profile(unit), max_active=cap, kv_pages=pool)
     walls = []
     for _ in range(repeat):

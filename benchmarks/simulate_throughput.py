@@ -23,6 +23,8 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+import servesim  # noqa: E402
+
 from grader import reference  # noqa: E402
 from grader.units import load_unit  # noqa: E402
 
@@ -63,7 +65,6 @@ def main() -> int:
         return 2
 
     unit = load_unit("unit07")
-    servesim = reference.engine(unit)
     policies = reference.solution_policies(unit)
     trace = make_trace(servesim, args.csv, args.requests)
     device = reference.device_profile(unit, **DEVICE)

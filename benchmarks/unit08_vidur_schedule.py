@@ -21,6 +21,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "tests" / "unit08")]
 
+import servesim  # noqa: E402
 from sarathi_ref import sarathi_schedule  # noqa: E402
 
 from grader import reference  # noqa: E402
@@ -37,7 +38,6 @@ def main() -> int:
     parser.add_argument("--requests", type=int, help="only the first N requests (no Vidur check)")
     args = parser.parse_args()
     unit = load_unit("unit08")
-    servesim = reference.engine(unit)
     rows = azure_rows("AzureLLMInferenceTrace_conv.csv")[: args.requests]
     trace = servesim.parse_trace(
         {

@@ -6,7 +6,6 @@ Student code never comes through here: the grader runs it in a child process.
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
 import re
 import sys
@@ -14,22 +13,15 @@ from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 
+import servesim  # the one engine source, every unit's: units differ by configuration
+from servesim.runfile import build_run
+from servesim.trace import resolve_trace
+
 from .units import Unit
-
-
-def engine(unit: Unit) -> ModuleType:
-    """The ``servesim`` package: the repository's one engine source, shared by every unit.
-
-    It joins a lab folder when one is made (``grader.labfolder``); staff tools import the
-    source as a normal package, so two units can be used in one process.
-    """
-    del unit  # every unit runs the same engine; units differ by configuration
-    return importlib.import_module("servesim")
 
 
 def solution_policies(unit: Unit) -> ModuleType:
     """The reference ``policies.py`` of ``unit``, loaded under a private module name."""
-    engine(unit)  # the solution imports servesim
     path = (unit.solutions_dir / "policies.py").resolve()
     # one module per file: two units (or two course roots) never share a name
     name = "_infralab_solution_" + re.sub(r"\W", "_", f"{unit.id}_{path}")
@@ -44,7 +36,6 @@ def solution_policies(unit: Unit) -> ModuleType:
 
 def device_profile(unit: Unit, **overrides):
     """The unit's device from unit.yaml, with snake_case overrides (e.g. ``overhead_ms=0``)."""
-    servesim = engine(unit)
     return replace(servesim.DeviceProfile.from_json(unit.device, source="unit.yaml"), **overrides)
 
 
@@ -57,9 +48,6 @@ def run_reference(
     the policy's ``budget`` parameter, the policy's ``admit`` function sees every arrival, and
     ``queue_cap`` / ``closed`` (a closed-loop source replacing ``trace``) apply.
     """
-    servesim = engine(unit)
-    from servesim.runfile import build_run
-
     spec = next(p for p in unit.policies if p["name"] == policy)
     solution = solution_policies(unit)
     function = getattr(solution, spec["function"])
@@ -77,9 +65,6 @@ def run_reference(
 
 def load_trace(unit: Unit, name_or_path: str):
     """A trace by name (public lab traces first, then the unit's hidden ones) or by path."""
-    servesim = engine(unit)
-    from servesim.trace import resolve_trace
-
     path = Path(name_or_path)
     hidden = unit.traces_dir / "hidden" / f"{name_or_path}.json"
     if not path.exists() and hidden.exists():

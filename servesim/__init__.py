@@ -1,4 +1,4 @@
-"""servesim: a deterministic simulator of a virtual LLM-serving device (units 07 and 08).
+"""servesim: a deterministic simulator of a virtual LLM-serving device and its serving rules.
 
 Policies import what they need from here: ``Batch``, ``PrefillChunk``, ``Wait``,
 ``SchedulerView`` and ``Sequence`` (with its ``Phase`` and ``Status``). The device rules are in

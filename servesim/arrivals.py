@@ -27,7 +27,7 @@ class ClosedLoop:
     next one a think time after the previous one completed (last token), was rejected (its
     arrival) or was cancelled (the step end). Request ``k`` (0-based, in creation order) of the
     run is named ``c{k}`` with zero padding; the sizes, deadline, tenant and declared maximum
-    are copied from the drawn request (and its cancel time, prefix and read rate, unit 09).
+    are copied from the drawn request (and its cancel time, prefix and read rate).
     """
 
     users: int

@@ -10,7 +10,7 @@ from operator import attrgetter
 class PrefillChunk:
     """``tokens`` more prompt tokens of request ``id``, continuing where its prefill stopped.
 
-    ``cached`` (devices with ``prefixCaching``, unit 09): for a sequence that starts its
+    ``cached`` (devices with ``prefixCaching``): for a sequence that starts its
     (re)prefill, the positions taken from the prefix cache before the ``tokens`` computed ones,
     in whole pages and at most what the cache holds for it when the chunk's turn comes
     (``view.prefix_hit``); they cost no device time and no budget.
@@ -35,9 +35,9 @@ class PrefillChunk:
 class Batch:
     """One submission: a decode step for each id in ``decode`` and the prefill chunks.
 
-    Unit 07 policies put either decode ids or prefill chunks in a batch; the device also runs a
+    The simplest policies put either decode ids or prefill chunks in a batch; the device also runs a
     batch that holds both (the mixed steps of chapter 31). ``preempt`` names sequences whose
-    KV cache is dropped at the start of the step (preemption by recompute, unit 08): they keep
+    KV cache is dropped at the start of the step (preemption by recompute): they keep
     the tokens they emitted and go back to the waiting queue.
 
     The other way to preempt (31.6, devices with a host pool): ``swap_out`` names running

@@ -82,7 +82,7 @@ def _check_members(batch: Batch, view: SchedulerView, live) -> tuple[int, ...]:
 
 
 def _cached(chunk, seq: Sequence, view: SchedulerView) -> int:
-    """A chunk's prefix-cache claim (unit 09), if it may make one: whole pages, for a sequence
+    """A chunk's prefix-cache claim, if it may make one: whole pages, for a sequence
     that starts its (re)prefill, on a device with a prefix cache (the pool checks the rest)."""
     cached = chunk.cached
     if cached == 0:

@@ -83,7 +83,7 @@ def _with_events(run: dict, timeline) -> dict:
 
 
 def run_extended(lab: LabConfig, policies_module, setup: Setup, args, run_one=None):
-    """Unit 08: each selected policy under the setup's limits; (realised trace, run entries).
+    """Extended runs: each selected policy under the setup's limits; (realised trace, runs).
 
     ``run_one`` as in ``run_policies``; it is asked only for open-loop runs without a queue
     cap or an admission hook.

@@ -15,9 +15,9 @@ from .usage import UsageError, non_negative
 
 
 def extended_flags():
-    """Unit 08's flags (``servesim.labflags``: protocols, loads, tiers), imported only by labs
-    whose runs are extended, so unit 07's command line (and each graded case) never loads
-    them."""
+    """The extended run's flags (``servesim.labflags``: protocols, loads, tiers), imported only
+    by labs whose runs are extended, so a plain lab's command line (and each graded case) never
+    loads them."""
     from . import labflags
 
     return labflags
@@ -103,7 +103,7 @@ def parser_for(lab: LabConfig, prog: str = "simulate.py") -> argparse.ArgumentPa
 
 
 def every_policy(lab: LabConfig) -> str:
-    """The --policy value that selects every policy: unit 07 has two ("both"), later units more."""
+    """The --policy value that selects every policy ("both" for a lab with two)."""
     return "all" if lab.extended_runs else "both"
 
 

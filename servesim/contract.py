@@ -49,7 +49,7 @@ class Guard:
     (``engine._handed``), and the engine checks, runs and records its own copy of each batch
     (``engine._own``). Those to a sequence change what the engine does next (its state lives on
     the sequences; comparing every live sequence after every call measured 2.3 times the
-    engine's time on unit 08's azure-conv-slice): the parent's replay of the run's event log
+    engine's time on the azure-conv-slice trace): the parent's replay of the run's event log
     rejects such a graded run with a named reason (tests/grader/test_view_guard.py).
     """
 

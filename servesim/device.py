@@ -1,22 +1,22 @@
 """The virtual device: what one submission costs, and the capacity limits a batch must respect.
 
-Unit 07 uses the defaults below: a prefill token costs 1 ms, a decode batch 1 ms whatever its
-size, and every submission 0.25 ms on top. The other knobs (per-sequence decode cost, a cap on
-active sequences, a KV page budget) are there for the later parts of chapter 31; at their
-defaults they change nothing. The two context costs let a profile calibrated on a real device
-(``run_gpu.py --calibrate``) charge for attention over the KV cache (``rules.StepTerms``); they
-are left out of ``to_json`` while they are zero, so run files on the lab's devices do not
-mention them, and recorded whenever they are not. The swap knobs (section 31.6) work the same
-way: a host pool of ``hostPages`` pages that a policy may swap running sequences out to, and
-the transfer charged in the step that moves the pages (``swapMsPerPage`` per page each way,
-``swapSyncMs`` per sequence moved); all zero, the device cannot swap and says nothing of it.
-``prefixCaching`` (unit 09, left out while false) keeps the KV pages as vLLM's prefix cache
-does (``prefixcache.py``): shared-prefix pages held once, hits that skip prefill work.
-The four ``stream*`` fields (unit 09, ``streaming.py``) give every request an output buffer of
-``streamBufferBytes`` (null: streaming off, and the four are left out of ``to_json``), each
-generated token an event of ``streamEventBytes`` in it, the level ``streamLowMarkBytes`` at or
-below which a paused stream resumes, and ``streamPauseDeadlineMs`` after which a paused stream
-is cancelled (null: never).
+The defaults below are the simplest device: a prefill token costs 1 ms, a decode batch 1 ms
+whatever its size, and every submission 0.25 ms on top. The other knobs (per-sequence decode
+cost, a cap on active sequences, a KV page budget) are there for the later parts of chapter 31;
+at their defaults they change nothing. The two context costs let a profile calibrated on a real
+device (``run_gpu.py --calibrate``) charge for attention over the KV cache
+(``rules.StepTerms``); they are left out of ``to_json`` while they are zero, so run files on the
+lab's devices do not mention them, and recorded whenever they are not. The swap knobs (section
+31.6) work the same way: a host pool of ``hostPages`` pages that a policy may swap running
+sequences out to, and the transfer charged in the step that moves the pages (``swapMsPerPage``
+per page each way, ``swapSyncMs`` per sequence moved); all zero, the device cannot swap and says
+nothing of it. ``prefixCaching`` (the prefix cache, left out while false) keeps the KV pages as
+vLLM's prefix cache does (``prefixcache.py``): shared-prefix pages held once, hits that skip
+prefill work. The four ``stream*`` fields (output buffers, ``streaming.py``) give every request
+an output buffer of ``streamBufferBytes`` (null: streaming off, and the four are left out of
+``to_json``), each generated token an event of ``streamEventBytes`` in it, the level
+``streamLowMarkBytes`` at or below which a paused stream resumes, and ``streamPauseDeadlineMs``
+after which a paused stream is cancelled (null: never).
 """
 
 from __future__ import annotations
@@ -118,7 +118,7 @@ class DeviceProfile:
             self._check_streams(source)
 
     def _check_streams(self, source: str) -> None:
-        """The output buffer's settings (unit 09): whole bytes, an event that fits, a low mark
+        """The output buffer's settings: whole bytes, an event that fits, a low mark
         at which the buffer can take another event (or a resumed stream would pause at once)."""
         size, event, low = (
             self.stream_buffer_bytes,
@@ -146,7 +146,7 @@ class DeviceProfile:
 
     @property
     def streams(self) -> bool:
-        """Whether requests stream their output through a bounded buffer (unit 09)."""
+        """Whether requests stream their output through a bounded buffer."""
         return self.stream_buffer_bytes is not None
 
     @property

@@ -1,7 +1,7 @@
-"""The engine loop: admit arrivals, ask the policy for a batch, check it, run it, postprocess.
+"""The engine loop: the decision point, ask the policy for a batch, check it, run it, postprocess.
 
-    arrivals (admit / reject) -> deadlines, client cancels, output buffers -> schedule (policy)
-    -> check -> run (device clock) -> postprocess (preempt, swap, tokens, phases)
+    decision point (``decision.RULES``: arrivals, deadlines, client cancels, output buffers)
+    -> schedule (policy) -> check -> run (device clock) -> postprocess (preempt, swap, tokens)
 
 The policy only decides; the engine owns the clock and every sequence's state (``state.py``).
 The device rules (cost of a step, KV pages, caps, the token rule) are in ``rules.py``.
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import FrozenInstanceError, dataclass
 
-from . import contract, rules, streaming
+from . import contract, decision, rules, streaming
 from .arrivals import Arrivals, ClosedLoop, realised_trace
 from .batch import Batch, PrefillChunk, Wait
 from .batchcheck import _at, check_batch
@@ -34,7 +34,7 @@ class Event:
     work_ms: float
     batch: Batch
     prefill_from: tuple[int, ...]  # each chunk's first token index
-    page_ops: list | None = None  # prefix cache's reference changes (unit 09), else None
+    page_ops: list | None = None  # prefix cache's reference changes, else None
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ class Timeline:
     sequences: tuple[Sequence, ...]  # trace order (creation order in a closed loop)
     events: tuple[Event, ...]
     trace: Trace | None = None  # the requests as replayed (closed loop: as generated)
-    streams: dict | None = None  # id -> its output stream's record (unit 09), or None
+    streams: dict | None = None  # id -> its output stream's record, or None
 
     @property
     def all_done_ms(self) -> float:
@@ -86,18 +86,16 @@ def simulate(
     state = EngineState(device, arrivals, budget)
     needs_context = execute is not None or rules.reads_context(device)
     events: list[Event] = []
-    clock, previous, streams = 0.0, None, state.streams  # streams: unit 09's output buffers
+    clock, previous, streams = 0.0, None, state.streams  # streams: the output buffers, or None
     own_device = _copy(device)  # what policies are given as view.device
+
+    state.limit_admission(queue_cap, admit)
+    point = decision.hooks(state, device)  # the decision point's rules, in their one order
 
     while arrivals or state.live:
         view = state.view(clock, previous)
-        handed = _handed(view, own_device)  # the policy's; the engine reads only ``view``
-        state.admit_arrivals(clock, handed, queue_cap, admit)
-        if previous is not None:  # a step just ended here
-            state.cancel_expired(clock)
-        state.cancel_requested(clock)  # clients' cancels (unit 09)
-        if streams is not None:
-            streams.update(clock, state)
+        handed = state.policy_view = _handed(view, own_device)  # the engine reads only ``view``
+        decision.fire(point, clock, previous is not None)  # previous: a step just ended here
         if not state.live or (streams is not None and streams.blocks(state.live)):
             clock, previous = streaming.wake_ms(clock, arrivals, state), None  # idle: jump
             continue
@@ -119,7 +117,7 @@ def simulate(
         clock, previous = end, batch  # the policy's own batch: the engine never reads it back
 
     seqs = tuple(arrivals.sequences)
-    records = streams and streams.records(seqs)  # unit 09's streams (None: streaming off)
+    records = streams and streams.records(seqs)  # None: streaming off
     return Timeline(seqs, tuple(events), realised_trace(trace, closed, seqs), records)
 
 
@@ -158,7 +156,7 @@ def _ask(policy: Policy, view: SchedulerView, who: str) -> Batch | Wait:
     running totals, which the view reads, must be as they were after the call."""
     tally = view.tally
     kept = None if tally is None else (tally.active, tally.pages, tally.reserved, tally.host)
-    pool = getattr(view, "pool", None)  # the prefix cache (unit 09), if the device has one
+    pool = getattr(view, "pool", None)  # the prefix cache, if the device has one
     marked = None if pool is None else pool.mark()
     GUARD.start(who)
     try:
@@ -181,7 +179,7 @@ def _ask(policy: Policy, view: SchedulerView, who: str) -> Batch | Wait:
 
 def _wake(wait: Wait, view: SchedulerView, arrivals: Arrivals, streams) -> float:
     """When a ``Wait`` returned at ``view.now_ms`` ends: at its time, the next arrival or the
-    next time a paused stream resumes or stalls (unit 09), whichever is first."""
+    next time a paused stream resumes or stalls, whichever is first."""
     until = wait.until_ms
     if not isinstance(until, (int, float)) or isinstance(until, bool) or not until > view.now_ms:
         raise PolicyError(f"Wait({until!r}) {_at(view)}: it must wait until a later time")

@@ -6,7 +6,7 @@
 
 Every page the project writes goes through these two: the run viewer (``servesim.runview``,
 which joins every lab folder), the lesson site (``grader.sitebuild``, whose Jinja environment
-hands each ``{{ value }}`` to ``text``), the unit 08 sweep charts (``plots.py``). Request ids,
+hands each ``{{ value }}`` to ``text``), the load-sweep charts (``plots.py``). Request ids,
 trace names and policy names come from files a student or a downloaded trace wrote, so a
 page must stay whole whatever they hold. ``tests/site/test_hostile_pages.py`` opens each page
 with hostile strings in Chromium; ``tests/test_htmlsafe.py`` checks that no other module

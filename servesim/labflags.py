@@ -1,7 +1,7 @@
-"""Unit 08's extra ``simulate.py`` flags: limits, offered load, tier and protocol files.
+"""The extended run's ``simulate.py`` flags: limits, offered load, tier and protocol files.
 
-Only labs whose lab.json says ``"runFile": "extended"`` get them, so unit 07's command line is
-unchanged. ``add_flags`` declares them; ``resolve`` turns the parsed flags into a ``Setup``
+Only labs whose lab.json says ``"runFile": "extended"`` get them, so a plain lab's command
+line is unchanged. ``add_flags`` declares them; ``resolve`` turns the parsed flags into a ``Setup``
 (device, limits, arrival source) or raises ``UsageError`` with one line naming the flag or
 field that is wrong.
 """
@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # imported where a flag uses them: a plain replay never loads
 
 @dataclass(frozen=True)
 class Setup:
-    """Everything a unit 08 run needs besides the policy."""
+    """Everything an extended run needs besides the policy."""
 
     trace: Trace | None  # open-loop arrivals (None with a closed loop)
     closed: ClosedLoop | None

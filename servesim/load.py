@@ -1,4 +1,4 @@
-"""Offered load (unit 08): ``--load open:RATE`` or ``--load closed:USERS:THINK_MS[:THINK]``.
+"""Offered load: ``--load open:RATE`` or ``--load closed:USERS:THINK_MS[:THINK]``.
 
 Open loop: Poisson arrivals at RATE requests per second, fixed in advance, whatever the
 server does (or, in a protocol file, bursty: the same mean rate, crowded into bursts). Closed

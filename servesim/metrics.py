@@ -73,7 +73,7 @@ def summarize(
 ) -> dict:
     """Run-level figures from the per-request fields and the event log.
 
-    Latency figures are over completed requests; ``extended`` (unit 08) adds the status counts
+    Latency figures are over completed requests; ``extended`` adds the status counts
     and the recompute totals, and ``allDoneMs`` becomes the last status time. ``steps``: the
     event log's figures (``step_figures``) when the caller has them without ``events``.
     """

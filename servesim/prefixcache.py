@@ -1,4 +1,4 @@
-"""Shared-prefix KV pages (unit 09), as vLLM V1 (0.33.0) keeps them with prefix caching on.
+"""Shared-prefix KV pages (the prefix cache), as vLLM V1 (0.33.0) keeps them with prefix caching on.
 
 A device with ``prefixCaching`` keeps its pages in a ``BlockPool``. The engine and the grader's
 replay both drive one through ``apply_step``, so the rules below are written once.

@@ -1,4 +1,4 @@
-"""Experimental protocols (unit 08): an experiment is a file, and its measurement window.
+"""Experimental protocols: an experiment is a file, and its measurement window.
 
 A protocol is JSON (``protocols/*.json`` in the lab folder, ``schemas/protocol.schema.json``)::
 

@@ -35,12 +35,12 @@ def build_run(
     the timeline instead): ``"events"`` is None, to be filled by ``event_records`` should the
     run be written in full after all; the summary is the same. A fault switch always gets them.
 
-    ``extended`` (unit 08) adds each request's status, its recomputes and its optional trace
-    fields (units 08 and 09),
+    ``extended`` adds each request's status, its recomputes and its optional trace
+    fields,
     each event's ``preempt`` list, the engine ``limits`` and the status counts of the summary;
-    without it the entry is exactly unit 07's. On a device with a host pool every event also
+    without it the entry is the plain one. On a device with a host pool every event also
     lists the sequences it swapped out and in (``swapOut``, ``swapIn``). An extended run on a
-    streaming device (unit 09) gives each request its stream's record (``_stream_fields``).
+    streaming device gives each request its stream's record (``_stream_fields``).
     """
     requests = request_records(timeline, extended=extended)
     full = events or fault is not None
@@ -63,7 +63,7 @@ def build_run(
 
 
 def event_records(timeline: Timeline, *, extended: bool, swaps: bool) -> list[dict]:
-    """The ``events`` of a run entry: with each step's preemptions when ``extended`` (unit 08),
+    """The ``events`` of a run entry: with each step's preemptions when ``extended``,
     with its swaps when ``swaps`` (a device with a host pool)."""
     return [_event(event, extended, swaps) for event in timeline.events]
 
@@ -88,7 +88,7 @@ def request_records(timeline: Timeline, *, extended: bool = False) -> list[dict]
 
 
 def _stream_fields(seq, streams: dict) -> dict:
-    """A request's output stream (unit 09): ``ackMs``, when its client had read the last event
+    """A request's output stream: ``ackMs``, when its client had read the last event
     (null unless it completed), ``pausedMs`` (``[start, end]`` per pause, end null if it never
     resumed), ``bufferPeakBytes``, and for a cancelled request ``cancelReason`` ("deadline",
     "client" or "stalled")."""
@@ -158,7 +158,7 @@ LIFECYCLE_FIELDS = ("cancelMs", "prefix", "readBytesPerS")  # unit 09's request 
 
 def uses_lifecycle(run: dict) -> bool:
     """Whether a full run entry has client cancels, shared prefixes, a prefix cache or streamed
-    output (unit 09): the compact format does not hold them, so such a run is written in full."""
+    output: the compact format does not hold them, so such a run is written in full."""
     device = run["device"]
     if device.get("prefixCaching") or device.get("streamBufferBytes") is not None:
         return True

@@ -24,7 +24,7 @@ class Phase(Enum):
 
 
 class Status(Enum):
-    """How a request left the system (unit 08); every one counts in every denominator."""
+    """How a request left the system; every one counts in every denominator."""
 
     COMPLETED = "completed"
     REJECTED = "rejected"  # at arrival: queue full, could never fit, or refused by admit()

@@ -9,10 +9,10 @@ pages held, pages reserved) are kept as running sums in a ``Tally``.
 Leaving is terminal and monotone (``terminate``): a request leaves once, as completed,
 rejected or cancelled, and a later event that finds it gone (a second cancel, a deadline that
 passes after the client cancelled) does nothing. Its pages are released once: ``_release``
-frees only what the request still holds. A client cancel (trace ``cancelMs``, unit 09) is seen
+frees only what the request still holds. A client cancel (trace ``cancelMs``) is seen
 at the first decision point at or after its time (a step end, or the end of an idle wait),
 after that point's arrivals and deadlines, whatever the request's phase: waiting, running,
-partly prefilled or swapped out. On a streaming device (unit 09) the output buffers come after
+partly prefilled or swapped out. On a streaming device the output buffers come after
 them (``streaming.Streams.update``), and a stream paused too long leaves the same way.
 """
 
@@ -49,6 +49,8 @@ class EngineState:
         self._deadlines: list[tuple[float, int, Sequence]] = []
         self._cancels: list[tuple[float, int, Sequence]] = []  # client cancels (unit 09)
         self._starts = 0  # prefills begun so far (Sequence.prefill_start)
+        self.queue_cap, self.admit = None, None  # admission limits (``limit_admission``)
+        self.policy_view = None  # what an ``admit`` function is given (``admit_due``)
         # the queues' views are lazy, so one view serves every step, at its time (``view``)
         self._view = SchedulerView(
             0.0,
@@ -98,7 +100,18 @@ class EngineState:
             if self.streams is not None:
                 self.streams.admit(seq)
 
-    def cancel_expired(self, boundary: float) -> None:
+    # -- the decision point's hooks (``decision.RULES``, fired in that order) ----------------
+
+    def limit_admission(self, queue_cap: int | None, admit) -> None:
+        """The run's admission limits, which ``admit_due`` applies (``admit_arrivals``)."""
+        self.queue_cap, self.admit = queue_cap, admit
+
+    def admit_due(self, clock: float) -> None:
+        """Admit or reject every request due by ``clock``; an ``admit`` function is given
+        ``policy_view``, the view the policy is handed at this decision point."""
+        self.admit_arrivals(clock, self.policy_view, self.queue_cap, self.admit)
+
+    def expire_deadlines(self, boundary: float) -> None:
         """At a step boundary: cancel live requests past their deadline without a first token."""
         heap = self._deadlines
         while heap and heap[0][0] < boundary:
@@ -106,11 +119,15 @@ class EngineState:
             if not seq.token_times_ms:
                 self.terminate(seq, Status.CANCELLED, boundary, "deadline")
 
-    def cancel_requested(self, clock: float) -> None:
+    def cancel_clients(self, clock: float) -> None:
         """At a decision point: cancel live requests whose client cancelled by ``clock``."""
         heap = self._cancels
         while heap and heap[0][0] <= clock:
             self.terminate(heapq.heappop(heap)[2], Status.CANCELLED, clock, "client")
+
+    def update_streams(self, clock: float) -> None:
+        """Output buffers at a decision point (``streaming.Streams.update``)."""
+        self.streams.update(clock, self)
 
     def next_cancel_ms(self) -> float:
         """The next client cancel not yet seen (inf when none is left)."""

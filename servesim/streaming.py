@@ -1,4 +1,4 @@
-"""Streaming output (unit 09, exercise 31.10): each request's output buffer, filled by the
+"""Streaming output (exercise 31.10): each request's output buffer, filled by the
 tokens it generates and drained by its client, and the states a full buffer leads to.
 
 On a device with ``streamBufferBytes`` (``device.py``) every generated token is an event of

@@ -1,4 +1,4 @@
-"""Tier files (unit 08): one serving configuration with its price and quality pass rate.
+"""Tier files: one serving configuration with its price and quality pass rate.
 
 A tier is JSON: ``{"name", "description"?, "policy", "budget", "queueCap"?, "pricePerHour",
 "qualityPassRate", "device": {...device profile...}}``. ``load_tier`` validates every field

@@ -1,19 +1,20 @@
 """Traces: the requests a run replays, and the one place that validates them.
 
 A trace is JSON: ``{"name", "description", "requests": [{"id", "arrivalMs", "inputTokens",
-"outputTokens"}, ...]}``. Unit 08 adds three optional request fields: ``maxOutputTokens`` (the
-declared maximum a reservation counts, an integer >= outputTokens, default outputTokens),
+"outputTokens"}, ...]}``. Budgets and admission read three optional request fields:
+``maxOutputTokens`` (the declared maximum a reservation counts, an integer >= outputTokens,
+default outputTokens),
 ``deadlineMs`` (a number > 0, relative to arrival, on the first token) and ``tenant`` (a
 non-empty string). Any other field is refused, with the known field it probably misspells
 (``fields.py``): a typo must not quietly change what a trace means. Every problem is reported
 as one ``TraceError`` that names the trace, the request and the field.
 
-Unit 09 adds two more optional fields. ``cancelMs`` (a number > 0, relative to arrival): the
-client cancels the request then (``state.py`` says when the engine sees it). ``prefix``: the
-request's prompt starts with shared content, written as a list of segments
-``[{"id": "system", "tokens": 32}, {"id": "doc-7", "tokens": 100}]``: segment ``id`` stands
-for one fixed stream of token ids, and the prompt's first tokens are the first ``tokens`` of
-each segment's stream in turn (the segments' tokens sum to at most ``inputTokens``); the rest
+Client cancels, shared prefixes and output buffers read three more. ``cancelMs`` (a number > 0,
+relative to arrival): the client cancels the request then (``state.py`` says when the engine
+sees it). ``prefix``: the request's prompt starts with shared content, written as a list of
+segments ``[{"id": "system", "tokens": 32}, {"id": "doc-7", "tokens": 100}]``: segment ``id``
+stands for one fixed stream of token ids, and the prompt's first tokens are the first ``tokens``
+of each segment's stream in turn (the segments' tokens sum to at most ``inputTokens``); the rest
 of the prompt, and every output token, are the request's own. So two requests hold the same
 first n tokens exactly when their segment lists agree up to n tokens, and the KV pages of those
 tokens can be shared (``prefixcache.py`` derives each full page's key from this).
@@ -151,7 +152,7 @@ def _invalid_request(item: dict, where: str) -> None:
 
 
 def _unit08(item: dict, where: str) -> dict:
-    """The optional fields of one request (units 08 and 09), validated; any other is refused."""
+    """The optional fields of one request, validated; any other is refused."""
     if not _REQUEST_FIELDS.issuperset(item) and (
         unknown := unknown_field_message(item, REQUEST_FIELDS)
     ):

@@ -62,7 +62,7 @@ class SchedulerView:
     they got it. ``holders``: every sequence that holds KV, in the order its current prefill
     began (vLLM V1's ``running`` queue). ``swapped``: sequences swapped out to the host pool,
     in the order they left (31.6). All are read-only sequences valid during the call.
-    ``memo`` is one dict per run for a policy's own state. On a streaming device (unit 09)
+    ``memo`` is one dict per run for a policy's own state. On a streaming device
     ``paused`` lists the streams whose output buffer is full (``seq.paused``), which no batch
     may decode or prefill, and ``buffer_bytes(seq)`` reads a buffer's level now.
     """
@@ -147,7 +147,7 @@ class SchedulerView:
 
     @property
     def paused(self) -> tuple[Sequence, ...]:
-        """The paused streams, in the order they paused (unit 09; empty without streaming)."""
+        """The paused streams, in the order they paused (empty without streaming)."""
         streams = self.streams
         return () if streams is None else tuple(buf.seq for buf in streams.paused.values())
 

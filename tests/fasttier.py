@@ -25,6 +25,8 @@ FAST = {
         "tests/test_prefix_cache.py",
         "tests/test_streaming.py",
         "tests/test_htmlsafe.py",
+        "tests/test_servesim_docstrings.py",
+        "tests/test_decision.py",
     ),
     "servesim.runview": ("tests/test_view.py",),
     "grader": (

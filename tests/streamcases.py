@@ -3,7 +3,6 @@ traces of streamed requests, a run with its run-file entry, and the replay's nam
 
 from __future__ import annotations
 
-from labtools import UNIT
 from servesim import DeviceProfile, parse_trace, simulate
 from servesim.runfile import build_run
 from stream_policies import backpressure
@@ -56,7 +55,7 @@ def run_of(trace, device, policy=backpressure):
 
 
 def reasons(run, trace, device) -> dict[str, str]:
-    problems, _ = replay_run(run, trace, device.to_json(), unit=UNIT)
+    problems, _ = replay_run(run, trace, device.to_json())
     return {p.statistic: p.message for p in problems if p.kind is ProblemKind.INVALID_SCHEDULE}
 
 

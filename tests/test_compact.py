@@ -12,6 +12,7 @@ import random
 from pathlib import Path
 
 import pytest
+import servesim
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from randomruns import request_rows, unit08_run
@@ -25,7 +26,6 @@ from grader.units import load_unit
 from grader.verify.runschema import validate_run_file
 
 U07, U08 = load_unit("unit07"), load_unit("unit08")
-servesim = reference.engine(U07)
 AZURE = Path(__file__).resolve().parent / "data" / "azure-conv-1000.json"
 
 

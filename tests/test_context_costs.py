@@ -101,7 +101,7 @@ def test_durations_and_token_times_follow_the_formula(policy, params):
     assert {r["id"]: r["tokenTimesMs"] for r in run["requests"]} == tokens
     assert run["device"]["prefillMsPerContextToken"] == 0.0625  # the run file records them
     assert run["device"]["decodeMsPerContextToken"] == 0.03125
-    assert verify_run(run, TRACE.raw, run["device"], unit=U08) == []
+    assert verify_run(run, TRACE.raw, run["device"]) == []
     # the context terms make this timeline longer than the plain device's
     plain = run_on(PLAIN, policy, params)
     assert run["summary"]["allDoneMs"] > plain["summary"]["allDoneMs"]
@@ -138,17 +138,17 @@ def test_a_recomputed_prefill_is_priced_from_an_empty_cache():
     # the last decode reads those 10 positions
     assert ends[3] - ends[2] == 0.25 + 0.5 * 10 + 0.0625 * 55
     assert ends[4] - ends[3] == 0.25 + 2.0 + 0.25 + 0.03125 * 10
-    assert verify_run(run, trace.raw, CONTEXT.to_json(), unit=U08) == []
+    assert verify_run(run, trace.raw, CONTEXT.to_json()) == []
 
 
 @pytest.mark.parametrize("policy, params", POLICIES)
 def test_replay_rejects_step_times_that_ignore_the_context_terms(policy, params):
     honest = run_on(PLAIN, policy, params)
     forged = {**honest, "device": CONTEXT.to_json()}
-    problems = verify_run(forged, TRACE.raw, CONTEXT.to_json(), unit=U08)
+    problems = verify_run(forged, TRACE.raw, CONTEXT.to_json())
     assert any(p.statistic == "events[].endMs" for p in problems), problems
     assert any("by the device rules" in p.message for p in problems)
-    assert verify_run(honest, TRACE.raw, PLAIN.to_json(), unit=U08) == []
+    assert verify_run(honest, TRACE.raw, PLAIN.to_json()) == []
 
 
 def test_zero_coefficients_are_not_written():

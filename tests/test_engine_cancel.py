@@ -10,7 +10,6 @@ import pytest
 from engine_policies import random_policy
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from labtools import UNIT
 from servesim import (
     Batch,
     DeviceProfile,
@@ -59,7 +58,7 @@ def run_of(trace, device, policy=fcfs_decode_first, **limits):
 
 
 def bad(run, trace, device) -> dict[str, str]:
-    problems, _ = replay_run(run, trace, device.to_json(), unit=UNIT)
+    problems, _ = replay_run(run, trace, device.to_json())
     return {p.statistic: p.message for p in problems if p.kind is ProblemKind.INVALID_SCHEDULE}
 
 
@@ -304,6 +303,6 @@ def test_random_traces_with_cancels_keep_every_invariant_and_replay_clean(
                 e.start_ms < req.arrival_ms + req.cancel_ms <= e.end_ms == seq.status_ms
                 for e in timeline.events
             )
-    problems, replay = replay_run(run, trace, device.to_json(), unit=UNIT)
+    problems, replay = replay_run(run, trace, device.to_json())
     assert problems == []
     assert replay.token_times == {s.id: s.token_times_ms for s in timeline.sequences}

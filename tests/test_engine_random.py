@@ -9,7 +9,6 @@ from dataclasses import replace
 from engine_policies import random_policy, scripted
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from labtools import UNIT
 from servesim import DeviceProfile, PolicyError, Status, parse_trace, simulate
 from servesim.runfile import build_run
 from servesim.view import Tally
@@ -131,7 +130,7 @@ def test_replay_rebuilds_the_engine_run_from_the_run_file(rows, device, lim, see
     trace = make_trace(rows)
     timeline = simulate(trace, random_policy(seed), device, **lim)
     run = build_run("random", {}, device, timeline, None, extended=True, limits=_json(lim))
-    problems, replay = replay_run(run, trace, device.to_json(), unit=UNIT)
+    problems, replay = replay_run(run, trace, device.to_json())
     assert problems == []
     assert replay.token_times == {s.id: s.token_times_ms for s in timeline.sequences}
     assert replay.ends == [e.end_ms for e in timeline.events]
@@ -163,6 +162,6 @@ def test_replay_refuses_a_schedule_exactly_when_the_engine_would(rows, device, l
         except (PolicyError, StopIteration):
             engine_ok = False
         forged = {**run, "limits": _json(capped_lim)}
-        problems, _ = replay_run(forged, trace, capped.to_json(), unit=UNIT)
+        problems, _ = replay_run(forged, trace, capped.to_json())
         bad = [p for p in problems if p.kind is ProblemKind.INVALID_SCHEDULE]
         assert (not bad) == engine_ok, (capped, capped_lim, problems)

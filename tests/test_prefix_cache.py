@@ -11,7 +11,6 @@ import random
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from labtools import UNIT
 from servesim import Batch, DeviceProfile, PolicyError, PrefillChunk, parse_trace, simulate
 from servesim.prefixcache import BlockPool, Grow, PoolError, Start, page_key
 from servesim.runfile import build_run, uses_lifecycle
@@ -205,7 +204,7 @@ def test_a_claim_beyond_the_cache_or_without_a_prefix_cache_stops_the_policy():
 
 
 def replay_bad(run, trace, device):
-    problems, _ = replay_run(run, trace, device.to_json(), unit=UNIT)
+    problems, _ = replay_run(run, trace, device.to_json())
     return {p.statistic for p in problems if p.kind is ProblemKind.INVALID_SCHEDULE}
 
 
@@ -282,7 +281,7 @@ def test_random_prefix_runs_keep_the_pool_consistent_and_replay_clean(rows, page
 
     timeline = simulate(trace, checked, device)
     run = build_run("c", {}, device, timeline, None, extended=True, limits={"budget": None})
-    problems, replay = replay_run(run, trace, device.to_json(), unit=UNIT)
+    problems, replay = replay_run(run, trace, device.to_json())
     assert problems == []
     assert replay.token_times == {s.id: s.token_times_ms for s in timeline.sequences}
 

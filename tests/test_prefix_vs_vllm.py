@@ -9,7 +9,6 @@ import importlib.util
 import os
 
 import pytest
-from labtools import UNIT
 from servesim import DeviceProfile, prefixcache
 from servesim.runfile import build_run
 
@@ -47,7 +46,7 @@ def test_comparison_policy_runs_clean_with_hits_preemptions_and_evictions(case, 
     device = DeviceProfile(**_profile(k, m))
     run = build_run("paged_prefix", {}, device, timeline, None, extended=True)
     run["limits"] = {"budget": budget, "queueCap": None}
-    problems, _ = replay_run(run, doc, device.to_json(), unit=UNIT)
+    problems, _ = replay_run(run, doc, device.to_json())
     assert problems == []
 
 

@@ -110,7 +110,7 @@ def test_run_file_records_swaps_and_the_replay_accepts_them():
         ([], []),
     ]
     assert run["device"]["hostPages"] == 3 and run["device"]["swapMsPerPage"] == PER_PAGE
-    assert verify_run(run, trace().raw, dev.to_json(), unit=U08) == []
+    assert verify_run(run, trace().raw, dev.to_json()) == []
     compact = compact_run(run, timeline)
     assert compact["swapOuts"] == [[1, 0]] and compact["swapIns"] == [[2, 0]]
     assert compact["resumes"] == [[0, 2, 0, 3]]  # A re-enters at step 2, decode step 0: 3 tokens
@@ -183,7 +183,7 @@ def forged(dev, mutate):
 
 
 def problems(run, dev):
-    return verify_run(run, trace().raw, dev.to_json(), unit=U08)
+    return verify_run(run, trace().raw, dev.to_json())
 
 
 def test_replay_rejects_an_uncharged_transfer():
@@ -196,7 +196,7 @@ def test_replay_rejects_an_uncharged_transfer():
     assert found[0].kind is ProblemKind.INVALID_SCHEDULE  # later steps overlap the true ends
     charged = [p for p in found if p.statistic == "events[].endMs"]
     assert charged and "1.50 ms of it moving 2 pages to or from the host pool" in charged[0].message
-    assert verify_run(run, trace().raw, free.to_json(), unit=U08) == []
+    assert verify_run(run, trace().raw, free.to_json()) == []
 
 
 def test_replay_rejects_a_host_pool_overflow():
@@ -261,7 +261,7 @@ def test_swap_long_around_paged(host_pages):
 
 
 def problems_of(run, trace_, dev):
-    return verify_run(run, trace_.raw, dev.to_json(), unit=U08)
+    return verify_run(run, trace_.raw, dev.to_json())
 
 
 @pytest.mark.parametrize("unit", ["unit07", "unit08"])

@@ -6,20 +6,12 @@ import argparse
 import importlib
 from pathlib import Path
 
-from .. import reference
-from ..units import Unit, UnitError, course_root, load_unit
+from ..units import Unit, UnitError, course_root
 
 
 def add_unit(parser: argparse.ArgumentParser) -> None:
     """The ``--unit`` flag every unit-bound subcommand requires."""
     parser.add_argument("--unit", required=True)
-
-
-def load_with_engine(unit_id: str) -> Unit:
-    """Load a unit and make its engine (``servesim``) importable."""
-    unit = load_unit(unit_id)
-    reference.engine(unit)
-    return unit
 
 
 def stale_golden(unit: Unit) -> list:

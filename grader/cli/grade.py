@@ -5,14 +5,14 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ..units import UnitError
-from .common import add_unit, load_with_engine, show_path, stale_golden
+from ..units import UnitError, load_unit
+from .common import add_unit, show_path, stale_golden
 
 
 def _golden(args, extra: list[str]) -> int:
     from ..course import golden
 
-    unit = load_with_engine(args.unit)
+    unit = load_unit(args.unit)
     if args.check:
         bad = stale_golden(unit)
         for status in bad:

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from .. import reference
 from ..collector import collector_off
 from ..units import load_unit
-from .common import add_unit, load_with_engine, show_path
+from .common import add_unit, show_path
 
 
 def _run_script(command: str, load_main: Callable, args, extra: list[str]) -> int:
@@ -197,7 +197,7 @@ def add_run_gpu(commands) -> None:
 def _starter_sync(args, extra: list[str]) -> int:
     from ..course import starter
 
-    unit = load_with_engine(args.unit)
+    unit = load_unit(args.unit)
     if args.check:
         stale = starter.stale_files(unit)
         for path in stale:

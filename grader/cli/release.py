@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .. import reference
 from ..course import nbgrader_course, release_checks
 from ..units import UnitError, course_root, load_unit
 from .common import add_unit, show_path, stale_golden
@@ -64,7 +63,6 @@ def _release(args, extra: list[str]) -> int:
     if args.action == "student":
         dest = release.build_student_zip(unit, out / release.student_zip_name(unit))
     else:
-        reference.engine(unit)
         stale = stale_golden(unit)
         if stale:
             raise UnitError(

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
+import servesim
+
 from .. import reference
 from ..cases import Case, Kind, case_trace_doc, load_grading, sha256_file, trace_path
 from ..jsonio import by_file, read_json, write_text_atomic
@@ -106,7 +108,6 @@ def build_golden(unit: Unit, case: Case, runs: dict | None = None) -> dict:
     """The golden document of ``case``, computed now with the reference solution. ``runs``
     (optional) remembers reference runs by what makes them (``_run_key``): cases that differ
     only in what they ask of the same run share it."""
-    servesim = reference.engine(unit)
     source = trace_path(unit, case)
     device = case_device(unit, case)
     key = _run_key(case)
@@ -151,7 +152,6 @@ def build_all(unit: Unit, cases: list[Case]) -> list[dict]:
     if workers < 2 or "fork" not in multiprocessing.get_all_start_methods():
         runs: dict = {}
         return [build_golden(unit, case, runs) for case in cases]
-    reference.engine(unit)  # imported once, before the fork
     shares = [[] for _ in range(workers)]
     for n, members in enumerate(sorted(groups.values(), key=len, reverse=True)):
         shares[n % workers].extend(members)
@@ -271,7 +271,6 @@ def load_golden(unit: Unit, case: Case) -> dict:
         doc = by_file(path, read_json)  # shared by every submission: read-only
     except (OSError, ValueError) as exc:
         raise UnitError(f"{_rel(path)}: unreadable golden file ({exc})") from None
-    servesim = reference.engine(unit)
     if doc.get("trace", {}).get("sha256") != sha256_file(trace_path(unit, case)):
         raise UnitError(f"golden file for case '{case.id}' is stale: its trace changed ({hint})")
     if doc.get("engineVersion") != servesim.ENGINE_VERSION or doc.get("case") != case.spec:

@@ -19,6 +19,8 @@ import json
 import re
 from pathlib import Path
 
+import servesim
+
 from .. import labfolder, reference
 from ..parts import unit_parts
 from ..units import Unit
@@ -77,7 +79,6 @@ def snapshot_specs(unit: Unit) -> list[dict]:
 def _snapshot_device(unit: Unit, spec: dict):
     if "device" not in spec:
         return reference.device_profile(unit)
-    servesim = reference.engine(unit)
     doc = json.loads((unit.lab_dir / spec["device"]).read_text(encoding="utf-8"))
     return servesim.DeviceProfile.from_json(doc.get("device", doc), source=spec["device"])
 

@@ -115,9 +115,7 @@ def _judge_run(unit: Unit, case: Case, trace_doc: dict, golden: dict, output: by
     mismatch = _run_identity(unit, case, run, device)
     if mismatch is not None:
         return Verdict(Status.INVALID_SCHEDULE, mismatch)
-    problems, replay = verify.replay_run(
-        run, trace_doc, device, unit=unit, limits=case_limits(unit, case)
-    )
+    problems, replay = verify.replay_run(run, trace_doc, device, limits=case_limits(unit, case))
     invalid = [p for p in problems if p.kind is verify.ProblemKind.INVALID_SCHEDULE]
     if invalid:
         return Verdict(

@@ -7,9 +7,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+import servesim
 import yaml
 
-from .. import reference
 from ..jsonio import write_text_atomic
 from ..units import Unit
 from .azure import AZURE_ATTRIBUTION, import_azure
@@ -36,13 +36,11 @@ def trace_text(doc: dict) -> str:
 
 def validate_doc(unit: Unit | None, doc, source: str):
     """Validate a trace document with the lab's parse_trace (raises servesim.TraceError)."""
-    servesim = reference.engine(unit)
     return servesim.parse_trace(doc, source=source)
 
 
 def read_any_trace(unit: Unit | None, path: Path, data_dir: Path | None = None):
     """A trace file (JSON, or YAML: a trace or a spec), validated like the lab does."""
-    servesim = reference.engine(unit)
     path = Path(path)
     if path.suffix.lower() in (".yaml", ".yml"):
         try:
@@ -146,7 +144,6 @@ def check_unit_traces(unit: Unit, data_dir=None) -> list[CheckLine]:
 
 
 def check_file(unit: Unit | None, path: Path, data_dir=None) -> CheckLine:
-    servesim = reference.engine(unit)
     try:
         trace = read_any_trace(unit, path, data_dir)
     except servesim.TraceError as exc:

@@ -12,13 +12,14 @@ module walks the log and applies each event; the checks of an event before it is
 
 from __future__ import annotations
 
-import heapq
 import math
 from dataclasses import dataclass, field
 
+from servesim import decision, rules
+
 from .problems import Collector, ProblemKind, close_ms, fmt_ms
 from .replay_arrivals import ArrivalReplay
-from .replay_cancels import CancelChecks, client_cancels
+from .replay_cancels import CancelChecks, due_heap
 from .replay_checks import (
     check_token_times,
     describe_batch,
@@ -60,7 +61,6 @@ def replay_events(
     timing,
     found,
     replay,
-    servesim,
     requests=None,
     limits=None,
     wait_ms: float = 0.0,
@@ -74,9 +74,9 @@ def replay_events(
     the run file's. ``wait_ms``: how long the device may idle past the arrival of the oldest
     request that has not started (a batcher's wait window; 0: never while a request is live).
     """
-    walker = _Walker(trace, profile, servesim.rules, found, timing, requests, limits)
+    walker = _Walker(trace, profile, found, timing, requests, limits)
     walker._pool_init(trace, profile)
-    walker._stream_init(trace, servesim, requests)
+    walker._stream_init(trace, requests)
     walker.wait_ms = wait_ms
     prev_end = 0.0  # the engine's clock starts at 0
     for k, event in enumerate(events):
@@ -85,8 +85,7 @@ def replay_events(
             return
         prev_end = walker.step(k, event, where, prev_end)
         replay.ends.append(prev_end)
-    walker._stream_gap(prev_end, math.inf)  # resumes and stalls after the last step
-    walker._cancel_clients(math.inf, idle_from=prev_end)  # cancels seen after the last step
+    walker.idle(prev_end, math.inf)  # the decision points after the last step
     walker._check_page_ops()
     walker._check_streams()
     walker.final_checks()
@@ -96,10 +95,12 @@ def replay_events(
 
 
 class _Walker(StepChecks, CancelChecks, PrefixChecks, StreamChecks):
-    """The replay's own state of every request, advanced one event at a time."""
+    """The replay's own state of every request, advanced one event at a time. At each decision
+    point it fires the engine's rules in their one order (``servesim.decision``), through its
+    own hooks (``admit_due``, ``expire_deadlines``, ``cancel_clients``, ``update_streams``)."""
 
-    def __init__(self, trace, profile, rules, found: Collector, timing, requests, limits):
-        self.profile, self.rules, self.found, self.timing = profile, rules, found, timing
+    def __init__(self, trace, profile, found: Collector, timing, requests, limits):
+        self.profile, self.found, self.timing = profile, found, timing
         self.wait_ms = 0.0
         self.reqs = {r.id: ReqState(r) for r in trace.requests}
         self.reported = reported_statuses(requests, trace)
@@ -107,37 +108,46 @@ class _Walker(StepChecks, CancelChecks, PrefixChecks, StreamChecks):
         self.arrivals = ArrivalReplay(trace, self.reported, (limits or {}).get("queueCap"), found)
         self.arrivals.admit_until(0.0)
         self.cancelled: set[str] = set()
-        self.deadlines = [
-            (r.arrival_ms + r.deadline_ms, order, r.id)
-            for order, r in enumerate(trace.requests)
-            if r.deadline_ms is not None and self.reported[r.id][0] != "rejected"
-        ]
-        heapq.heapify(self.deadlines)
-        self.client_cancels = client_cancels(trace, self.reported)
+        self.client_left: set[str] = set()
+        self.deadlines = due_heap(trace, self.reported, "deadline_ms")
+        self.client_cancels = due_heap(trace, self.reported, "cancel_ms")
+        self.idle_window: tuple[float, float] | None = None  # (after, until) while idling
+        self.point = decision.hooks(self, profile)
+
+    def idle(self, after: float, until: float) -> None:
+        """The decision points from the step end ``after`` to the next step's start ``until``
+        (inf: after the last step): each time a paused stream resumes or stalls (the engine's
+        clock stops there), then ``until``. A client cancel due in between may be seen at any
+        of them, or at a policy's wait's end, which the log does not show: it must be reported
+        between its time and ``until`` (``cancel_clients``)."""
+        self.idle_window = (after, until)
+        for clock in (*self._stream_changes(after, until), until):
+            decision.fire(self.point, clock, False)
+        self.idle_window = None
+
+    def admit_due(self, clock: float) -> None:
+        self.arrivals.admit_until(clock)
 
     def step(self, k: int, event: dict, where: Where, prev_end: float) -> float:
         """Check one event's start, members, duration and caps, apply it; return its true end."""
         start = event["startMs"]
         self._check_start(start, where, prev_end)
-        self.arrivals.admit_until(start)
-        self._stream_start(event, where, prev_end)  # paused streams (unit 09)
-        self._cancel_clients(start, idle_from=prev_end)
+        self.idle(prev_end, start)
+        self._stream_members(event, where)  # a paused stream may not run
         self._check_members(event, where)
         end = self._end(k, event, where)
         after = self._pages_step(event, where)
         positions = len(event["decode"]) + sum(c["tokens"] for c in event["prefill"])
-        broken = self.rules.cap_violation(self.profile, after, positions, self.budget)
+        broken = rules.cap_violation(self.profile, after, positions, self.budget)
         if broken is not None:  # B, K and M after the step, before releases
             self.found.add(BAD, broken[0], f"{where}: {broken[1]}", start)
         self._apply(event, end)
-        self.arrivals.admit_until(end)  # arrivals due at a step end come before cancellations
-        self._cancel_expired(end)
-        self._cancel_clients(end)
-        self._stream_point(event, end)
+        self._stream_tokens(event, end)
+        decision.fire(self.point, end, True)
         return end
 
     def _end(self, k: int, event: dict, where: Where) -> float:
-        rules, start, batch = self.rules, event["startMs"], _Batch(event)
+        start, batch = event["startMs"], _Batch(event)
         ids = [*event["decode"], *(c["id"] for c in event["prefill"]), *batch.moved]
         context = {rid: self.reqs[rid].cache for rid in ids}
         for chunk in event["prefill"]:  # a prefix hit is context the chunk reads
@@ -167,7 +177,7 @@ class _Walker(StepChecks, CancelChecks, PrefixChecks, StreamChecks):
         return end
 
     def _apply(self, event: dict, end: float) -> None:
-        rules, reqs = self.rules, self.reqs
+        reqs = self.reqs
         for rid in event.get("preempt", []):
             reqs[rid].preempt(rules)
         for rid in event.get("swapOut", []):
@@ -189,36 +199,10 @@ class _Walker(StepChecks, CancelChecks, PrefixChecks, StreamChecks):
                 done.append(rid)
         self._pages_leave(done)
 
-    def _cancel_expired(self, end: float) -> None:
-        """The engine's deadline rule, applied to the replay's own state at this step end."""
-        heap = self.deadlines
-        while heap and heap[0][0] < end:
-            rid = heapq.heappop(heap)[2]
-            st = self.reqs[rid]
-            if st.times or st.gone or st.spec.arrival_ms > end:
-                continue
-            status, at = self.reported[rid]
-            if status != "cancelled" or not close_ms(at, end):
-                self.found.add(
-                    BAD,
-                    "deadline",
-                    f"'{rid}' has no first token at {fmt_ms(end)}, past its deadline "
-                    f"({fmt_ms(st.spec.arrival_ms + st.spec.deadline_ms)}): it must be "
-                    "cancelled there",
-                    end,
-                )
-                continue
-            self._pages_leave([rid], ordered=True)
-            st.finish()
-            self.arrivals.left(rid)
-            self.cancelled.add(rid)
-
     def final_checks(self) -> None:
         for rid, st in self.reqs.items():
             status = self.reported[rid][0]
-            never = self.rules.never_fits(
-                self.profile, st.spec.input_tokens, st.spec.declared_output
-            )
+            never = rules.never_fits(self.profile, st.spec.input_tokens, st.spec.declared_output)
             if status == "rejected":
                 continue
             if never:

@@ -23,9 +23,10 @@ called complete with unread events``; ``bufferPeakBytes`` and ``cancelReason`` a
 from __future__ import annotations
 
 import bisect
-import importlib
 import math
 from dataclasses import dataclass, field
+
+from servesim import streaming
 
 from .problems import EPS_MS, ProblemKind, close_ms, fmt_ms
 
@@ -41,7 +42,6 @@ class _Stream:
     peak: float = 0.0
     resume_at: float = math.inf
     stall_at: float = math.inf
-    cancel_due: float = math.inf  # its client's cancel (that one comes first at a tie)
     pauses: list = field(default_factory=list)  # [start, end or None]
     drains: list = field(default_factory=list)  # per pause: (level at its start, resume_at)
     stalled: bool = False
@@ -54,25 +54,29 @@ class _Stream:
 class StreamChecks:
     streams = None  # id -> _Stream (None: the device does not stream)
 
-    def _stream_init(self, trace, servesim, requests) -> None:
+    def _stream_init(self, trace, requests) -> None:
         if getattr(self.profile, "stream_buffer_bytes", None) is None:
             return
-        self.streaming = importlib.import_module(f"{servesim.__name__}.streaming")
         self.streams = {r.id: _Stream(getattr(r, "read_bytes_per_s", None)) for r in trace.requests}
-        for r in trace.requests:
-            if getattr(r, "cancel_ms", None) is not None:
-                self.streams[r.id].cancel_due = r.arrival_ms + r.cancel_ms
         self.stream_records = {
             q["id"]: q for q in requests or () if isinstance(q, dict) and "id" in q
         }
         self.paused_streams: dict[str, _Stream] = {}
+        self.fresh: list[tuple[str, _Stream]] = []  # buffers the last step's tokens entered
+        self.step_clock = 0.0  # the last step's end as the engine clocked it
 
-    def _stream_start(self, event: dict, where, prev_end: float) -> None:
-        """Before ``event``: the resumes and stalls due while the device idled since
-        ``prev_end``, then no member of the batch may be a paused stream."""
+    def _stream_changes(self, after: float, until: float) -> list[float]:
+        """The times in ``(after, until]`` at which a paused stream resumes or stalls, in
+        order: while the device idles, each is a decision point of the engine."""
+        if self.streams is None:
+            return []
+        whens = {min(s.resume_at, s.stall_at) for s in self.paused_streams.values()}
+        return sorted(when for when in whens if after < when < until)
+
+    def _stream_members(self, event: dict, where) -> None:
+        """No member of the batch may be a paused stream."""
         if self.streams is None:
             return
-        self._stream_gap(prev_end, event["startMs"])
         for rid in (*event["decode"], *(c["id"] for c in event["prefill"])):
             s = self.streams[rid]
             if s.paused and not self.reqs[rid].gone:
@@ -86,40 +90,43 @@ class StreamChecks:
                     event["startMs"],
                 )
 
-    def _stream_gap(self, after: float, until: float) -> None:
-        """Resumes and stalls due in the idle time ``(after, until]``: each at its own time."""
-        if self.streams is None:
-            return
-        for rid, s in list(self.paused_streams.items()):
-            when = min(s.resume_at, s.stall_at)
-            if self.reqs[rid].gone:
-                del self.paused_streams[rid]
-            elif after < when <= until:
-                self._stream_decide(rid, s, when)
-
-    def _stream_point(self, event: dict, end: float) -> None:
-        """At a step end, after its arrivals, deadlines and client cancels: the tokens of
-        ``event`` enter their buffers, paused streams resume or stall, full buffers pause."""
+    def _stream_tokens(self, event: dict, end: float) -> None:
+        """The tokens of ``event`` enter their buffers at its end (as the engine clocked it,
+        when the run's ``endMs`` agrees with the rules)."""
         if self.streams is None:
             return
         clock = event["endMs"] if close_ms(event["endMs"], end) else end
-        device, streaming = self.profile, self.streaming
-        fresh = []
+        self.step_clock, self.fresh = clock, []
         for rid in dict.fromkeys((*event["decode"], *(c["id"] for c in event["prefill"]))):
             s, made = self.streams[rid], len(self.reqs[rid].times)
             if s.events < made:
                 s.events = made
                 if s.rate is not None:
                     s.level = streaming.level_at(s.level, s.last_ms, s.rate, clock)
-                    s.level += device.stream_event_bytes
+                    s.level += self.profile.stream_event_bytes
                     s.last_ms, s.peak = clock, max(s.peak, s.level)
-                    fresh.append((rid, s))
+                    self.fresh.append((rid, s))
+
+    def update_streams(self, clock: float) -> None:
+        """The output-buffer rule at a decision point: paused streams resume or stall (while
+        idling, each at its own time in the idle window), then buffers the last step filled
+        pause."""
+        if self.idle_window is not None:
+            after = self.idle_window[0]
+            for rid, s in list(self.paused_streams.items()):
+                when = min(s.resume_at, s.stall_at)
+                if self.reqs[rid].gone:
+                    del self.paused_streams[rid]
+                elif after < when <= clock:
+                    self._stream_decide(rid, s, when)
+            return
+        clock, device = self.step_clock, self.profile
         for rid, s in list(self.paused_streams.items()):
             if self.reqs[rid].gone:
                 del self.paused_streams[rid]
             elif min(s.resume_at, s.stall_at) <= clock:
                 self._stream_decide(rid, s, clock)
-        for rid, s in fresh:
+        for rid, s in self.fresh:
             if not self.reqs[rid].gone and not s.paused and streaming.is_full(s.level, device):
                 s.resume_at = streaming.resume_ms(
                     s.level, clock, s.rate, device.stream_low_mark_bytes
@@ -129,11 +136,12 @@ class StreamChecks:
                 s.pauses.append([clock, None])
                 s.drains.append((s.level, s.resume_at))
                 self.paused_streams[rid] = s
+        self.fresh = []
 
     def _stream_decide(self, rid: str, s: _Stream, clock: float) -> None:
         """A paused stream at a decision point: it resumes, or its deadline cancels it."""
-        if s.cancel_due <= clock:
-            return  # its client's cancel comes first (the cancel rule checks that one)
+        if rid in self.client_left:
+            return  # left by its client's cancel (that rule names a run that disagrees)
         if clock >= s.resume_at:
             s.pauses[-1][1] = clock
             del self.paused_streams[rid]
@@ -164,7 +172,7 @@ class StreamChecks:
     def _level(self, s: _Stream, now: float) -> float:
         if s.rate is None:
             return 0.0
-        return self.streaming.level_at(s.level, s.last_ms, s.rate, now)
+        return streaming.level_at(s.level, s.last_ms, s.rate, now)
 
     def _check_streams(self) -> None:
         """After the last event: each request's record against the replay's stream."""
@@ -204,7 +212,7 @@ class StreamChecks:
                     start,
                 )
             elif _number(match[1]) and match[1] < resume_at and not close_ms(match[1], resume_at):
-                held = self.streaming.level_at(level, start, s.rate, match[1])
+                held = streaming.level_at(level, start, s.rate, match[1])
                 self.found.add(
                     BAD,
                     "resumed above low mark",
@@ -246,7 +254,7 @@ class StreamChecks:
         if not times:
             return  # the token count check names this one
         rate = s.rate
-        ack = times[-1] if rate is None else self.streaming.ack_ms(s.level, s.last_ms, rate)
+        ack = times[-1] if rate is None else streaming.ack_ms(s.level, s.last_ms, rate)
         if not _number(said) or not close_ms(said, ack):
             self.found.add(
                 BAD,

@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import math
 
-from ..units import Unit, load_unit
+import servesim
+
 from .problems import EPS_MS, Collector, Problem, ProblemKind, same_value
 from .replay import (
     Replay,
@@ -49,14 +50,6 @@ __all__ = [
     "same_value",
     "verify_run",
 ]
-
-
-def _engine(unit: Unit | str | None):
-    from .. import reference
-
-    if isinstance(unit, str):
-        unit = load_unit(unit)
-    return reference.engine(unit)  # the one engine package, whichever unit (or none) is given
 
 
 def _wait_ms(run: dict) -> float:
@@ -85,7 +78,6 @@ def replay_run(
     device: dict,
     *,
     timing: str = "virtual",
-    unit: Unit | str | None = None,
     limits: dict | str | None = RUN_LIMITS,
 ) -> tuple[list[Problem], Replay]:
     """``verify_run`` plus what the replay rebuilt (for comparison with golden results).
@@ -102,7 +94,6 @@ def replay_run(
     run = expand_run(run)
     if timing not in ("virtual", "measured"):
         raise ValueError(f"timing must be 'virtual' or 'measured', got {timing!r}")
-    servesim = _engine(unit)
     if isinstance(trace, dict):
         trace = servesim.parse_trace(trace, source="trace")
     profile = servesim.DeviceProfile.from_json(device, source="device")
@@ -119,7 +110,6 @@ def replay_run(
         timing=timing,
         found=found,
         replay=replay,
-        servesim=servesim,
         requests=requests,
         limits=run.get("limits") if limits == RUN_LIMITS else limits,
         wait_ms=_wait_ms(run),
@@ -129,5 +119,5 @@ def replay_run(
     check_token_times(requests, replay, found)
     if found.has(ProblemKind.INVALID_SCHEDULE):
         return found.problems(), replay
-    check_statistics(run, trace, replay, found, servesim)
+    check_statistics(run, trace, replay, found)
     return found.problems(), replay

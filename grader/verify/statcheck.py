@@ -32,7 +32,7 @@ def _metrics(spec, req: dict, replay: Replay) -> dict:
     return metrics
 
 
-def check_statistics(run: dict, trace, replay: Replay, found: Collector, servesim) -> None:
+def check_statistics(run: dict, trace, replay: Replay, found: Collector) -> None:
     from servesim.metrics import summarize
 
     stats = ProblemKind.INCONSISTENT_STATS

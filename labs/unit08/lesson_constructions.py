@@ -14,6 +14,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import servesim
 from servesim.metrics import percentile
 from servesim.trace import parse_trace
 
@@ -133,7 +134,7 @@ def chapter_example(measure):
 def lab_device(unit: Unit, name: str):
     """A device profile of the lab's ``devices/`` folder (what a student passes)."""
     doc = json.loads((unit.lab_dir / "devices" / f"{name}.json").read_text(encoding="utf-8"))
-    return reference.engine(unit).DeviceProfile.from_json(doc["device"], source=name)
+    return servesim.DeviceProfile.from_json(doc["device"], source=name)
 
 
 def lifo_victim(runs: Runs) -> dict:

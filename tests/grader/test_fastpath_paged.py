@@ -18,6 +18,7 @@ from functools import partial
 from pathlib import Path
 
 import pytest
+import servesim
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from labtools import affine_devices, rows_trace
@@ -26,7 +27,6 @@ from grader import fastpath, reference
 from grader.units import load_unit
 
 U08 = load_unit("unit08")
-servesim = reference.engine(U08)
 AZURE = Path(__file__).resolve().parent.parent / "data" / "azure-conv-1000.json"
 AFFINE = {"prefill_ms_per_token": 0.1, "decode_batch_ms": 20.0, "decode_ms_per_seq": 0.05}
 PLAIN = ("id", "arrivalMs", "inputTokens", "outputTokens")

@@ -31,13 +31,13 @@ def test_verify_flags_fault(unit, fault, policy, params):
     trace = reference.load_trace(unit, "mixed")
     device = reference.device_profile(unit)
     run = reference.run_reference(unit, trace, policy, params, device, fault=fault)
-    problems = verify_run(run, trace, device.to_json(), unit=unit)
+    problems = verify_run(run, trace, device.to_json())
     assert problems, fault
     assert {p.kind for p in problems} == {ProblemKind.INCONSISTENT_STATS}
     assert problems[0].statistic == EXPECTED[fault]
     assert EXPECTED[fault].split(".")[-1] in problems[0].message
     clean = reference.run_reference(unit, trace, policy, params, device)
-    assert verify_run(clean, trace, device.to_json(), unit=unit) == []
+    assert verify_run(clean, trace, device.to_json()) == []
 
 
 def _forcing(fault: str):

@@ -16,6 +16,7 @@ import sys
 import tracemalloc
 
 import pytest
+import servesim
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from randomruns import PRESSURE, pressure_device, request_rows, unit08_run
@@ -29,7 +30,6 @@ from grader.fastpath import fullwrite
 from grader.units import load_unit
 
 U07, U08 = load_unit("unit07"), load_unit("unit08")
-servesim = reference.engine(U08)
 
 
 def streamed(doc: dict) -> str:

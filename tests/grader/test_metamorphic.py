@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import servesim
 
 from grader import reference
 from grader.cases import case_trace_doc, load_grading, trace_path
@@ -17,7 +18,6 @@ POLICIES = [("fcfs", {}), ("chunked", {"chunk": 2}), ("chunked", {"chunk": 3})]
 
 
 def _run(unit, doc, policy, params):
-    servesim = reference.engine(unit)
     trace = servesim.parse_trace(doc, source=doc.get("name", "trace"))
     return reference.run_reference(unit, trace, policy, params, reference.device_profile(unit))
 

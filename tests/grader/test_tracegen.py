@@ -7,6 +7,7 @@ import json
 import jsonschema
 import numpy as np
 import pytest
+import servesim
 import yaml
 
 from grader.cli import main
@@ -308,7 +309,6 @@ def test_generated_cancels_and_prefixes_drive_the_engine():
     from grader.units import load_unit
 
     unit = load_unit("unit09")
-    servesim = reference.engine(unit)
     trace = servesim.parse_trace(trace_from_spec(U09), source="u09-gen")
     device = case_device(unit, load_grading(unit).cases[0])
     run = reference.run_reference(unit, trace, "prefix_paged", {"budget": 128}, device)

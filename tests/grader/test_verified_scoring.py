@@ -10,6 +10,7 @@ import os
 import time
 
 import pytest
+import servesim
 
 from grader import casekinds, verify
 from grader.cases import load_grading
@@ -56,7 +57,6 @@ def reference_document(unit, case, fmt: str = "full") -> dict:
 
     from grader import reference
 
-    servesim = reference.engine(unit)
     trace = servesim.parse_trace(trace_doc(unit, case), source=case.trace)
     from grader.course.golden import case_device
 
@@ -74,7 +74,6 @@ def reference_document(unit, case, fmt: str = "full") -> dict:
 def _timeline(unit, case, trace, device):
     from grader import reference
 
-    servesim = reference.engine(unit)
     solution = reference.solution_policies(unit)
     spec = next(p for p in unit.policies if p["name"] == case.policy)
     function = getattr(solution, spec["function"])
@@ -157,11 +156,11 @@ def test_the_replay_takes_the_budget_from_the_case():
     run = copy.deepcopy(golden["run"])
     doc = trace_doc(UNIT08, case)
     loose = {**case_limits(UNIT08, case), "budget": 64}  # as if the case said B = 64
-    problems = verify.verify_run(run, doc, golden["device"], unit=UNIT08, limits=loose)
+    problems = verify.verify_run(run, doc, golden["device"], limits=loose)
     assert [p.statistic for p in problems if p.kind is ProblemKind.INVALID_SCHEDULE] == ["budget"]
     run["limits"]["budget"] = None
-    assert verify.verify_run(run, doc, golden["device"], unit=UNIT08, limits=loose)
-    assert verify.verify_run(golden["run"], doc, golden["device"], unit=UNIT08) == []
+    assert verify.verify_run(run, doc, golden["device"], limits=loose)
+    assert verify.verify_run(golden["run"], doc, golden["device"]) == []
 
 
 def test_the_replay_enforces_the_queue_cap():
@@ -169,9 +168,9 @@ def test_the_replay_enforces_the_queue_cap():
     golden = load_golden(UNIT08, case)
     doc = trace_doc(UNIT08, case)
     limits = case_limits(UNIT08, case)
-    assert verify.verify_run(golden["run"], doc, golden["device"], unit=UNIT08, limits=limits) == []
+    assert verify.verify_run(golden["run"], doc, golden["device"], limits=limits) == []
     tighter = {**limits, "queueCap": 1}
-    problems = verify.verify_run(golden["run"], doc, golden["device"], unit=UNIT08, limits=tighter)
+    problems = verify.verify_run(golden["run"], doc, golden["device"], limits=tighter)
     assert "queueCap" in {p.statistic for p in problems}
 
 
@@ -183,12 +182,12 @@ def test_idle_gap_is_invalid(unit):
     run = run_ref("mixed", "fcfs")
     device = load_golden(unit, load_grading(unit).by_id("fcfs-mixed"))["device"]
     trace = json.loads((unit.lab_dir / "traces" / "mixed.json").read_text(encoding="utf-8"))
-    assert verify.verify_run(run, trace, device, unit=unit) == []
+    assert verify.verify_run(run, trace, device) == []
     late = copy.deepcopy(run)
     for event in late["events"][2:]:
         event["startMs"] += 5.0
         event["endMs"] += 5.0
-    problems = verify.verify_run(late, trace, device, unit=unit)
+    problems = verify.verify_run(late, trace, device)
     assert "idle" in {p.statistic for p in problems}
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 
 import pytest
+import servesim
 
 from grader import reference
 from grader.verify import ProblemKind, verify_run
@@ -38,8 +39,8 @@ def by_id(run, rid):
 
 def test_reference_run_is_clean(mixed, unit):
     trace, device, run = mixed
-    assert verify_run(run, trace, device, unit=unit) == []
-    assert verify_run(run, trace.raw, device, unit=unit) == []  # a trace document works too
+    assert verify_run(run, trace, device) == []
+    assert verify_run(run, trace.raw, device) == []  # a trace document works too
 
 
 def test_overlap(mixed, unit):
@@ -47,7 +48,7 @@ def test_overlap(mixed, unit):
     event = run["events"][1]
     event["startMs"] -= 0.5
     event["endMs"] -= 0.5
-    problems = verify_run(restat(run), trace, device, unit=unit)
+    problems = verify_run(restat(run), trace, device)
     assert (ProblemKind.INVALID_SCHEDULE, "overlap") in kinds(problems)
     assert "starts before the previous submission ends" in problems[0].message
 
@@ -78,7 +79,7 @@ def test_prefill_before_arrival(unit):
             }
         ],
     }
-    problems = verify_run(restat(run), trace, device, unit=unit)
+    problems = verify_run(restat(run), trace, device)
     assert kinds(problems) == {(ProblemKind.INVALID_SCHEDULE, "prefill before arrival")}
     assert "arrives at 5.00 ms" in problems[0].message
 
@@ -86,7 +87,7 @@ def test_prefill_before_arrival(unit):
 def test_prefill_beyond_input_tokens(mixed, unit):
     trace, device, run = copy.deepcopy(mixed)
     run["events"][0]["prefill"][0]["tokens"] += 1
-    problems = verify_run(restat(run), trace, device, unit=unit)
+    problems = verify_run(restat(run), trace, device)
     assert (ProblemKind.INVALID_SCHEDULE, "prefill beyond inputTokens") in kinds(problems)
 
 
@@ -94,7 +95,7 @@ def test_decode_before_prefill_done(mixed, unit):
     trace, device, run = copy.deepcopy(mixed)
     # S arrives at 4 ms and is prefilled later: decoding it in event 1 (at 2.25 ms) is too early
     run["events"][1]["decode"].append("S")
-    problems = verify_run(restat(run), trace, device, unit=unit)
+    problems = verify_run(restat(run), trace, device)
     assert (ProblemKind.INVALID_SCHEDULE, "decode before first token") in kinds(problems)
 
 
@@ -103,7 +104,7 @@ def test_wrong_token_count(mixed, unit):
     last = run["events"].pop()
     for rid in last["decode"]:
         by_id(run, rid)["tokenTimesMs"].pop()
-    problems = verify_run(restat(run), trace, device, unit=unit)
+    problems = verify_run(restat(run), trace, device)
     assert kinds(problems) == {(ProblemKind.INVALID_SCHEDULE, "token count")}
     assert "it needs exactly 12" in problems[0].message
 
@@ -111,7 +112,7 @@ def test_wrong_token_count(mixed, unit):
 def test_token_times_must_match_events(mixed, unit):
     trace, device, run = copy.deepcopy(mixed)
     by_id(run, "A")["tokenTimesMs"][3] += 0.5
-    problems = verify_run(restat(run), trace, device, unit=unit)
+    problems = verify_run(restat(run), trace, device)
     assert kinds(problems) == {(ProblemKind.INVALID_SCHEDULE, "tokenTimesMs")}
     assert "token 4 of 'A'" in problems[0].message
 
@@ -119,7 +120,7 @@ def test_token_times_must_match_events(mixed, unit):
 def test_requests_must_match_trace(mixed, unit):
     trace, device, run = copy.deepcopy(mixed)
     by_id(run, "L")["outputTokens"] = 3
-    problems = verify_run(run, trace, device, unit=unit)
+    problems = verify_run(run, trace, device)
     assert kinds(problems) == {(ProblemKind.INVALID_SCHEDULE, "requests")}
 
 
@@ -141,8 +142,8 @@ def stretched(run: dict, factor: float) -> dict:
 def test_measured_timing_accepts_other_durations(mixed, unit):
     trace, device, run = mixed
     slow = stretched(run, 1.5)
-    assert verify_run(slow, trace, device, timing="measured", unit=unit) == []
-    virtual = verify_run(slow, trace, device, timing="virtual", unit=unit)
+    assert verify_run(slow, trace, device, timing="measured") == []
+    virtual = verify_run(slow, trace, device, timing="virtual")
     assert virtual and virtual[0].kind is ProblemKind.INVALID_SCHEDULE
 
 
@@ -151,28 +152,28 @@ def test_measured_timing_keeps_causality_and_token_checks(mixed, unit):
     slow = stretched(run, 1.5)
     bad = copy.deepcopy(slow)
     by_id(bad, "A")["tokenTimesMs"][-1] += 0.1
-    problems = verify_run(restat(bad), trace, device, timing="measured", unit=unit)
+    problems = verify_run(restat(bad), trace, device, timing="measured")
     assert kinds(problems) == {(ProblemKind.INVALID_SCHEDULE, "tokenTimesMs")}
     bad = copy.deepcopy(slow)
     bad["events"][2]["startMs"] = bad["events"][1]["startMs"]
-    problems = verify_run(restat(bad), trace, device, timing="measured", unit=unit)
+    problems = verify_run(restat(bad), trace, device, timing="measured")
     assert (ProblemKind.INVALID_SCHEDULE, "overlap") in kinds(problems)
     bad = copy.deepcopy(slow)
     by_id(bad, "L")["ttftMs"] += 1.0
-    problems = verify_run(bad, trace, device, timing="measured", unit=unit)
+    problems = verify_run(bad, trace, device, timing="measured")
     assert kinds(problems) == {(ProblemKind.INCONSISTENT_STATS, "ttftMs")}
 
 
 def test_bad_timing_argument(mixed, unit):
     trace, device, run = mixed
     with pytest.raises(ValueError, match="timing"):
-        verify_run(run, trace, device, timing="wall", unit=unit)
+        verify_run(run, trace, device, timing="wall")
 
 
 def test_safe_text_has_no_details(mixed, unit):
     trace, device, run = copy.deepcopy(mixed)
     by_id(run, "A")["tokenTimesMs"][3] += 0.5
-    problem = verify_run(restat(run), trace, device, unit=unit)[0]
+    problem = verify_run(restat(run), trace, device)[0]
     assert "A" not in problem.safe_text().split()
     assert not any(ch.isdigit() for ch in problem.safe_text())
 
@@ -184,7 +185,6 @@ def test_capacity_checks_agree_with_the_engine(unit, name):
     a request at arrival that the uncapped run completes."""
     from dataclasses import replace
 
-    servesim = reference.engine(unit)
     trace = reference.load_trace(unit, name)
     device = reference.device_profile(unit, page_tokens=2)
     policy = reference.solution_policies(unit).fcfs
@@ -197,7 +197,7 @@ def test_capacity_checks_agree_with_the_engine(unit, name):
             engine_ok = all(s.status is servesim.Status.COMPLETED for s in timeline.sequences)
         except servesim.PolicyError:
             engine_ok = False
-        problems = verify_run(run, trace, capped.to_json(), unit=unit)
+        problems = verify_run(run, trace, capped.to_json())
         assert (not problems) == engine_ok, (cap, problems)
         if problems:
             assert problems[0].statistic == next(iter(cap)).replace(
@@ -219,10 +219,10 @@ def test_idle_device_is_allowed_only_within_the_runs_wait_window():
     run = reference.run_reference(u08, trace, "static", {"bucket": 256, "wait_ms": 300}, device)
     first = min(r["arrivalMs"] for r in run["requests"])
     assert run["events"][0]["startMs"] > first, "the window kept the device idle at the start"
-    assert verify_run(run, trace, run["device"], unit=u08) == []
+    assert verify_run(run, trace, run["device"]) == []
     shorter = copy.deepcopy(run)
     shorter["params"]["wait_ms"] = 1
-    problems = verify_run(shorter, trace, run["device"], unit=u08)
+    problems = verify_run(shorter, trace, run["device"])
     assert (ProblemKind.INVALID_SCHEDULE, "idle") in kinds(problems)
 
 

@@ -79,4 +79,4 @@ def test_cuda_unit08_paged_runs_on_the_profiles_pages(cuda, tmp_path):
     (run,) = doc["runs"]
     assert run["realDevice"]["timing"] == "cuda-events"
     assert run["realDevice"]["kvCache"]["pages"] == 64
-    assert verify_run(run, doc["trace"], run["device"], timing="measured", unit=u08) == []
+    assert verify_run(run, doc["trace"], run["device"], timing="measured") == []

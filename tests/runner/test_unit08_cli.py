@@ -69,7 +69,7 @@ def test_every_policy_runs_on_the_units_device(tmp_path, capsys, torch_cpu, meas
             "hostPages": 0,
         }
         assert max(e["kvPagesHeld"] for e in run["events"]) <= 64
-        assert verify_run(run, doc["trace"], run["device"], timing="measured", unit=U08) == []
+        assert verify_run(run, doc["trace"], run["device"], timing="measured") == []
         # measure.py reads the real run as it reads a simulated one
         requests = run["requests"]
         end = max(r["arrivalMs"] for r in requests) + 1
@@ -89,7 +89,7 @@ def test_live_mode_runs_on_measured_times(tmp_path, capsys, torch_cpu):
     assert run["realDevice"]["mode"] == "live"
     for ev in run["events"]:
         assert ev["endMs"] - ev["startMs"] == pytest.approx(ev["measuredMs"], abs=1e-9)
-    assert verify_run(run, doc["trace"], run["device"], timing="measured", unit=U08) == []
+    assert verify_run(run, doc["trace"], run["device"], timing="measured") == []
     assert validate_run_file(U08, doc) is None
 
 
@@ -105,7 +105,7 @@ def test_tier_load_and_queue_cap(tmp_path, capsys, torch_cpu):
     }
     assert run["realDevice"]["kvCache"]["pages"] == spec["device"]["kvPages"]
     assert len(run["requests"]) == 12
-    assert verify_run(run, doc["trace"], run["device"], timing="measured", unit=U08) == []
+    assert verify_run(run, doc["trace"], run["device"], timing="measured") == []
 
 
 def test_closed_loop_replays_and_live_refuses(tmp_path, capsys, torch_cpu):
@@ -113,7 +113,7 @@ def test_closed_loop_replays_and_live_refuses(tmp_path, capsys, torch_cpu):
     doc, _ = _run_gpu(tmp_path, capsys, *argv)
     assert len(doc["trace"]["requests"]) == 6
     (run,) = doc["runs"]
-    assert verify_run(run, doc["trace"], run["device"], timing="measured", unit=U08) == []
+    assert verify_run(run, doc["trace"], run["device"], timing="measured") == []
     _, printed = _run_gpu(tmp_path, capsys, *argv, "--mode", "live", code=2)
     assert printed.err.count("\n") == 1 and "closed loop" in printed.err
 

@@ -162,7 +162,7 @@ def test_preempting_schedule_runs_on_exactly_the_virtual_pages(paged, torch_cpu,
     assert (
         max(e["kvPagesHeld"] for e in run["events"]) <= device.kv_pages == real.cache.pool.capacity
     )
-    assert verify_run(run, trace, run["device"], timing="measured", unit=U08) == []
+    assert verify_run(run, trace, run["device"], timing="measured") == []
     assert run["realDevice"]["mode"] == mode
     # a recomputed request's logits at each of its tokens are those of an uninterrupted run
     plain = _uninterrupted_logits(paged, torch_cpu)
@@ -189,7 +189,7 @@ def test_swapped_pages_go_to_the_host_and_come_back(paged, torch_cpu, mode):
             assert rid not in host
         assert event["hostPagesHeld"] == sum(host.values())
         assert event["kvPagesHeld"] == sum(pages.values()) <= device.kv_pages
-    assert verify_run(run, trace, run["device"], timing="measured", unit=U08) == []
+    assert verify_run(run, trace, run["device"], timing="measured") == []
     plain = _uninterrupted_logits(paged, torch_cpu)
     for rid in swapped:
         for got, want in zip(logits[rid], plain[rid], strict=True):

@@ -60,4 +60,4 @@ def test_live_mode_decides_on_the_measured_clock(tmp_path, capsys, torch_cpu):
     (run,) = doc["runs"]
     assert run["realDevice"]["mode"] == "live" and run["events"][-1]["kvPagesHeld"] == 0
     assert validate_run_file(U09, doc) is None
-    assert verify_run(run, doc["trace"], run["device"], timing="measured", unit=U09) == []
+    assert verify_run(run, doc["trace"], run["device"], timing="measured") == []

@@ -107,7 +107,7 @@ def _run(trace, policy, device, device_name="cpu", mode="replay"):
     options = {"extended": True, "limits": {"budget": None, "queueCap": None}}
     spec = PolicyRun("p", {}, policy, {}, options)
     run, replayed = RUNNERS[mode](trace, spec, device, real)
-    run["_verify"] = verify_run(run, replayed, run["device"], timing="measured", unit=U09)
+    run["_verify"] = verify_run(run, replayed, run["device"], timing="measured")
     return run, real, steps, logits, fed[0]
 
 

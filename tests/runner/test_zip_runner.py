@@ -47,7 +47,7 @@ def test_runner_starts_from_the_unzipped_lab(unit_id, tmp_path, torch_cpu):
     assert done.returncode == 0, done.stderr[-2000:]
     doc = json.loads(out.read_text(encoding="utf-8"))
     for run in doc["runs"]:
-        assert verify_run(run, doc["trace"], run["device"], timing="measured", unit=unit) == []
+        assert verify_run(run, doc["trace"], run["device"], timing="measured") == []
     # run_gpu.py puts its own folder first on sys.path: the zip's packages are the ones used
     probe = (
         "import sys; from importlib.util import find_spec; sys.path.insert(0, '.'); "

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
+import servesim
 from markupsafe import Markup
 
 from grader import reference
@@ -35,7 +36,7 @@ def buffer(unit09, u09_runs):
 
 def _lab_device(unit, name: str):
     doc = json.loads((Path(unit.lab_dir) / "devices" / f"{name}.json").read_text("utf-8"))
-    return reference.engine(unit).DeviceProfile.from_json(doc["device"], source=name)
+    return servesim.DeviceProfile.from_json(doc["device"], source=name)
 
 
 # -- a step count (#47: 7.969 s is exactly one step before the fluid model's 8 s) ----------------

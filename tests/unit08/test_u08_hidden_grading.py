@@ -357,8 +357,8 @@ def test_cancelling_at_the_wrong_step_boundary_is_an_invalid_schedule(shift):
     victim = next(r for r in run["requests"] if r["status"] == "cancelled")
     at = ends.index(victim["statusMs"])
     victim["statusMs"] = ends[at + 1] if shift == "later" else ends[at - 1]
-    problems, _ = verify.replay_run(run, trace, doc["device"], unit=UNIT)
+    problems, _ = verify.replay_run(run, trace, doc["device"])
     invalid = [p for p in problems if p.kind is verify.ProblemKind.INVALID_SCHEDULE]
     assert invalid and "cancel" in invalid[0].message
-    untouched, _ = verify.replay_run(doc["run"], trace, doc["device"], unit=UNIT)
+    untouched, _ = verify.replay_run(doc["run"], trace, doc["device"])
     assert untouched == []

@@ -11,6 +11,7 @@ import math
 from collections import Counter
 
 import pytest
+import servesim
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from servesim.compact import compact_run, expand_run
@@ -19,8 +20,6 @@ from u08tools import UNIT08, device, make_trace
 from vllm_rules_model import Device, simulate
 
 from grader import reference, verify
-
-SERVESIM = reference.engine(UNIT08)
 
 
 @st.composite
@@ -64,7 +63,7 @@ def compare(requests, budget, cap, pool, page) -> Counter:
     )
     trace = make_trace(requests)
     paged = reference.solution_policies(UNIT08).paged
-    timeline = SERVESIM.simulate(trace, lambda view: paged(view, budget), dev, budget=budget)
+    timeline = servesim.simulate(trace, lambda view: paged(view, budget), dev, budget=budget)
     run = build_run("paged", {"budget": budget}, dev, timeline, None, extended=True)
     run["limits"]["budget"] = budget
     ours = {r["id"]: r["tokenTimesMs"] for r in run["requests"] if r["status"] == "completed"}
@@ -72,7 +71,7 @@ def compare(requests, budget, cap, pool, page) -> Counter:
     for rid, times in model.items():
         assert ours[rid] == pytest.approx(times, abs=1e-9), f"{rid}: token times differ"
     assert run["summary"]["recomputes"] == seen["preemptions"]
-    problems, _ = verify.replay_run(run, trace.raw, dev.to_json(), unit=UNIT08)
+    problems, _ = verify.replay_run(run, trace.raw, dev.to_json())
     assert problems == [], problems[0].message
     compact = compact_run(run, timeline)
     assert compact is not None and expand_run(compact) == run

@@ -7,6 +7,8 @@ import json
 import sys
 from dataclasses import replace
 
+import servesim
+
 from grader import reference
 from grader.units import REPO_ROOT, load_unit
 
@@ -47,7 +49,6 @@ def record(rid, arrival_ms, end_ms, status="completed", tokens=None):
 
 def device(name: str | None = None, **overrides):
     """The unit's device, or a profile from the lab's ``devices/`` folder, with overrides."""
-    servesim = reference.engine(UNIT08)
     if name is None:
         profile = reference.device_profile(UNIT08)
     else:

@@ -16,6 +16,7 @@ import statistics
 from dataclasses import asdict
 from pathlib import Path
 
+import servesim
 from servesim.metrics import percentile
 from servesim.protocol import load_protocol, measurement_window, parse_protocol
 from servesim.tiers import load_tier
@@ -40,7 +41,6 @@ def _trace(unit, name: str):
 
 def _device_file(unit, relative: str):
     doc = json.loads((unit.lab_dir / relative).read_text(encoding="utf-8"))
-    servesim = reference.engine(unit)
     return servesim.DeviceProfile.from_json(doc.get("device", doc), source=relative)
 
 

@@ -16,6 +16,8 @@ import sys
 from contextlib import contextmanager
 from pathlib import Path
 
+import servesim
+
 from grader import reference
 from grader.course.nbscores import Close, Policies
 from grader.plugins import load_file
@@ -94,7 +96,7 @@ def fill_key(unit) -> dict:
 
 def _device_file(unit, relative: str):
     doc = json.loads((unit.lab_dir / relative).read_text(encoding="utf-8"))
-    return reference.engine(unit).DeviceProfile.from_json(doc.get("device", doc), source=relative)
+    return servesim.DeviceProfile.from_json(doc.get("device", doc), source=relative)
 
 
 def evidence_runs(unit, tailruns) -> dict[str, dict]:
