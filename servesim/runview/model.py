@@ -19,7 +19,6 @@ one full run entry into ``Step`` and ``Lane`` records:
 
 from __future__ import annotations
 
-import heapq
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -28,9 +27,9 @@ from pathlib import Path
 from ..compact import is_compact, token_times
 from ..kvledger import PageLedger, release_order
 from ..prefixcache import PoolError
-from ..streaming import pause_spans
-from .columns import Columns, StepList, left_early, of_steps
+from .columns import LEFT, Columns, StepList, left_early, of_steps
 from .compact_replay import replay_compact
+from .pauses import PausedStreams
 
 
 class ViewError(ValueError):
@@ -202,7 +201,9 @@ def _replay(run: dict) -> Picture:
         )
         for e in run["events"]
     ]
-    left = [(r["statusMs"], r["id"], r["status"]) for r in run["requests"] if _left_early(r)]
+    left = [
+        (r["statusMs"], r["id"], r["status"]) for r in run["requests"] if r.get("status") in LEFT
+    ]
     landed = Columns([], [], [], [], [])
     left_early(left, ends, landed)
     for table, key in ((landed.rejected, "rejected"), (landed.cancelled, "cancelled")):
@@ -218,7 +219,7 @@ def _replay(run: dict) -> Picture:
     state: dict[str, str] = {}  # wait, run, swap, done
     emitted: dict[str, int] = {}
     ledger = PageLedger.of_run(run)
-    pauses = _Pauses(run["requests"])
+    pauses = PausedStreams(run["requests"])
     waiting = next_arrival = next_cancel = 0
 
     previous = None  # the event before this step
@@ -285,35 +286,6 @@ def _replay(run: dict) -> Picture:
         of_steps(steps),
         lambda: [r["tokenTimesMs"] for r in run["requests"]],
     )
-
-
-class _Pauses:
-    """The streams paused at each decision time, asked in time order (``pause_spans``)."""
-
-    def __init__(self, requests: list[dict]):
-        self.spans = sorted(
-            (start, order, end, r["id"])
-            for order, r in enumerate(requests)
-            for start, end in pause_spans(r.get("pausedMs"), r.get("statusMs"))
-        )
-        self.next = 0
-        self.open: list[tuple[float, tuple, str]] = []  # (end, (start, order), id) heap
-
-    def at(self, t: float) -> Sequence[str]:
-        spans, open_ = self.spans, self.open
-        while self.next < len(spans) and spans[self.next][0] <= t:
-            start, order, end, rid = spans[self.next]
-            heapq.heappush(open_, (end, (start, order), rid))
-            self.next += 1
-        while open_ and open_[0][0] <= t:
-            heapq.heappop(open_)
-        if not open_:
-            return ()
-        return [rid for _, _, rid in sorted(open_, key=lambda span: span[1])]
-
-
-def _left_early(request: dict) -> bool:
-    return request.get("status") in ("rejected", "cancelled")
 
 
 def _lane(r: dict) -> Lane:
