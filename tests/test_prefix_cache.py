@@ -251,9 +251,8 @@ rows = st.lists(
 )
 
 
-@settings(max_examples=100, deadline=None)
-@given(rows=rows, pages=st.one_of(st.none(), st.integers(8, 20)), seed=st.integers(0, 10**6))
-def test_random_prefix_runs_keep_the_pool_consistent_and_replay_clean(rows, pages, seed):
+def random_trace(rows):
+    """The trace that ``rows`` (drawn by the strategy above) describe."""
     reqs = []
     for i, (arrival, n_in, n_out, group, shared, cancel) in enumerate(rows):
         req = {"id": f"R{i}", "arrivalMs": arrival, "inputTokens": n_in, "outputTokens": n_out}
@@ -262,7 +261,13 @@ def test_random_prefix_runs_keep_the_pool_consistent_and_replay_clean(rows, page
         if cancel is not None:
             req["cancelMs"] = cancel
         reqs.append(req)
-    trace = parse_trace({"name": "random", "requests": reqs})
+    return parse_trace({"name": "random", "requests": reqs})
+
+
+@settings(max_examples=100, deadline=None)
+@given(rows=rows, pages=st.one_of(st.none(), st.integers(8, 20)), seed=st.integers(0, 10**6))
+def test_random_prefix_runs_keep_the_pool_consistent_and_replay_clean(rows, pages, seed):
+    trace = random_trace(rows)
     device = DeviceProfile(kv_pages=pages, page_tokens=4, prefix_caching=True)
     inner = claiming(seed=seed)
 
@@ -381,15 +386,7 @@ def test_a_trial_step_reads_what_a_copy_would_and_leaves_the_pool_as_it_was(rows
     """``BlockPool.trial`` (how the engine checks every step) against ``copy`` + ``apply_step``
     on random candidate steps at every decision of random runs: the same pool after the step
     (or the same refusal), and the pool itself unchanged, page log included."""
-    reqs = []
-    for i, (arrival, n_in, n_out, group, shared, cancel) in enumerate(rows):
-        req = {"id": f"R{i}", "arrivalMs": arrival, "inputTokens": n_in, "outputTokens": n_out}
-        if min(shared, n_in):
-            req["prefix"] = [{"id": group, "tokens": min(shared, n_in)}]
-        if cancel is not None:
-            req["cancelMs"] = cancel
-        reqs.append(req)
-    trace = parse_trace({"name": "random", "requests": reqs})
+    trace = random_trace(rows)
     device = DeviceProfile(kv_pages=pages, page_tokens=4, prefix_caching=True)
     inner, rng, tried = claiming(seed=seed), random.Random(seed), []
 

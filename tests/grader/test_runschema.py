@@ -5,14 +5,12 @@ rejected requests) and on copies with one value, field or item changed."""
 from __future__ import annotations
 
 import copy
-import json
 import random
 
 import pytest
 from jsonschema import Draft202012Validator
-from servesim import cli
+from refruns import run_file
 
-from grader import reference
 from grader.units import load_unit
 from grader.verify import runschema
 
@@ -20,17 +18,6 @@ U07, U08 = load_unit("unit07"), load_unit("unit08")
 # what a changed leaf becomes: every JSON kind, bounds' edges, and values JSON cannot hold
 LEAVES = [-1, 0, 1, 2.5, -0.0, 1e308, "", "x", "completed", None, True, False, [], {}, [1, 2]]
 LEAVES += [float("nan"), float("inf"), 3.0]
-
-
-def run_file(unit, tmp_path, fmt: str, *argv: str) -> dict:
-    out = tmp_path / f"{unit.id}-{fmt}.json"
-    code = cli.main(
-        [*argv, "--format", fmt, "--output", str(out)],
-        policies_module=reference.solution_policies(unit),
-        lab_dir=unit.lab_dir,
-    )
-    assert code == 0
-    return json.loads(out.read_text(encoding="utf-8"))
 
 
 def errors(validator, document) -> list[tuple]:

@@ -13,12 +13,11 @@ import importlib
 import json
 import re
 import time
-from pathlib import Path
 
 import pytest
-from servesim import cli, compact
+from refruns import run_file
+from servesim import compact
 
-from grader import reference
 from grader.cases import Kind, case_trace_doc, load_grading
 from grader.course.golden import load_golden
 from grader.grading.hidden import Note
@@ -109,19 +108,6 @@ def test_every_reference_run_is_within_its_bounds():
 
 
 # -- padding each field in turn --------------------------------------------------------------
-
-
-def run_file(unit, tmp_path: Path, fmt: str, *argv: str) -> dict:
-    """The run file the lab's simulate.py writes with the reference policies."""
-    out = tmp_path / f"{unit.id}-{fmt}-{len(list(tmp_path.iterdir()))}.json"
-    argv = [str(unit.lab_dir / a) if a.startswith("devices/") else a for a in argv]
-    code = cli.main(
-        [*argv, "--format", fmt, "--output", str(out)],
-        policies_module=reference.solution_policies(unit),
-        lab_dir=unit.lab_dir,
-    )
-    assert code == 0
-    return json.loads(out.read_text(encoding="utf-8"))
 
 
 # one policy per file (a file of several runs is refused before the bounds), every format;
