@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import ast
 import re
+from pathlib import Path
 
-from grader.units import CODE_ROOT
+import servesim
+
+SERVESIM = Path(servesim.__file__).parent
 
 UNIT_NAME = re.compile(r"\bunits? 0\d", re.IGNORECASE)
 DEFINITIONS = (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
@@ -15,8 +18,8 @@ DEFINITIONS = (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
 
 def _docstrings(kinds):
     """(file, name, docstring) of every ``kinds`` node of servesim's sources."""
-    for path in sorted((CODE_ROOT / "servesim").rglob("*.py")):
-        where = str(path.relative_to(CODE_ROOT))
+    for path in sorted(SERVESIM.rglob("*.py")):
+        where = str(path.relative_to(SERVESIM.parent))
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, kinds):
                 yield where, getattr(node, "name", "module"), ast.get_docstring(node) or ""

@@ -71,7 +71,7 @@ def test_check_catches_hand_edited_golden(scratch_unit):
 
 def test_check_exit_code_when_stale(monkeypatch, capsys, scratch_unit):
     (scratch_unit.traces_dir / "golden" / "fcfs-mixed.json").unlink()
-    monkeypatch.setattr("grader.cli.common.load_unit", lambda unit_id: scratch_unit)
+    monkeypatch.setattr("grader.cli.grade.load_unit", lambda unit_id: scratch_unit)
     assert main(["golden", "--unit", "unit07", "--check"]) == 1
     out = capsys.readouterr().out
     assert "missing: " in out and "fcfs-mixed.json" in out
