@@ -131,8 +131,13 @@ def _hit_check(torch, device_name, mode="replay"):
     # a hit page is held once in the real cache, in two tables, with two references
     first_b = next(i for i, e in enumerate(run["events"]) if "B" in {c["id"] for c in e["prefill"]})
     tables, refs = steps[first_b]
-    assert tables["B"][:3] == tables["A"][:3] and set(tables["A"][:3]) <= hit_pages
-    assert all(refs[p] >= 2 for p in tables["A"][:3])
+    assert set(tables["B"][:3]) <= hit_pages
+    # live: the measured clock decides whether A still runs when B arrives (on a fast machine
+    # A is done by 5 ms and B hits A's freed pages, still keyed); replay mode, on the device
+    # model's clock, always checks the shared holding
+    if mode == "replay" or "A" in tables:
+        assert tables["B"][:3] == tables["A"][:3] and set(tables["A"][:3]) <= hit_pages
+        assert all(refs[p] >= 2 for p in tables["A"][:3])
     assert real.cache.pool.used == 0 and real.cache.refs == {}
     # the same requests without any prefix cache: every prompt position computed
     _, base_real, _, base_logits, base_fed = _run(
