@@ -9,6 +9,16 @@ from servesim import cli
 
 from grader import reference
 
+# the paged policy on the 64-page pool (trace kv-pages), which both schema tests run
+KV_PAGES = (
+    "--trace",
+    "kv-pages",
+    "--policy",
+    "paged",
+    "--device-profile",
+    "devices/kv-64-pages.json",
+)
+
 
 def run_file(unit, tmp_path: Path, fmt: str, *argv: str) -> dict:
     """The run file the lab's simulate.py writes with the reference policies."""

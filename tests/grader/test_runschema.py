@@ -9,7 +9,7 @@ import random
 
 import pytest
 from jsonschema import Draft202012Validator
-from refruns import run_file
+from refruns import KV_PAGES, run_file
 
 from grader.units import load_unit
 from grader.verify import runschema
@@ -62,14 +62,6 @@ def changed(document, rng: random.Random):
     return doc
 
 
-KV_PAGES = (
-    "--trace",
-    "kv-pages",
-    "--policy",
-    "paged",
-    "--device-profile",
-    "devices/kv-64-pages.json",
-)
 CHANGES = 60
 
 

@@ -15,7 +15,7 @@ import re
 import time
 
 import pytest
-from refruns import run_file
+from refruns import KV_PAGES, run_file
 from servesim import compact
 
 from grader.cases import Kind, case_trace_doc, load_grading
@@ -113,14 +113,6 @@ def test_every_reference_run_is_within_its_bounds():
 # one policy per file (a file of several runs is refused before the bounds), every format;
 # unit 09's devices cache prefixes, which only the full format writes, so its compact entry is
 # unit 08's (the two units share the run schema)
-KV_PAGES = (
-    "--trace",
-    "kv-pages",
-    "--policy",
-    "paged",
-    "--device-profile",
-    "devices/kv-64-pages.json",
-)
 RUNS = {
     "unit07": [("unit07", ("--trace", "mixed", "--policy", "chunked", "--chunk", "2"), "full"),
                ("unit07", ("--trace", "mixed", "--policy", "fcfs"), "compact")],
