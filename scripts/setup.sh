@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Prepare a fresh machine: a virtualenv in .venv with infra-lab installed.
 #   bash scripts/setup.sh                 the core: simulate, starter sync, golden, grade, release
-#   bash scripts/setup.sh site traces     plus extras by job (site, traces, runner, nbgrader)
+#   bash scripts/setup.sh site traces     plus extras by job (site, traces, runner, nbgrader,
+#                                         similarity)
 #   bash scripts/setup.sh test            everything the test suite needs (system packages too)
 #   bash scripts/setup.sh --if-needed X   the same, skipped when .venv was set up for X by this
 #                                         script in this folder from today's pyproject.toml and
@@ -41,8 +42,8 @@ PY
 extras=("$@")
 for extra in "${extras[@]}"; do
   case "$extra" in
-    site | traces | runner | nbgrader | test) ;;
-    *) echo "setup.sh: unknown extra '$extra' (site, traces, runner, nbgrader, test)" >&2; exit 2 ;;
+    site | traces | runner | nbgrader | similarity | test) ;;
+    *) echo "setup.sh: unknown extra '$extra' (site, traces, runner, nbgrader, similarity, test)" >&2; exit 2 ;;
   esac
 done
 wants() { [[ " ${extras[*]} " == *" $1 "* ]]; }

@@ -26,7 +26,7 @@ DOCS = [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md"))]
 DEMO = REPO_ROOT / "scripts" / "demo.sh"
 FENCE = re.compile(r"^```.*?$(.*?)^```", re.M | re.S)
 INLINE = re.compile(r"`((?:\.venv/bin/)?infralab [^`]+)`")  # may wrap a line
-SETUP_EXTRAS = {"site", "traces", "runner", "nbgrader", "test"}
+SETUP_EXTRAS = {"site", "traces", "runner", "nbgrader", "similarity", "test"}
 
 
 def _lines(text: str, inline: bool = True) -> list[tuple[str, bool]]:

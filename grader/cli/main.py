@@ -40,6 +40,7 @@ _SUBCOMMANDS = (
     ("golden", "grade", "add_golden"),
     ("release", "release", "add_release"),
     ("grade", "grade", "add_grade"),
+    ("similarity", "similarity", "add_similarity"),
     ("autograde", "autograde", "add_autograde"),
     ("trace", "trace", "add_trace"),
     ("view", "view", "add_view"),

@@ -50,6 +50,7 @@ from .fingerprint import grader_version, inputs_fingerprint, submission_hash
 from .grade import warm
 from .limits import hidden_material
 from .reference_memo import remembered
+from .submission import submission_name
 
 CSV_NAME = "scores.csv"
 
@@ -68,13 +69,6 @@ class BatchResult:
     max_scores: list[float] = field(default_factory=list)  # distinct maxScore values in the CSV
     interrupted: bool = False
     csv_path: Path | None = None
-
-
-def submission_name(path: Path) -> str:
-    """The name a submission goes by in the CSV and the report file (folder name, zip stem)."""
-    path = Path(path)
-    name = path.stem if path.suffix.lower() == ".zip" else path.name
-    return "".join(ch if ch.isalnum() or ch in "._-@+" else "_" for ch in name) or "_"
 
 
 def grade_batch(

@@ -35,6 +35,14 @@ class Submission:
     source: str = ""
 
 
+def submission_name(path: Path) -> str:
+    """The name a submission goes by in reports and CSV files (folder name, zip stem), made of
+    letters, digits and ``._-@+`` only."""
+    path = Path(path)
+    name = path.stem if path.suffix.lower() == ".zip" else path.name
+    return "".join(ch if ch.isalnum() or ch in "._-@+" else "_" for ch in name) or "_"
+
+
 def load_submission(path: Path, editable: tuple[str, ...]) -> Submission:
     path = Path(path)
     if path.is_dir():
@@ -80,6 +88,8 @@ def _folder_entries(root: Path) -> dict:
                 raise SubmissionError(f"submission {root}: '{rel}' is a symbolic link")
             if path.is_file():
                 entries[rel] = _reader_file(path, rel, root)
+                if len(entries) > MAX_ENTRIES:  # a zip's bound: the walk stops here
+                    raise SubmissionError(f"submission {root}: more than {MAX_ENTRIES} files")
     return entries
 
 

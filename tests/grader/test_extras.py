@@ -12,7 +12,7 @@ from grader.course.release import requirements
 from grader.units import CODE_ROOT
 
 PYPROJECT = tomllib.loads((CODE_ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-JOB_EXTRAS = ("site", "traces", "runner", "nbgrader")
+JOB_EXTRAS = ("site", "traces", "runner", "nbgrader", "similarity")
 
 
 def names(requirements: list[str]) -> set[str]:
@@ -25,7 +25,7 @@ def test_core_leaves_the_other_jobs_to_extras():
     for extra in JOB_EXTRAS:
         assert not core & names(extras[extra]), extra
     assert {"numpy", "jinja2", "torch", "nbgrader", "latex2mathml"}.isdisjoint(core)
-    assert f"infra-lab[{','.join(('site', 'traces', 'runner', 'nbgrader'))}]" in extras["test"]
+    assert f"infra-lab[{','.join(JOB_EXTRAS)}]" in extras["test"]
 
 
 def test_bundle_requirements_pin_exactly_the_core():
@@ -40,12 +40,17 @@ def test_bundle_requirements_pin_exactly_the_core():
         ("numpy", ["trace", "check", "t.json"], "traces"),
         ("jinja2", ["site", "build", "--out", "site-out"], "site"),
         ("nbgrader", ["autograde", "--unit", "unit07", "--course", "course"], "nbgrader"),
+        ("copydetect", ["similarity", "--unit", "unit07", "a", "b"], "similarity"),
     ],
 )
 def test_missing_extra_is_one_error_line(monkeypatch, tmp_path, capsys, blocked, argv, extra):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setitem(sys.modules, blocked, None)  # the import fails as if not installed
-    for module in [m for m in sys.modules if m.startswith(("grader.traces.", "grader.sitebuild"))]:
+    for module in [
+        m
+        for m in sys.modules
+        if m.startswith(("grader.traces.", "grader.sitebuild", "grader.similarity."))
+    ]:
         monkeypatch.delitem(sys.modules, module)
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
