@@ -49,6 +49,7 @@ FAST = {
         "tests/grader/test_verdict_memo.py",
     ),
     "grader.sandbox": ("tests/sandbox/test_sandbox.py", "tests/sandbox/test_template.py"),
+    "grader.similarity": ("tests/grader/test_similarity.py",),
     "grader.sitebuild": (
         "tests/site/test_charts.py",
         "tests/site/test_glossary_formula.py",

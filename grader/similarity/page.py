@@ -7,8 +7,9 @@ Contracts:
 - The CSV holds every pair, most similar first: both names, both shares (0 to 1, three
   decimals), the shared filtered characters and ``yes``/``no`` for flagged. Names pass
   ``cohort_csv.neutralise``, so none reads as a spreadsheet formula.
-- The page lists the flagged pairs, then shows each one's editable files side by side with the
-  shared code marked, then the closest pairs below the threshold. Every piece of submitted text
+- The page lists the flagged pairs, then shows the editable files of the first
+  ``DETAILS_SHOWN`` side by side with the shared code marked, then the closest pairs below
+  the threshold. Every piece of submitted text
   goes through ``servesim.htmlsafe.text``; the page has no script.
 - Both texts are made before anything is written; each file is then written atomically (0600,
   in a 0700 folder: the report names students), so a reader sees a whole old or new file.
@@ -31,6 +32,7 @@ from .detect import MIN_SHARED, Comparison, FileMatch, Pair
 HTML_NAME, CSV_NAME = "similarity.html", "pairs.csv"
 HEADER = ["submission_a", "submission_b", "similarity_a", "similarity_b", "shared", "flagged"]
 CLOSEST_SHOWN = 20  # unflagged pairs listed on the page (the CSV has them all)
+DETAILS_SHOWN = 50  # flagged pairs whose code the page shows (a class of copies stays readable)
 STYLE = """
 body { font: 16px/1.5 system-ui, sans-serif; color: #1f2328; background: #fff; margin: 0; }
 main { max-width: 110rem; margin: 0 auto; padding: 1rem; }
@@ -84,8 +86,13 @@ def page_html(comparison: Comparison) -> str:
         if flagged
         else "<p>No pair reaches the threshold.</p>\n",
     ]
-    for number, pair in enumerate(flagged, 1):
+    for number, pair in enumerate(flagged[:DETAILS_SHOWN], 1):
         parts.append(_details(number, pair))
+    if len(flagged) > DETAILS_SHOWN:
+        parts.append(
+            f"<p>The code of the first {DETAILS_SHOWN} flagged pairs is shown above; "
+            f"{CSV_NAME} lists all {len(flagged)}.</p>\n"
+        )
     parts.append("<h2>Closest pairs below the threshold</h2>\n")
     parts.append(
         _table(closest, None, "Closest pairs that are not flagged")
@@ -112,7 +119,7 @@ def _table(pairs: list[Pair] | tuple[Pair, ...], link: str | None, caption: str)
     rows = []
     for number, pair in enumerate(pairs, 1):
         names = f"{esc(pair.a)} and {esc(pair.b)}"
-        if link:
+        if link and number <= DETAILS_SHOWN:
             names = f'<a href="#{link}-{number}">{names}</a>'
         rows.append(
             f"<tr><td>{names}</td><td class=num>{pair.similarity_a:.0%}</td>"
