@@ -4,8 +4,10 @@
     compare(unit, submissions, threshold) -> Comparison  every pair, most similar first
 
 The fingerprints are copydetect's (tokenised with Pygments, names and strings replaced by one
-letter each, k-grams winnowed): renaming variables or moving functions around leaves them as
-they were. Every k-gram of the unit's starter files (the given code and the stubs) is
+letter each, comments and spaces dropped, k-grams hashed and winnowed; at copydetect's default
+thresholds the window is 1, so every k-gram is kept and the result does not depend on the
+process's string hashing): renaming variables or moving functions around leaves them as they
+were. Every k-gram of the unit's starter files (the given code and the stubs) is
 boilerplate, so it counts for no pair, as ``copydetect`` treats its boilerplate folders.
 
 Contracts:
