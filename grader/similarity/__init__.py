@@ -9,4 +9,6 @@
 Submissions are read by ``grader.grading.submission`` (folders or zips, bounded, never run).
 """
 
-THRESHOLD = 0.5  # tests/grader/test_similarity.py: a disguised copy scores 0.93, own code 0.33
+# tests/grader/test_similarity.py: disguised copies score 0.91 and more; code written apart at
+# most 0.33 (unit 07) and 0.47 (unit 08), 0.54 for one unit 08 file against the reference
+THRESHOLD = 0.6

@@ -2,8 +2,10 @@
 alone makes no pair alike; bad input is one error line with nothing written; submissions are
 hostile (never run, bounded, their text escaped on the page and neutralised in the CSV).
 
-The class is made in ``tests/similarity_class/build.py``: four implementations of unit 07 written
-each on its own from the handout (all score full marks), one more and a disguised copy of it.
+The classes are made by ``tests/similarity_class/build.py`` from implementations written each
+on its own from the handout (four of unit 07, three of unit 08's ``static``, ``continuous`` and
+``budgeted``; all score full marks on their cases), one more and a disguised copy of it, the
+reference and two untouched starters.
 """
 
 from __future__ import annotations
@@ -23,8 +25,7 @@ from grader.units import load_unit
 pytest.importorskip("copydetect", reason="needs the similarity extra")
 from grader.similarity import detect
 
-CLASS07 = Path(__file__).parents[1] / "similarity_class" / "unit07"
-INDEPENDENT = ("early_returns", "flags", "ids", "match")
+CLASSES = Path(__file__).parents[1] / "similarity_class"
 
 
 def _submit(root: Path, name: str, files: dict[str, str], as_zip: bool = False) -> Path:
@@ -58,29 +59,51 @@ def _score(row: dict) -> float:
     return max(float(row["similarity_a"]), float(row["similarity_b"]))
 
 
+def _class(root: Path, unit_id: str) -> list[Path]:
+    """The unit's implementations, a disguised copy of ``original``, the reference and two
+    untouched starters, as submissions in ``root`` (the copy as a zip)."""
+    unit = load_unit(unit_id)
+    starter = {n: (unit.lab_dir / n).read_text(encoding="utf-8") for n in unit.editable}
+    texts = {}
+    for path in sorted((CLASSES / unit_id).glob("*.py")):
+        written = filled(starter["policies.py"], path.read_text(encoding="utf-8"))
+        texts[path.stem] = starter | {"policies.py": written}
+    texts["copy"] = starter | {"policies.py": disguised(texts["original"]["policies.py"])}
+    texts["reference"] = {
+        n: solved((unit.solutions_dir / n).read_text(encoding="utf-8")) for n in unit.editable
+    }
+    texts["untouched1"] = texts["untouched2"] = starter
+    return [_submit(root, n, files, as_zip=n == "copy") for n, files in texts.items()]
+
+
 @pytest.fixture(scope="module")
 def class07(tmp_path_factory):
     root = tmp_path_factory.mktemp("class07")
-    unit = load_unit("unit07")
-    starter = (unit.lab_dir / "policies.py").read_text(encoding="utf-8")
-    texts = {p.stem: filled(starter, p.read_text(encoding="utf-8")) for p in CLASS07.glob("*.py")}
-    texts["copy"] = disguised(texts["original"])
-    texts["untouched1"] = texts["untouched2"] = starter
-    subs = [_submit(root, n, {"policies.py": t}, as_zip=n == "copy") for n, t in texts.items()]
-    return root, subs, starter
+    starter = (load_unit("unit07").lab_dir / "policies.py").read_text(encoding="utf-8")
+    return root, _class(root, "unit07"), starter
 
 
-def test_copies_are_found_and_independent_work_is_not(tmp_path, class07, capsys):
-    _, subs, _ = class07
-    code, out = _run(tmp_path, "unit07", subs)
+# The largest share between two submissions written apart, as measured (docs/ta.md)
+CLOSEST_APART = {"unit07": 0.33, "unit08": 0.47}
+
+
+@pytest.mark.parametrize("unit_id", sorted(CLOSEST_APART))
+def test_copies_are_found_and_independent_work_is_not(tmp_path, unit_id, capsys):
+    (tmp_path / "class").mkdir()
+    subs = _class(tmp_path / "class", unit_id)
+    code, out = _run(tmp_path, unit_id, subs)
     assert code == 0
     pairs = _pairs(out)
     assert len(pairs) == len(subs) * (len(subs) - 1) // 2
     flagged = {pair for pair, row in pairs.items() if row["flagged"] == "yes"}
     assert flagged == {frozenset(("copy", "original"))}
     assert _score(pairs[frozenset(("copy", "original"))]) >= 0.9
-    own = [row for pair, row in pairs.items() if pair & set(INDEPENDENT)]
-    assert max(map(_score, own)) < 0.4  # the closest two written apart share 33 % (the doc)
+    apart = {p.stem for p in (CLASSES / unit_id).glob("*.py")} - {"original"}
+    assert len(apart) >= 3
+    closest = max(_score(row) for pair, row in pairs.items() if pair & apart)
+    assert closest == pytest.approx(CLOSEST_APART[unit_id], abs=0.005)
+    assert closest < THRESHOLD
+    assert _score(pairs[frozenset(("untouched1", "untouched2"))]) == 0
     assert "copy and original" in capsys.readouterr().out
 
 
@@ -170,7 +193,7 @@ HOSTILE = '"</code></pre><script>alert(1)</script><!--<img src=x onerror=alert(2
 def test_submitted_code_is_never_run_and_reaches_the_page_as_text(tmp_path, class07):
     _, _, starter = class07
     ran = tmp_path / "ran"
-    body = (CLASS07 / "original.py").read_text(encoding="utf-8")
+    body = (CLASSES / "unit07" / "original.py").read_text(encoding="utf-8")
     text = filled(starter, body).replace(
         '"""Unit 07 scheduling', f'open({str(ran)!r}, \'w\').write({HOSTILE!r})\n"""Unit 07', 1
     )

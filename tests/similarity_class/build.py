@@ -1,13 +1,15 @@
 """A class of submissions for the similarity tests, made as students make them.
 
     filled(starter, implementation) -> str   the starter with each stub replaced by the body
-                                             of the implementation's function of that name;
-                                             its other functions (helpers) appended
+                                             of the implementation's function of that name
+                                             (stubs it does not implement stay); its other
+                                             functions and classes (helpers) appended
     disguised(source) -> str                 a copy: every local variable renamed, the
                                              top-level functions in reverse order
     solved(solution) -> str                  a reference solution file without its markers
 
-The implementations in ``unit07/`` were written from the handout's docstrings, each on its own.
+The implementations in ``unit07/`` and ``unit08/`` were written from the handout's docstrings,
+each on its own (unit 08's: ``static``, ``continuous`` and ``budgeted`` only).
 """
 
 from __future__ import annotations
@@ -24,12 +26,12 @@ MARKER = re.compile(r"^\s*### (BEGIN|END) SOLUTION\n", re.M)
 
 
 def _functions(source: str) -> dict[str, str]:
-    """Each top-level function's whole source, by name, in file order."""
+    """Each top-level function's and class's whole source, by name, in file order."""
     lines = source.splitlines(keepends=True)
     tree = ast.parse(source)
     found = {}
     for node in tree.body:
-        if isinstance(node, ast.FunctionDef):
+        if isinstance(node, ast.FunctionDef | ast.ClassDef):
             first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
             found[node.name] = "".join(lines[first - 1 : node.end_lineno])
     return found
@@ -45,8 +47,8 @@ def _body(function: str) -> str:
 def filled(starter: str, implementation: str) -> str:
     functions = _functions(implementation)
     stubbed = set(STUB.findall(starter))
-    assert stubbed <= set(functions), stubbed - set(functions)
-    out = STUB.sub(lambda m: _body(functions[m.group(1)]), starter)
+    assert stubbed & set(functions), "implements none of the stubs"
+    out = STUB.sub(lambda m: _body(functions[m[1]]) if m[1] in functions else m[0], starter)
     helpers = [text for name, text in functions.items() if name not in stubbed]
     return out + "".join(f"\n\n{text}" for text in helpers)
 
