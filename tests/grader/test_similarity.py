@@ -176,9 +176,10 @@ def test_bad_submissions_are_one_error_and_nothing_written(tmp_path, class07, ca
 
 def test_what_is_read_is_bounded(tmp_path, class07, capsys, monkeypatch):
     _, subs, starter = class07
-    big = _submit(tmp_path, "big", {"policies.py": starter + "#" * (1 << 20)})
-    assert _run(tmp_path, "unit07", [subs[0], big])[0] == 2
-    _one_error(capsys, tmp_path / "report", "larger than 1 MiB")
+    for size, needle in ((1 << 20, "larger than 1 MiB"), (256 << 10, "larger than 256 KiB")):
+        big = _submit(tmp_path, f"big{size}", {"policies.py": starter + "#" * size})
+        assert _run(tmp_path, "unit07", [subs[0], big])[0] == 2
+        _one_error(capsys, tmp_path / "report", needle)
     from grader.grading import submission
 
     monkeypatch.setattr(submission, "MAX_ENTRIES", 3)
