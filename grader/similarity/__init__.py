@@ -9,6 +9,6 @@
 Submissions are read by ``grader.grading.submission`` (folders or zips, bounded, never run).
 """
 
-# tests/grader/test_similarity.py: disguised copies score 0.91 and more; code written apart at
-# most 0.33 (unit 07) and 0.47 (unit 08), 0.54 for one unit 08 file against the reference
-THRESHOLD = 0.6
+# tests/grader/test_similarity.py: disguised copies score 0.91 and more; the closest pair that is
+# no copy 0.33 (unit 07), 0.54 (unit 08) and 0.61 (unit 09)
+THRESHOLD = 0.75

@@ -3,9 +3,10 @@ alone makes no pair alike; bad input is one error line with nothing written; sub
 hostile (never run, bounded, their text escaped on the page and neutralised in the CSV).
 
 The classes are made by ``tests/similarity_class/build.py`` from implementations written each
-on its own from the handout (four of unit 07, three of unit 08's ``static``, ``continuous`` and
-``budgeted``; all score full marks on their cases), one more and a disguised copy of it, the
-reference and two untouched starters.
+on its own from the handout (four of unit 07; three of unit 08's ``static``, ``continuous`` and
+``budgeted``; three of unit 09's ``p99``, ``prefill_amplification``, ``waiting_share`` and
+``mean_queue``; all score full marks on their cases), one more and a disguised copy of it (which
+scores the same), the reference and two untouched starters.
 """
 
 from __future__ import annotations
@@ -66,9 +67,12 @@ def _class(root: Path, unit_id: str) -> list[Path]:
     starter = {n: (unit.lab_dir / n).read_text(encoding="utf-8") for n in unit.editable}
     texts = {}
     for path in sorted((CLASSES / unit_id).glob("*.py")):
-        written = filled(starter["policies.py"], path.read_text(encoding="utf-8"))
-        texts[path.stem] = starter | {"policies.py": written}
-    texts["copy"] = starter | {"policies.py": disguised(texts["original"]["policies.py"])}
+        code = path.read_text(encoding="utf-8")
+        texts[path.stem] = {n: filled(text, code) for n, text in starter.items()}
+        assert texts[path.stem] != starter, path
+    texts["copy"] = {
+        n: text if text == starter[n] else disguised(text) for n, text in texts["original"].items()
+    }
     texts["reference"] = {
         n: solved((unit.solutions_dir / n).read_text(encoding="utf-8")) for n in unit.editable
     }
@@ -84,7 +88,7 @@ def class07(tmp_path_factory):
 
 
 # The largest share between two submissions written apart, as measured (docs/ta.md)
-CLOSEST_APART = {"unit07": 0.33, "unit08": 0.47}
+CLOSEST_APART = {"unit07": 0.33, "unit08": 0.47, "unit09": 0.61}
 
 
 @pytest.mark.parametrize("unit_id", sorted(CLOSEST_APART))
