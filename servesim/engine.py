@@ -92,12 +92,13 @@ def simulate(
     own_device = _copy(device)  # what policies are given as view.device
     point = decision.hooks((state, *state.parts), state.rules)  # in their one order
     checks = state.hooks("check")  # the components' own refusals of a batch
+    blockers, marking = state.hooks("blocks"), state.hooks("marks")  # (): none switched on
 
     while arrivals or state.live:
         view = state.view(clock, previous)
         handed = state.policy_view = _handed(view, own_device)  # the engine reads only ``view``
         decision.fire(point, clock, previous is not None)  # previous: a step just ended here
-        if not state.live or state.blocks():
+        if not state.live or (blockers and state.blocks()):
             clock, previous = state.idle_until(clock), None  # idle: jump
             continue
 
@@ -117,7 +118,7 @@ def simulate(
         else:
             end = clock + execute(step, context)
         state.run_step(step, clock, end)
-        marks = state.marks(step)
+        marks = state.marks(step) if marking else None
         events.append(Event(len(events), clock, end, work, step, starts, state.page_ops(), marks))
         clock, previous = end, batch  # the policy's own batch: the engine never reads it back
 

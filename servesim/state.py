@@ -66,7 +66,9 @@ class EngineState:
         self._hook = {hook: hooked(self.parts, hook) for hook in features.HOOKS}
         self._before, self._moves = self._hook["before_step"], self._hook["moves"]
         self._settle, self._after = self._hook["settle"], self._hook["after_step"]
-        self._on_release = self._hook["release"]
+        self._on_release, self._refusals = self._hook["release"], self._hook["refuses"]
+        self._arrive, self._blockers = self._hook["arrive"], self._hook["blocks"]
+        self._marks = self._hook["marks"]
         # the queues' views are lazy, so one view serves every step, at its time (``view``)
         self._view = SchedulerView(
             0.0,
@@ -95,10 +97,10 @@ class EngineState:
         """Every request due by ``clock`` joins the waiting queue or is rejected at arrival: it
         can never fit the page pool, or a part refuses it (an ``admit`` function is given
         ``policy_view``, the view the policy is handed at this decision point)."""
-        refusals, arrive = self._hook["refuses"], self._hook["arrive"]
+        refusals, arrive = self._refusals, self._arrive
         while (seq := self.arrivals.pop_due(clock)) is not None:
             never = rules.never_fits(self.device, seq.input_tokens, seq.max_output_tokens)
-            if never or any(refuses(seq) for refuses in refusals):
+            if never or (refusals and any(refuses(seq) for refuses in refusals)):
                 self._leave(seq, Status.REJECTED, seq.arrival_ms)
                 continue
             seq.phase = Phase.PREFILL
@@ -115,7 +117,8 @@ class EngineState:
 
     def blocks(self) -> bool:
         """Whether a part holds every live request back (every one a paused stream)."""
-        return any(blocks(self.live) for blocks in self._hook["blocks"])
+        blockers = self._blockers
+        return bool(blockers) and any(blocks(self.live) for blocks in blockers)
 
     def wait_stop(self) -> float:
         """The first time a part's state changes by itself (a paused stream resumes or
@@ -197,7 +200,7 @@ class EngineState:
 
     def marks(self, batch: Batch) -> dict | None:
         """The run-file fields the parts own for the step just run (None: no part marks)."""
-        marks = self._hook["marks"]
+        marks = self._marks
         return {k: v for mark in marks for k, v in mark(batch).items()} if marks else None
 
     def page_ops(self) -> list | None:
