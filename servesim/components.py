@@ -178,14 +178,27 @@ COMPONENTS: list[Component] = [
             Rule("client cancels", "cancel_clients"),
         ),
         part=Lifecycle,
+        request_fields=("deadlineMs", "cancelMs"),
     ),
-    Component("prefix cache", lambda device, limits: device.prefix_caching, part=PrefixPages),
-    Component("swap", lambda device, limits: device.swaps, part=Swap),
+    Component(
+        "prefix cache",
+        lambda device, limits: device.prefix_caching,
+        part=PrefixPages,
+        event_fields=("pageOps",),
+        request_fields=("prefix",),
+    ),
+    Component(
+        "swap",
+        lambda device, limits: device.swaps,
+        part=Swap,
+        event_fields=("swapOut", "swapIn"),
+    ),
     Component(
         "output buffers",
         lambda device, limits: device.streams,
         rules=(Rule("output buffers", "update_streams"),),
         part=Buffers,
+        request_fields=("readBytesPerS", "ackMs", "pausedMs", "bufferPeakBytes", "cancelReason"),
     ),
 ]
 

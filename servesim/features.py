@@ -62,7 +62,7 @@ ReplayCheck = Callable[[dict, Mapping, object], Iterable[tuple[str, str]]]
 @dataclass(frozen=True)
 class Component:
     """One feature: its name, its switch, the decision-point rules it adds, how its per-run
-    part is made (None: it adds rules only), the run-file event fields it owns, its replay
+    part is made (None: it adds rules only), the run-file fields it owns, its replay
     check (``(event, requests by id, device) -> (field, sentence) pairs``) and what the run
     viewer draws of it at each step (``(event, the run's requests by id) -> marks``, derived
     from the batch and the requests, never read back from the event's own claim)."""
@@ -71,7 +71,8 @@ class Component:
     switched_on: Callable[[object, Mapping], bool] = _always  # (device, run limits)
     rules: tuple[Rule, ...] = ()
     part: Callable[[object], Part] | None = None  # (engine state) -> its part
-    event_fields: tuple[str, ...] = ()
+    event_fields: tuple[str, ...] = ()  # the run file's fields of each event it owns
+    request_fields: tuple[str, ...] = ()  # ... and of each request
     replay: ReplayCheck | None = None
     view: Callable[[dict, Mapping], dict] | None = None  # (event, run requests by id) -> marks
 
