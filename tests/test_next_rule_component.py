@@ -20,6 +20,7 @@ from servesim import (
 from servesim.features import Component, Part
 from servesim.runfile import build_run
 from servesim.runview.model import replay as view_replay
+from servesim.runview.page import page_data
 
 from grader.verify import replay_run
 from grader.verify.problems import ProblemKind
@@ -128,7 +129,9 @@ def test_without_the_component_no_executor_knows_the_rule():
     assert max(len(_tenants(_event_ids(e), TRACE_TENANT.get)) for e in run["events"]) == 3
     assert all("tenants" not in event for event in run["events"])
     assert invalid(run) == {}
-    assert all(step.marks is None for step in view_replay(run).steps)
+    picture = view_replay(run)
+    assert all(step.marks is None for step in picture.steps)
+    assert "mk" not in page_data(picture, None)
 
 
 TRACE_TENANT = {r.id: r.tenant for r in TRACE.requests}
@@ -145,7 +148,10 @@ def test_engine_replay_and_viewer_honour_the_registered_rule(registered):
     assert claimed[0] == ["a", "b"] and max(map(len, claimed)) == MAX_TENANTS
     assert any("c" in tenants for tenants in claimed)  # R2 runs once a tenant slot is free
     assert invalid(run) == {}
-    assert [step.marks["tenants"] for step in view_replay(run).steps] == claimed
+    picture = view_replay(run)
+    assert [step.marks["tenants"] for step in picture.steps] == claimed
+    shown = page_data(picture, None)["mk"]  # what the page's step table prints
+    assert shown == [[n, "tenants: " + ", ".join(t)] for n, t in enumerate(claimed)]
 
 
 def test_the_replay_names_a_forged_field_and_a_broken_cap(registered):

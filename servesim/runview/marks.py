@@ -18,3 +18,20 @@ def mark_steps(steps: list, run: dict) -> None:
     requests = {r["id"]: r for r in run["requests"]}
     for step, event in zip(steps, run["events"]):
         step.marks = {k: v for view in views for k, v in view(event, requests).items()}
+
+
+def mark_rows(steps) -> list[list]:
+    """``[step index, text]`` for each step with marks, the text ``name: value; ...`` (a list
+    value joined by commas): what the page's step table shows. Empty, without looking at a
+    step, while no component draws marks (a compact run's steps are made on demand)."""
+    if not any(c.view for c in components.COMPONENTS):
+        return []
+    rows = []
+    for n, step in enumerate(steps):
+        if step.marks:
+            rows.append([n, "; ".join(f"{k}: {_text(v)}" for k, v in step.marks.items())])
+    return rows
+
+
+def _text(value) -> str:
+    return ", ".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
