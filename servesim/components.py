@@ -219,6 +219,8 @@ def register(component: Component, before: str | None = None) -> None:
     names = [c.name for c in COMPONENTS]
     if component.name in names:
         raise ValueError(f"a component named {component.name!r} is registered already")
+    if before is not None and before not in names:
+        raise ValueError(f"no component named {before!r} to register {component.name!r} before")
     COMPONENTS.insert(names.index(before) if before else len(COMPONENTS), component)
 
 

@@ -62,3 +62,18 @@ def test_every_field_a_component_owns_is_in_the_published_run_schema():
     }
     assert owned["event"] and owned["request"]
     assert owned["event"] <= published["event"] and owned["request"] <= published["request"]
+
+
+def test_a_component_is_registered_once_and_before_one_that_exists():
+    extra = components.Component("extra")
+    components.register(extra, before="swap")
+    try:
+        names = [c.name for c in components.COMPONENTS]
+        assert names.index("extra") == names.index("swap") - 1
+        with pytest.raises(ValueError, match="registered already"):
+            components.register(extra)
+    finally:
+        components.unregister("extra")
+    with pytest.raises(ValueError, match="no component named 'nothing'"):
+        components.register(extra, before="nothing")
+    assert "extra" not in [c.name for c in components.COMPONENTS]
