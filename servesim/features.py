@@ -49,7 +49,9 @@ HOOKS = (
 
 class Part:
     """A switched-on component's state in one run; subclasses define only the hooks they need
-    (``HOOKS``): a hook left out is never called."""
+    (``HOOKS``): a hook left out is never called. The engine's state is given to the part as a
+    weak proxy, which the part may keep: the state holds its parts, and a run left with the
+    cyclic collector off must free everything by reference counting."""
 
 
 def _always(device, limits: Mapping) -> bool:

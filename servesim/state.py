@@ -23,6 +23,7 @@ them (``streaming.Streams.update``), and a stream paused too long leaves the sam
 from __future__ import annotations
 
 import math
+import weakref
 from types import MappingProxyType
 
 from . import components, features, rules
@@ -57,7 +58,8 @@ class EngineState:
         self.pool = self.streams = None  # the prefix cache, the output buffers: their parts
         limits = {"budget": budget, "queueCap": queue_cap, "admit": admit}
         self.components = components.switched_on(device, limits)
-        self.parts = [c.part(self) for c in self.components if c.part is not None]
+        handle = weakref.proxy(self)  # a part keeps this, so no cycle outlives the run
+        self.parts = [c.part(handle) for c in self.components if c.part is not None]
         self.rules = tuple(rule for c in self.components for rule in c.rules)
         self.tally = Tally(pages_kept=device.kv_pages is not None or self.pool is not None)
         self.tally.changes = 0  # counted: each step, each request that leaves
