@@ -11,10 +11,11 @@ arrival due exactly at a step end is admitted before deadlines pass, and a reque
 client cancels at the point a paused stream would resume or stall leaves as cancelled by its
 client, so the stream rule finds it gone.
 
-Each rule is one ``Rule``: the hook an executor implements (``DecisionPoint``), whether it
-fires at every decision point or only at a step end, and the device switch that turns it on.
-An executor asks ``hooks(executor, device)`` once per run for its bound hooks in this order
-and fires them with ``fire`` at each decision point; neither restates the order.
+Each rule is one ``Rule``: the hook an executor implements (``DecisionPoint``) and whether it
+fires at every decision point or only at a step end. The rules belong to the device's
+components, and their order is the components' order (``components.decision_rules``). An
+executor binds its hooks once per run (``hooks``) and fires them with ``fire`` at each decision
+point; neither restates the order.
 """
 
 from __future__ import annotations
@@ -41,43 +42,32 @@ class DecisionPoint(Protocol):
         """Paused streams resume or stall; buffers filled by the last step pause."""
 
 
-def _always(device) -> bool:
-    return True
-
-
-def _streaming(device) -> bool:
-    return device.stream_buffer_bytes is not None
-
-
 @dataclass(frozen=True)
 class Rule:
-    """One rule of the decision point: its name, the executor's hook, when it fires, and the
-    device switch that turns it on."""
+    """One rule of the decision point: its name, the hook that applies it, and when it fires.
+    Each belongs to one component (``components.COMPONENTS``), whose switch turns it on."""
 
     name: str
     hook: str  # the ``DecisionPoint`` method that applies it
     step_end_only: bool = False  # fires only where a step has just ended
-    switched_on: Callable[[object], bool] = _always
 
-
-RULES: tuple[Rule, ...] = (
-    Rule("arrivals", "admit_due"),
-    Rule("deadlines", "expire_deadlines", step_end_only=True),
-    Rule("client cancels", "cancel_clients"),
-    Rule("output buffers", "update_streams", switched_on=_streaming),
-)
 
 Hooks = tuple[tuple[Callable[[float], None], bool], ...]
 
 
-def hooks(executor: DecisionPoint, device) -> Hooks:
-    """The executor's hooks of the rules ``device`` switches on, in ``RULES`` order, each with
-    whether it fires only at a step end. Bound once per run: firing them costs no look-up."""
-    return tuple(
-        (getattr(executor, rule.hook), rule.step_end_only)
-        for rule in RULES
-        if rule.switched_on(device)
-    )
+def hooks(executors: tuple, rules: tuple[Rule, ...]) -> Hooks:
+    """The hooks of ``rules`` (``components.decision_rules(device)``: those the device switches
+    on, in their order), each bound to the first of ``executors`` that defines it (the engine:
+    its state, then its components' parts; the replay: itself), with whether it fires only at
+    a step end. Bound once per run: firing them costs no look-up."""
+    return tuple((_bound(executors, rule.hook), rule.step_end_only) for rule in rules)
+
+
+def _bound(executors: tuple, hook: str) -> Callable[[float], None]:
+    for executor in executors:
+        if hasattr(executor, hook):
+            return getattr(executor, hook)
+    raise AttributeError(f"no executor applies the decision-point rule {hook!r}")
 
 
 def fire(bound: Hooks, clock: float, step_end: bool) -> None:

@@ -1,10 +1,11 @@
 """The engine loop: the decision point, ask the policy for a batch, check it, run it, postprocess.
 
-    decision point (``decision.RULES``: arrivals, deadlines, client cancels, output buffers)
+    decision point (the components' rules: arrivals, deadlines, client cancels, output buffers)
     -> schedule (policy) -> check -> run (device clock) -> postprocess (preempt, swap, tokens)
 
-The policy only decides; the engine owns the clock and every sequence's state (``state.py``).
-The device rules (cost of a step, KV pages, caps, the token rule) are in ``rules.py``.
+The policy only decides; the engine owns the clock and every sequence's state (``state.py``),
+whose features are the components the device switches on (``components.py``). The device
+rules (cost of a step, KV pages, caps, the token rule) are in ``rules.py``.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import FrozenInstanceError, dataclass
 
-from . import contract, decision, rules, streaming
+from . import contract, decision, rules
 from .arrivals import Arrivals, ClosedLoop, realised_trace
 from .batch import Batch, PrefillChunk, Wait
 from .batchcheck import _at, check_batch
@@ -35,6 +36,7 @@ class Event:
     batch: Batch
     prefill_from: tuple[int, ...]  # each chunk's first token index
     page_ops: list | None = None  # prefix cache's reference changes, else None
+    marks: dict | None = None  # the run-file fields components own (``EngineState.marks``)
 
 
 @dataclass(frozen=True)
@@ -83,29 +85,32 @@ def simulate(
     """
     who = f"{name}()" if name else "the policy"
     arrivals = Arrivals(trace, closed)
-    state = EngineState(device, arrivals, budget)
+    state = EngineState(device, arrivals, budget, queue_cap=queue_cap, admit=admit)
     needs_context = execute is not None or rules.reads_context(device)
     events: list[Event] = []
-    clock, previous, streams = 0.0, None, state.streams  # streams: the output buffers, or None
+    clock, previous = 0.0, None
     own_device = _copy(device)  # what policies are given as view.device
-
-    state.limit_admission(queue_cap, admit)
-    point = decision.hooks(state, device)  # the decision point's rules, in their one order
+    point = decision.hooks((state, *state.parts), state.rules)  # in their one order
+    checks = state.hooks("check")  # the components' own refusals of a batch
+    blockers, marking = state.hooks("blocks"), state.hooks("marks")  # (): none switched on
 
     while arrivals or state.live:
         view = state.view(clock, previous)
         handed = state.policy_view = _handed(view, own_device)  # the engine reads only ``view``
         decision.fire(point, clock, previous is not None)  # previous: a step just ended here
-        if not state.live or (streams is not None and streams.blocks(state.live)):
-            clock, previous = streaming.wake_ms(clock, arrivals, state), None  # idle: jump
+        if not state.live or (blockers and state.blocks()):
+            clock, previous = state.idle_until(clock), None  # idle: jump
             continue
 
         batch = _ask(policy, handed, who)
         if type(batch) is Wait:  # idle on purpose until its time or the next arrival
-            clock, previous = _wake(batch, view, arrivals, streams), None
+            clock, previous = _wake(batch, view, arrivals, state), None
             continue
         step = _own(batch)  # what is checked, run and recorded: never the policy's object
         starts = check_batch(step, view, who=who, known=arrivals.ids)
+        for check in checks:
+            if (refused := check(step, view)) is not None:
+                raise PolicyError(f"{who} returned a batch {_at(view)}: {refused}")
         context = _context(step, state.live) if needs_context or step.moved else {}
         work = device.work_ms(step, context)
         if execute is None:
@@ -113,11 +118,12 @@ def simulate(
         else:
             end = clock + execute(step, context)
         state.run_step(step, clock, end)
-        events.append(Event(len(events), clock, end, work, step, starts, state.page_ops()))
+        marks = state.marks(step) if marking else None
+        events.append(Event(len(events), clock, end, work, step, starts, state.page_ops(), marks))
         clock, previous = end, batch  # the policy's own batch: the engine never reads it back
 
     seqs = tuple(arrivals.sequences)
-    records = streams and streams.records(seqs)  # None: streaming off
+    records = state.streams and state.streams.records(seqs)  # None: streaming off
     return Timeline(seqs, tuple(events), realised_trace(trace, closed, seqs), records)
 
 
@@ -177,14 +183,14 @@ def _ask(policy: Policy, view: SchedulerView, who: str) -> Batch | Wait:
     return batch
 
 
-def _wake(wait: Wait, view: SchedulerView, arrivals: Arrivals, streams) -> float:
+def _wake(wait: Wait, view: SchedulerView, arrivals: Arrivals, state: EngineState) -> float:
     """When a ``Wait`` returned at ``view.now_ms`` ends: at its time, the next arrival or the
-    next time a paused stream resumes or stalls, whichever is first."""
+    next time a component must see (a paused stream resumes or stalls), whichever is first."""
     until = wait.until_ms
     if not isinstance(until, (int, float)) or isinstance(until, bool) or not until > view.now_ms:
         raise PolicyError(f"Wait({until!r}) {_at(view)}: it must wait until a later time")
     until = min(until, arrivals.next_ms()) if arrivals else float(until)
-    return until if streams is None else min(until, streams.next_change())
+    return min(until, state.wait_stop())
 
 
 def _context(batch: Batch, live) -> dict[str, int]:

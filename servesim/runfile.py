@@ -150,6 +150,8 @@ def _event(event, extended: bool, swaps: bool) -> dict:
         entry |= {"swapOut": list(event.batch.swap_out), "swapIn": list(event.batch.swap_in)}
     if event.page_ops is not None:  # a prefix cache (unit 09): its reference changes
         entry["pageOps"] = [list(op) for op in event.page_ops]
+    if event.marks:  # the fields a component owns (``features.Component.event_fields``)
+        entry |= event.marks
     return entry
 
 

@@ -3,12 +3,16 @@
     arrive (admit or reject) -> run a checked batch (preempt, swap out and in, prefill, decode,
     finish) -> cancel
 
-Each change costs work in proportion to what changes; the totals a policy needs (holders,
-pages held, pages reserved) are kept as running sums in a ``Tally``.
+The core here is what every device has: the queues, the holders of KV, the token rule. Each
+feature the device switches on (prefix cache, swap, output buffers, cancels and deadlines,
+admission caps: ``components.py``) is a part whose hooks this record calls in the components'
+one order (``features.HOOKS`` says where each fires); a feature that is off has no part and
+costs nothing. Each change costs work in proportion to what changes; the totals a policy needs
+(holders, pages held, pages reserved) are kept as running sums in a ``Tally``.
 
 Leaving is terminal and monotone (``terminate``): a request leaves once, as completed,
 rejected or cancelled, and a later event that finds it gone (a second cancel, a deadline that
-passes after the client cancelled) does nothing. Its pages are released once: ``_release``
+passes after the client cancelled) does nothing. Its pages are released once: ``release``
 frees only what the request still holds. A client cancel (trace ``cancelMs``) is seen
 at the first decision point at or after its time (a step end, or the end of an idle wait),
 after that point's arrivals and deadlines, whatever the request's phase: waiting, running,
@@ -18,22 +22,30 @@ them (``streaming.Streams.update``), and a stream paused too long leaves the sam
 
 from __future__ import annotations
 
-import heapq
 import math
+import weakref
 from types import MappingProxyType
 
-from . import prefixcache, rules, streaming
+from . import components, features, rules
 from .arrivals import Arrivals
 from .batch import Batch
-from .contract import PolicyError
 from .device import DeviceProfile
+from .features import hooked
 from .queues import SeqView, WaitingQueue
 from .sequence import Phase, Sequence, Status
 from .view import SchedulerView, Tally
 
 
 class EngineState:
-    def __init__(self, device: DeviceProfile, arrivals: Arrivals, budget: int | None = None):
+    def __init__(
+        self,
+        device: DeviceProfile,
+        arrivals: Arrivals,
+        budget: int | None = None,
+        *,
+        queue_cap: int | None = None,
+        admit=None,
+    ):
         self.device = device
         self.arrivals = arrivals
         self.waiting = WaitingQueue()
@@ -42,15 +54,23 @@ class EngineState:
         self.holding: dict[str, Sequence] = {}
         self.live: dict[str, Sequence] = {}  # arrived and not finished, by id
         self.swapped: list[Sequence] = []  # on the host pool, in the order they left (31.6)
-        self.pool = prefixcache.pool_for(device)  # shared-prefix pages (unit 09), or None
+        self.queue_cap, self.admit = queue_cap, admit  # admission limits (``Admission``)
+        self.pool = self.streams = None  # the prefix cache, the output buffers: their parts
+        limits = {"budget": budget, "queueCap": queue_cap, "admit": admit}
+        self.components = components.switched_on(device, limits)
+        handle = weakref.proxy(self)  # a part keeps this, so no cycle outlives the run
+        self.parts = [c.part(handle) for c in self.components if c.part is not None]
+        self.rules = tuple(rule for c in self.components for rule in c.rules)
         self.tally = Tally(pages_kept=device.kv_pages is not None or self.pool is not None)
-        self.streams = streaming.streams_for(device)  # output buffers (unit 09), or None
         self.tally.changes = 0  # counted: each step, each request that leaves
-        self._deadlines: list[tuple[float, int, Sequence]] = []
-        self._cancels: list[tuple[float, int, Sequence]] = []  # client cancels (unit 09)
         self._starts = 0  # prefills begun so far (Sequence.prefill_start)
-        self.queue_cap, self.admit = None, None  # admission limits (``limit_admission``)
-        self.policy_view = None  # what an ``admit`` function is given (``admit_due``)
+        self.policy_view = None  # what an ``admit`` function is given (``Admission``)
+        self._hook = {hook: hooked(self.parts, hook) for hook in features.HOOKS}
+        self._before, self._moves = self._hook["before_step"], self._hook["moves"]
+        self._settle, self._after = self._hook["settle"], self._hook["after_step"]
+        self._on_release, self._refusals = self._hook["release"], self._hook["refuses"]
+        self._arrive, self._blockers = self._hook["arrive"], self._hook["blocks"]
+        self._marks = self._hook["marks"]
         # the queues' views are lazy, so one view serves every step, at its time (``view``)
         self._view = SchedulerView(
             0.0,
@@ -73,65 +93,50 @@ class EngineState:
         idling)."""
         return self._view.at(clock, previous)
 
-    # -- arrivals ---------------------------------------------------------------------------
+    # -- the decision point's core hook; the others are the parts' (``decision.hooks``) ------
 
-    def admit_arrivals(self, clock: float, view, queue_cap, admit) -> None:
-        """Every request due by ``clock`` joins the waiting queue or is rejected at arrival."""
+    def admit_due(self, clock: float) -> None:
+        """Every request due by ``clock`` joins the waiting queue or is rejected at arrival: it
+        can never fit the page pool, or a part refuses it (an ``admit`` function is given
+        ``policy_view``, the view the policy is handed at this decision point)."""
+        refusals, arrive = self._refusals, self._arrive
         while (seq := self.arrivals.pop_due(clock)) is not None:
-            refused = (
-                rules.never_fits(self.device, seq.input_tokens, seq.max_output_tokens)
-                or (queue_cap is not None and self.waiting.unstarted >= queue_cap)
-                or (admit is not None and not admit(seq, view))
-            )
-            if refused:
+            never = rules.never_fits(self.device, seq.input_tokens, seq.max_output_tokens)
+            if never or (refusals and any(refuses(seq) for refuses in refusals)):
                 self._leave(seq, Status.REJECTED, seq.arrival_ms)
                 continue
             seq.phase = Phase.PREFILL
-            if self.pool is not None:
-                self.pool.prefixes[seq.id] = seq.prefix
             self.waiting.add_arrival(seq)
             self.live[seq.id] = seq
-            if seq.deadline_ms is not None:
-                due = seq.arrival_ms + seq.deadline_ms
-                heapq.heappush(self._deadlines, (due, seq.order, seq))
-            if seq.cancel_ms is not None:
-                due = seq.arrival_ms + seq.cancel_ms
-                heapq.heappush(self._cancels, (due, seq.order, seq))
-            if self.streams is not None:
-                self.streams.admit(seq)
+            for hook in arrive:
+                hook(seq)
 
-    # -- the decision point's hooks (``decision.RULES``, fired in that order) ----------------
+    def hooks(self, hook: str) -> tuple:
+        """The switched-on parts' bound ``hook`` (``features.HOOKS``), in their order."""
+        return self._hook[hook]
 
-    def limit_admission(self, queue_cap: int | None, admit) -> None:
-        """The run's admission limits, which ``admit_due`` applies (``admit_arrivals``)."""
-        self.queue_cap, self.admit = queue_cap, admit
+    # -- idling ---------------------------------------------------------------------------
 
-    def admit_due(self, clock: float) -> None:
-        """Admit or reject every request due by ``clock``; an ``admit`` function is given
-        ``policy_view``, the view the policy is handed at this decision point."""
-        self.admit_arrivals(clock, self.policy_view, self.queue_cap, self.admit)
+    def blocks(self) -> bool:
+        """Whether a part holds every live request back (every one a paused stream)."""
+        blockers = self._blockers
+        return bool(blockers) and any(blocks(self.live) for blocks in blockers)
 
-    def expire_deadlines(self, boundary: float) -> None:
-        """At a step boundary: cancel live requests past their deadline without a first token."""
-        heap = self._deadlines
-        while heap and heap[0][0] < boundary:
-            seq = heapq.heappop(heap)[2]
-            if not seq.token_times_ms:
-                self.terminate(seq, Status.CANCELLED, boundary, "deadline")
+    def wait_stop(self) -> float:
+        """The first time a part's state changes by itself (a paused stream resumes or
+        stalls): a policy's ``Wait`` ends there at the latest (inf: never)."""
+        return min((stop() for stop in self._hook["wait_stop"]), default=math.inf)
 
-    def cancel_clients(self, clock: float) -> None:
-        """At a decision point: cancel live requests whose client cancelled by ``clock``."""
-        heap = self._cancels
-        while heap and heap[0][0] <= clock:
-            self.terminate(heapq.heappop(heap)[2], Status.CANCELLED, clock, "client")
-
-    def update_streams(self, clock: float) -> None:
-        """Output buffers at a decision point (``streaming.Streams.update``)."""
-        self.streams.update(clock, self)
-
-    def next_cancel_ms(self) -> float:
-        """The next client cancel not yet seen (inf when none is left)."""
-        return self._cancels[0][0] if self._cancels else math.inf
+    def idle_until(self, clock: float) -> float:
+        """Where an idle device's clock goes: the next arrival or, while a part blocks every
+        live request, the first time a part must see (a resume, a stall, a client cancel),
+        whichever comes first."""
+        wake = math.inf
+        if self.live:
+            wake = min((stop() for stop in self._hook["idle_stop"]), default=math.inf)
+        if self.arrivals:
+            wake = min(wake, max(clock, self.arrivals.next_ms()))
+        return clock if wake == math.inf else wake
 
     def terminate(self, seq: Sequence, status: Status, at_ms: float, reason=None) -> bool:
         """``seq`` leaves now, from whatever phase, its pages released, for ``reason``
@@ -140,7 +145,7 @@ class EngineState:
         if seq.status is not None:
             return False
         seq.cancel_reason = reason
-        self._release(seq)
+        self.release(seq)
         if seq.phase is Phase.PREFILL:
             self.waiting.remove(seq)
         elif seq.phase is Phase.DECODE:
@@ -154,18 +159,17 @@ class EngineState:
     # -- one step ---------------------------------------------------------------------------
 
     def run_step(self, batch: Batch, start_ms: float, end: float) -> None:
-        """Apply a checked batch that ran from ``start_ms`` to ``end``: preempt, swap out, swap
-        in, prefill, decode, finish."""
+        """Apply a checked batch that ran from ``start_ms`` to ``end``: the parts' page
+        changes, preempt, the parts' moves (swap out, swap in), prefill, decode, the parts'
+        settling, finish, the parts' after-step (tokens into output buffers)."""
         live, device, tally = self.live, self.device, self.tally
         tally.changes += 1  # caches change: what view.step_ms remembered is stale
-        if self.pool is not None:
-            self._pool_step(batch)
+        for hook in self._before:
+            hook(batch)
         for rid in batch.preempt:
             self._preempt(live[rid])
-        for rid in batch.swap_out:
-            self._swap_out(live[rid])
-        for rid in batch.swap_in:
-            self._swap_in(live[rid])
+        for hook in self._moves:
+            hook(batch)
         done = []  # sequences that emitted their last token
         for chunk in batch.prefill:
             seq = live[chunk.id]
@@ -190,22 +194,16 @@ class EngineState:
                 tally.pages += rules.pages_added(device, seq.context_tokens, 1)
             if seq.take_decode(end):
                 done.append(seq)
-        if self.pool is not None:
-            tally.pages = self.pool.in_use
-            done.sort(key=lambda seq: seq.prefill_start)  # vLLM frees in scheduling order
+        for hook in self._settle:
+            hook(done)
         self._finish(done, end)
-        if self.streams is not None:  # the step's tokens enter their output buffers (unit 09)
-            self.streams.after_step(batch, end)
+        for hook in self._after:
+            hook(batch, end)
 
-    def _pool_step(self, batch: Batch) -> None:
-        """The step's page changes in the prefix cache (``BlockPool.apply_batch``), noted
-        from here until the next step starts (``page_ops``)."""
-        self.pool.log = []
-        state = prefixcache.seq_state(self.live.__getitem__)
-        try:
-            self.pool.apply_batch(batch.decode, prefixcache.chunks_of(batch), batch.preempt, state)
-        except prefixcache.PoolError as exc:
-            raise PolicyError(f"batch: {exc}") from None
+    def marks(self, batch: Batch) -> dict | None:
+        """The run-file fields the parts own for the step just run (None: no part marks)."""
+        marks = self._marks
+        return {k: v for mark in marks for k, v in mark(batch).items()} if marks else None
 
     def page_ops(self) -> list | None:
         """The prefix cache's record of the step just run (None without a prefix cache): its
@@ -214,7 +212,7 @@ class EngineState:
 
     def _finish(self, done: list[Sequence], end: float) -> None:
         for seq in done:
-            self._release(seq)
+            self.release(seq)
             self._leave(seq, Status.COMPLETED, end)
         if done:
             self.running[:] = [seq for seq in self.running if seq.status is None]
@@ -224,7 +222,7 @@ class EngineState:
         prefill prompt + emitted again later. A request that has left is not re-queued."""
         if seq.status is not None:
             return
-        self._release(seq)
+        self.release(seq)
         if seq.phase is Phase.DECODE:
             self.running.remove(seq)
         else:
@@ -233,30 +231,11 @@ class EngineState:
         seq.phase = Phase.PREFILL
         self.waiting.add_preempted(seq)
 
-    def _swap_out(self, seq: Sequence) -> None:
-        """The cache moves to the host pool; tokens and cache are kept (31.6)."""
-        self._release(seq)
-        self.running.remove(seq)
-        seq.phase = Phase.SWAPPED
-        seq.swaps += 1
-        self.tally.host += self.device.pages_for(seq.context_tokens)
-        self.swapped.append(seq)
-
-    def _swap_in(self, seq: Sequence) -> None:
-        """The cache comes back: the sequence runs again, readmitted now (``prefill_start``)."""
-        self.swapped.remove(seq)
-        self.tally.host -= self.device.pages_for(seq.context_tokens)
-        seq.phase = Phase.DECODE
-        self._take_slot(seq)
-        if self.tally.pages_kept:
-            self.tally.pages += self.device.pages_for(seq.context_tokens)
-        self.running.append(seq)
-
     def _hold(self, seq: Sequence, start_ms: float) -> None:
         seq.prefill_start_ms = start_ms
-        self._take_slot(seq)
+        self.take_slot(seq)
 
-    def _take_slot(self, seq: Sequence) -> None:
+    def take_slot(self, seq: Sequence) -> None:
         """``seq`` starts holding KV: (re)admitted now, after every current holder."""
         seq.prefill_start = self._starts
         self._starts += 1
@@ -265,19 +244,18 @@ class EngineState:
         if self.tally.pages_kept:
             self.tally.reserved += self.device.pages_for(seq.reservation_tokens)
 
-    def _release(self, seq: Sequence) -> None:
+    def release(self, seq: Sequence) -> None:
         """Free what ``seq`` holds on the device, once: a sequence that holds nothing (never
         started, preempted, swapped out, or released already) frees nothing."""
         if self.holding.pop(seq.id, None) is None:
             return
-        if self.pool is not None:  # the pages it shares stay while other tables hold them
-            self.pool.release(seq.id)
-        self.tally.active -= 1
-        if self.tally.pages_kept:
-            self.tally.pages -= self.device.pages_for(seq.context_tokens)
-            self.tally.reserved -= self.device.pages_for(seq.reservation_tokens)
-        if self.pool is not None:
-            self.tally.pages = self.pool.in_use
+        tally = self.tally
+        tally.active -= 1
+        if tally.pages_kept:
+            tally.pages -= self.device.pages_for(seq.context_tokens)
+            tally.reserved -= self.device.pages_for(seq.reservation_tokens)
+        for hook in self._on_release:
+            hook(seq)
 
     def _leave(self, seq: Sequence, status: Status, at_ms: float) -> None:
         self.tally.changes += 1  # no longer live: view.step_ms must not price it

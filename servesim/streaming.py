@@ -210,23 +210,6 @@ class Streams:
         return out
 
 
-def streams_for(device) -> Streams | None:
-    """The run's output buffers, or None on a device without them (streaming off)."""
-    return Streams(device) if device.stream_buffer_bytes is not None else None
-
-
-def wake_ms(clock: float, arrivals, state) -> float:
-    """Where an idle device's clock goes: the next arrival or, when every live request is a
-    paused stream, the next time one resumes or stalls or a client cancels, whichever comes
-    first."""
-    wake = math.inf
-    if state.live and state.streams is not None:
-        wake = min(state.streams.next_change(), state.next_cancel_ms())
-    if arrivals:
-        wake = min(wake, max(clock, arrivals.next_ms()))
-    return clock if wake == math.inf else wake
-
-
 def _number(value: float) -> int | float:
     """A whole number of bytes as an int (the run file's spelling), else the float."""
     return int(value) if float(value).is_integer() else value

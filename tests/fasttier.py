@@ -27,6 +27,7 @@ FAST = {
         "tests/test_htmlsafe.py",
         "tests/test_servesim_docstrings.py",
         "tests/test_decision.py",
+        "tests/test_next_rule_component.py",
     ),
     "servesim.runview": ("tests/test_view.py",),
     "grader": (

@@ -1,11 +1,12 @@
-"""The decision point's rules are one ordered list (``servesim.decision.RULES``) that the engine
-and the grader's replay both fire: reorder it and both follow, so neither restates it."""
+"""The decision point's rules are one ordered list, the components' (``servesim.components``),
+that the engine and the grader's replay both fire: reorder it and both follow, so neither
+restates it."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from servesim import decision
+from servesim import components
 from streamcases import EXAMPLE, READ, entry, reasons, run_of, stream_trace
 
 DEADLINE_MS = 1000.0
@@ -21,14 +22,14 @@ def tie_case():
 
 
 def test_rules_are_listed_once_in_their_order():
-    assert [rule.name for rule in decision.RULES] == [
+    assert [rule.name for rule in components.decision_rules(EXAMPLE)] == [
         "arrivals",
         "deadlines",
         "client cancels",
         "output buffers",
     ]
     plain = replace(EXAMPLE, stream_buffer_bytes=None, stream_event_bytes=0)
-    assert [r.hook for r in decision.RULES if r.switched_on(plain)] == [
+    assert [r.hook for r in components.decision_rules(plain)] == [
         "admit_due",
         "expire_deadlines",
         "cancel_clients",
@@ -41,8 +42,12 @@ def test_engine_and_replay_follow_one_reordered_list(monkeypatch):
     assert entry(cancelled)["cancelReason"] == "client"  # client cancels come first
     assert reasons(cancelled, trace, device) == {}
 
-    rules = decision.RULES
-    monkeypatch.setattr(decision, "RULES", (rules[0], rules[1], rules[3], rules[2]))
+    order = components.COMPONENTS
+    buffers = next(c for c in order if c.name == "output buffers")
+    lifecycle = next(c for c in order if c.name == "cancels and deadlines")
+    reordered = [c for c in order if c is not buffers]
+    reordered.insert(reordered.index(lifecycle), buffers)
+    monkeypatch.setattr(components, "COMPONENTS", reordered)
     _, stalled = run_of(trace, device)
     assert entry(stalled)["cancelReason"] == "stalled"  # now the output buffers come first
     assert reasons(stalled, trace, device) == {}

@@ -158,7 +158,7 @@ def test_terminate_is_terminal_and_a_late_preempt_does_not_requeue():
     device = DeviceProfile(kv_pages=8, page_tokens=4)
     trace = trace_of((0, 6, 3, None))
     state = EngineState(device, Arrivals(trace))
-    state.admit_arrivals(0.0, state.view(0.0, None), None, None)
+    state.admit_due(0.0)
     state.run_step(Batch(prefill=[PrefillChunk("R0", 6)]), 0.0, 6.25)
     (seq,) = state.running
     assert state.tally.pages == 2 and state.tally.active == 1

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from servesim import decision, rules
+from servesim import components, decision, rules
 
 from .problems import Collector, ProblemKind, close_ms, fmt_ms
 from .replay_arrivals import ArrivalReplay
@@ -112,7 +112,10 @@ class _Walker(StepChecks, CancelChecks, PrefixChecks, StreamChecks):
         self.deadlines = due_heap(trace, self.reported, "deadline_ms")
         self.client_cancels = due_heap(trace, self.reported, "cancel_ms")
         self.idle_window: tuple[float, float] | None = None  # (after, until) while idling
-        self.point = decision.hooks(self, profile)
+        self.point = decision.hooks((self,), components.decision_rules(profile))
+        on = components.switched_on(profile, limits)
+        self.rule_checks = [c.replay for c in on if c.replay is not None]  # a component's own
+        self.specs = {rid: st.spec for rid, st in self.reqs.items()}  # the trace's requests
 
     def idle(self, after: float, until: float) -> None:
         """The decision points from the step end ``after`` to the next step's start ``until``
@@ -141,10 +144,18 @@ class _Walker(StepChecks, CancelChecks, PrefixChecks, StreamChecks):
         broken = rules.cap_violation(self.profile, after, positions, self.budget)
         if broken is not None:  # B, K and M after the step, before releases
             self.found.add(BAD, broken[0], f"{where}: {broken[1]}", start)
+        self._component_checks(event, where)
         self._apply(event, end)
         self._stream_tokens(event, end)
         decision.fire(self.point, end, True)
         return end
+
+    def _component_checks(self, event: dict, where: Where) -> None:
+        """Each switched-on component's replay check of the event (``Component.replay``): a
+        claim its rule refutes is an invalid schedule, in the component's words."""
+        for check in self.rule_checks:
+            for name, sentence in check(event, self.specs, self.profile):
+                self.found.add(BAD, name, f"{where}: {sentence}", event["startMs"])
 
     def _end(self, k: int, event: dict, where: Where) -> float:
         start, batch = event["startMs"], _Batch(event)

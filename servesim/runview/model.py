@@ -29,6 +29,7 @@ from ..kvledger import PageLedger, release_order
 from ..prefixcache import PoolError
 from .columns import LEFT, Columns, StepList, left_early, of_steps
 from .compact_replay import replay_compact
+from .marks import mark_steps
 from .pauses import PausedStreams
 
 
@@ -54,6 +55,7 @@ class Step:
     cancelled: Sequence[str] = ()
     firsts: Sequence[str] = ()  # requests whose prefill (or recompute) ended here: a token
     paused: Sequence[str] = ()  # streams paused when its batch was chosen, in pause order
+    marks: dict | None = None  # what switched-on components draw of it (``Component.view``)
 
     @property
     def emits(self) -> list[str]:
@@ -167,17 +169,11 @@ def replay(run: dict) -> Picture:
     try:
         if is_compact(run):
             cols, lanes = replay_compact(run)
-            picture = Picture(
-                run["policy"],
-                dict(run.get("params") or {}),
-                run["device"],
-                run["summary"],
-                StepList(cols, Step),
-                [Lane(*lane) for lane in lanes],
-                cols,
-                lambda: token_times(run),
-            )
-            return picture
+            steps, lane_list = StepList(cols, Step), [Lane(*lane) for lane in lanes]
+            return Picture(
+                run["policy"], dict(run.get("params") or {}), run["device"], run["summary"],
+                steps, lane_list, cols, lambda: token_times(run),
+            )  # fmt: skip
         return _replay(run)
     except (KeyError, TypeError, IndexError, ValueError) as exc:
         raise ViewError(f"run {run.get('policy', '?')!r}: malformed run entry ({exc!r})") from None
@@ -275,6 +271,7 @@ def _replay(run: dict) -> Picture:
             state[rid] = "done"
         ledger.leave(finished)
         previous = event
+    mark_steps(steps, run)
     lanes = [_lane(r) for r in run["requests"]]
     return Picture(
         run["policy"],

@@ -17,6 +17,7 @@ from pathlib import Path
 from ..htmlsafe import script_data, text
 from .columns import Columns
 from .diff import Difference
+from .marks import mark_rows
 from .model import Picture
 
 COLUMNS = 600
@@ -123,6 +124,8 @@ def data_pieces(picture: Picture, difference: Difference | None) -> Iterator[str
     else:
         yield ',"lk":' + script_data([[] for _ in lanes])
     yield ',"lf":' + script_data([_r(lane.first_ms) for lane in lanes])
+    if marked := mark_rows(picture.steps):  # components' marks (``Component.view``)
+        yield ',"mk":' + script_data(marked)
     yield ',"pool":' + script_data(picture.pool)
     end = max(max(cols.end_ms, default=0), *(lane.end_ms or 0 for lane in lanes), 0)
     yield ',"end":' + script_data(_r(end))

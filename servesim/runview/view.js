@@ -5,7 +5,7 @@ function unrun(enc){const out=new Float64Array(N);let v=0,k=0;for(let i=0;i<enc.
 const T1=unrun(D.t1).map(x=>x/1000),Q=unrun(D.q),KV=unrun(D.kv),ND=unrun(D.nd),T0=new Float64Array(N);
 for(let k=1;k<N;k++)T0[k]=T1[k-1];for(const [k,t] of D.idle)T0[k]=t/1000;
 const by=(key)=>{const m=new Map();for(const r of D[key]){if(!m.has(r[0]))m.set(r[0],[]);m.get(r[0]).push(r.slice(1));}return m;};
-const PF=by('pf'),PE=by('pe'),SO=by('so'),SI=by('si'),RJ=by('rj'),CC=by('cc'),DIN=by('din'),DOUT=by('dout');
+const PF=by('pf'),PE=by('pe'),SO=by('so'),SI=by('si'),RJ=by('rj'),CC=by('cc'),DIN=by('din'),DOUT=by('dout'),MK=D.mk?by('mk'):new Map();
 const marks=[[]];
 function apply(cur,i){const o=DOUT.get(i),n=DIN.get(i);let c=cur;if(o){const out=new Set(o.map(x=>x[0]));c=c.filter(x=>!out.has(x));}if(n)c=c.concat(n.map(x=>x[0]));return c;}
 function before(k){ // the decode list kept before step k: checkpoints every 500 steps
@@ -29,7 +29,7 @@ function drawSteps(){
     const dn=dec.map(x=>ids[x]);tr.appendChild(cell(dn.length>12?dn.slice(0,12).join(', ')+' … 共 '+dn.length+' 个':dn.join(', ')));
     tr.appendChild(cell(String(Q[k]),true));
     tr.appendChild(cell(D.pool?KV[k]+' / '+D.pool:String(KV[k]),true));
-    const moves=[];if(PE.has(k))moves.push('抢占 '+names(PE.get(k)));if(SO.has(k))moves.push('换出 '+names(SO.get(k)));if(SI.has(k))moves.push('换入 '+names(SI.get(k)));
+    const moves=[];if(PE.has(k))moves.push('抢占 '+names(PE.get(k)));if(SO.has(k))moves.push('换出 '+names(SO.get(k)));if(SI.has(k))moves.push('换入 '+names(SI.get(k)));if(MK.has(k))moves.push(MK.get(k)[0][0]);
     tr.appendChild(cell(moves.join('；')));tr.appendChild(cell(names(RJ.get(k)||[])));tr.appendChild(cell(names(CC.get(k)||[])));
     body.appendChild(tr);
   }

@@ -56,7 +56,7 @@ def main(argv: list[str]) -> int:
     log = Log()
     state = EngineState(DEVICE, Arrivals(TRACE))
     pool = state.pool
-    state.admit_arrivals(0.0, state.view(0.0, None), None, None)
+    state.admit_due(0.0)
     r, s = state.live["r"], state.live["s"]
 
     step = Batch(prefill=[PrefillChunk("r", 20), PrefillChunk("s", 4, 16)])

@@ -51,3 +51,27 @@ def test_view_page_passes_axe_and_draws_its_tables(browser, picture_file, width)
         context.close()
     assert not errors, errors
     assert not violations, json.dumps(violations, ensure_ascii=False, indent=1)
+
+
+def test_a_registered_rule_shows_in_the_step_table(browser, tmp_path):  # noqa: F811
+    """A rule registered as one component (test_next_rule_component) is drawn in each step's
+    row by the page's own script: the viewer's files are not edited for it."""
+    from servesim import components
+    from test_next_rule_component import NAME, RULE, run_of, two_tenants
+
+    components.register(RULE)
+    try:
+        picture = model.replay(run_of(two_tenants))
+        html = page.render(picture, "tenants", None, None)
+    finally:
+        components.unregister(NAME)
+    path = tmp_path / "tenants.html"
+    path.write_text(html, encoding="utf-8")
+    tab = browser.new_page()
+    try:
+        tab.goto(path.as_uri())
+        rows = tab.locator("#steps-body tr")
+        shown = [rows.nth(n).locator("td").nth(7).inner_text() for n in range(rows.count())]
+    finally:
+        tab.close()
+    assert shown == ["tenants: " + ", ".join(step.marks["tenants"]) for step in picture.steps]
