@@ -1,0 +1,62 @@
+"""What one ``infralab serve`` session serves with: the device profile, the policy, the real
+device and the tokenizer, resolved from the same flags as the lab's ``run_gpu.py``.
+
+The profile is ``run_gpu.py``'s (``--device-profile``, ``--overhead-ms``, ``--page-tokens``,
+``--kv-pages``, the policy's parameters such as ``--chunk``), and the real cache is built
+from it (``realdevice.runsetup.real_device``). A profile without a page pool (unit 07) gets
+the real cache's page count as its ``kvPages``: a served request is refused (HTTP 400) when it
+could never fit in the pool, by the engine's own rule (``rules.never_fits``), instead of
+overflowing the real cache.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from servesim.usage import UsageError
+
+
+@dataclass(frozen=True)
+class ServeSetup:
+    profile: object  # servesim.DeviceProfile
+    spec: object  # realdevice.runner.PolicyRun
+    real: object  # realdevice.backend.RealDevice
+    tokenizer: object
+
+
+def resolve(unit, policy: str, policies_module, run_argv: list[str]) -> ServeSetup:
+    """The session's setup; ``UsageError`` (one line) for a flag that cannot be used."""
+    from realdevice import runsetup
+    from realdevice.cli import build_run_parser
+    from servesim.cliargs import device_from_args
+    from servesim.labconfig import load_lab
+
+    from .tokenizer import TokenizerError, for_model
+
+    lab = load_lab(unit.lab_dir)
+    names = [p.name for p in lab.policies]
+    if policy not in names:
+        raise UsageError(f"--policy {policy}: {unit.id} has the policies {', '.join(names)}")
+    args = build_run_parser(lab).parse_args([*run_argv, "--policy", policy])
+    if args.swap_long is not None:
+        raise UsageError("--swap-long is not served (run_gpu.py runs it on traces)")
+    for flag, value in (("--page-tokens", args.page_tokens), ("--kv-pages", args.kv_pages)):
+        if value is not None and value < 1:
+            raise UsageError(f"{flag} must be >= 1, got {value}")
+    profile = device_from_args(lab, args)
+    if args.kv_pages is not None:
+        profile = replace(profile, kv_pages=args.kv_pages)
+    if args.page_tokens is not None:
+        profile = replace(profile, page_tokens=args.page_tokens)
+    (spec,) = runsetup.policy_runs(lab, policies_module, args, {})
+    if spec.simulate_options.get("closed") is not None:
+        raise UsageError("a closed loop makes its own requests; serve takes them over HTTP")
+    plan = runsetup.RunSetup(profile, None, (), (spec,))
+    try:
+        real = runsetup.real_device(args, plan, calibrating=False)
+        tokenizer = for_model(args.model, real.config.vocab)
+    except (RuntimeError, TokenizerError) as exc:
+        raise UsageError(str(exc)) from None
+    if profile.kv_pages is None:
+        profile = replace(profile, kv_pages=real.cache.pool.capacity)
+    return ServeSetup(profile, spec, real, tokenizer)
