@@ -26,14 +26,14 @@ def add_serve(commands) -> None:
         help="serve a unit's policy on a real model over the OpenAI API (loopback)",
         description="Serve /v1/completions, /v1/chat/completions, /v1/models, /health and "
         "/metrics on 127.0.0.1, scheduling every request with the unit's policy on the "
-        "reference runner (live mode). Flags after the known ones go to the lab's run_gpu.py "
-        "parser (e.g. --kv-pages 64, --chunk 16, --device-profile FILE). docs/serve.md has "
-        "the request mapping.",
+        "reference runner (live mode). Usage: infralab serve --unit U --policy P "
+        "(--reference | SUBMISSION_DIR) [flags]. Flags after the known ones go to the lab's "
+        "run_gpu.py parser (e.g. --kv-pages 64, --chunk 16, --device-profile FILE). "
+        "docs/serve.md has the request mapping.",
     )
     parser.add_argument("--unit", required=True)
     parser.add_argument("--policy", required=True, help="one policy of the unit")
     parser.add_argument("--reference", action="store_true", help="the reference solution")
-    parser.add_argument("submission", nargs="?", metavar="SUBMISSION_DIR")
     parser.add_argument("--model", default="tiny", help="a preset (default tiny) or a folder")
     parser.add_argument("--device", choices=("cpu", "cuda"), help="default: cuda if available")
     parser.add_argument("--port", type=int, default=8000, help="default 8000; 0: any free port")
@@ -59,7 +59,7 @@ def _serve(args, extra: list[str]) -> int:
     unit = load_unit(args.unit)
     run_argv = [*extra, "--model", args.model, *(["--device", args.device] if args.device else [])]
     try:
-        plan = setup.resolve(unit, args.policy, reference.solution_policies(unit), run_argv)
+        plan = setup.resolve(unit, args, reference.solution_policies, run_argv)
     except UsageError as exc:
         print(f"infralab serve: error: {exc}", file=sys.stderr)
         return 2
@@ -107,13 +107,6 @@ def _engine(session) -> None:
 
 
 def _usage_problem(args) -> str | None:
-    if args.submission is not None:
-        return (
-            "SUBMISSION_DIR: serving a student's policies (in the grader's sandbox) is not "
-            "supported yet; use --reference"
-        )
-    if not args.reference:
-        return "say which policies to serve: --reference"
     for flag, value in (("--max-requests", args.max_requests), ("--duration", args.duration)):
         if value is not None and value <= 0:
             return f"{flag} must be > 0, got {value}"

@@ -24,8 +24,10 @@ class ServeSetup:
     tokenizer: object
 
 
-def resolve(unit, policy: str, policies_module, run_argv: list[str]) -> ServeSetup:
-    """The session's setup; ``UsageError`` (one line) for a flag that cannot be used."""
+def resolve(unit, served, solution_policies, run_argv: list[str]) -> ServeSetup:
+    """The session's setup for ``served`` (``--policy``, ``--reference``); ``run_argv``: the
+    flags for ``run_gpu.py``'s parser, where a bare word is a SUBMISSION_DIR.
+    ``UsageError`` (one line) for anything that cannot be served."""
     from realdevice import runsetup
     from realdevice.cli import build_run_parser
     from servesim.cliargs import device_from_args
@@ -34,10 +36,22 @@ def resolve(unit, policy: str, policies_module, run_argv: list[str]) -> ServeSet
     from .tokenizer import TokenizerError, for_model
 
     lab = load_lab(unit.lab_dir)
+    policy = served.policy
     names = [p.name for p in lab.policies]
     if policy not in names:
         raise UsageError(f"--policy {policy}: {unit.id} has the policies {', '.join(names)}")
-    args = build_run_parser(lab).parse_args([*run_argv, "--policy", policy])
+    args, rest = build_run_parser(lab).parse_known_args([*run_argv, "--policy", policy])
+    flags = [word for word in rest if word.startswith("-")]
+    if flags:
+        raise UsageError(f"unrecognized arguments: {' '.join(flags)}")
+    if rest:
+        raise UsageError(
+            f"SUBMISSION_DIR {rest[0]}: serving a student's policies (in the grader's "
+            "sandbox) is not supported yet; use --reference"
+        )
+    if not served.reference:
+        raise UsageError("say which policies to serve: --reference (or SUBMISSION_DIR)")
+    policies_module = solution_policies(unit)
     if args.swap_long is not None:
         raise UsageError("--swap-long is not served (run_gpu.py runs it on traces)")
     for flag, value in (("--page-tokens", args.page_tokens), ("--kv-pages", args.kv_pages)):
