@@ -18,7 +18,9 @@ the source stamps arrivals and disconnects with. What is new per served request:
   admission, cancelled (deadline, client, stalled stream).
 
 At the end the session's run entry is built as ``realdevice``'s live runs are
-(``build_run`` and ``runner.annotate``), with the realised trace of the served requests.
+(``build_run`` and ``runner.annotate``), with the realised trace of the served requests, in the
+extended format whatever the unit: a served request may leave early (a disconnect, a stop
+string, a deadline), and only that format reports each request's status.
 """
 
 from __future__ import annotations
@@ -145,7 +147,9 @@ class Session:
             raise
         self.pages.finish(timeline.events)
         self._gauges(0, 0)
-        run = build_run(spec.name, spec.params, self.profile, timeline, None, **spec.run_options)
+        options = {"extended": True, "limits": {"budget": None, "queueCap": None}}
+        options.update(spec.run_options)  # a lab with extended runs states its own limits
+        run = build_run(spec.name, spec.params, self.profile, timeline, None, **options)
         annotate(run, timeline.events, self.real.submissions[first:], self.profile)
         run["realDevice"] = {**self.real.describe(), "mode": "serve"}
         self.document = build_document(timeline.trace, [run])

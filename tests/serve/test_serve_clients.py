@@ -14,12 +14,11 @@ from __future__ import annotations
 import time
 
 import pytest
+from servetools import Served
 
 from grader.units import load_unit
 from grader.verify import verify_run
 from grader.verify.runschema import validate_run_file
-
-from .servetools import Served
 
 openai = pytest.importorskip("openai", reason="the openai client (extra 'test')")
 pytest.importorskip("torch", reason="PyTorch not installed (extra 'runner')")
@@ -62,7 +61,7 @@ def test_openai_client_streams_and_the_run_file_replays(tmp_path):
     assert whole.usage.completion_tokens == 5 and whole.choices[0].finish_reason == "length"
     assert chat.usage.completion_tokens == 4 and chat.choices[0].message.role == "assistant"
     (run,) = doc["runs"]
-    assert validate_run_file(load_unit("unit07"), doc) is None
+    assert validate_run_file(load_unit("unit09"), doc) is None  # the extended (lifecycle) format
     assert verify_run(run, doc["trace"], run["device"], timing="measured") == []
     assert run["realDevice"]["mode"] == "serve" and run["events"][-1]["kvPagesHeld"] == 0
     by_id = {r["id"]: r for r in run["requests"]}
