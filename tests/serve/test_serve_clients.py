@@ -67,9 +67,12 @@ def test_openai_client_streams_and_the_run_file_replays(tmp_path):
     by_id = {r["id"]: r for r in run["requests"]}
     assert len(by_id) == 5
     assert by_id[whole.id]["outputTokens"] == 5 and by_id[chat.id]["outputTokens"] == 4
+    overheads = []
     for _, client_ttft, rid in streamed:
         recorded = by_id[rid]["ttftMs"]
         assert recorded <= client_ttft <= recorded + TRANSPORT_MS, (rid, recorded, client_ttft)
+        overheads.append(client_ttft - recorded)
+    print(f"client TTFT - run-file TTFT: {', '.join(f'{ms:.1f}' for ms in overheads)} ms")
     page = tmp_path / "view.html"
     from grader.cli.main import main
 
@@ -105,3 +108,25 @@ def test_stop_string_ends_the_request_at_its_token(tmp_path):
     assert record["maxOutputTokens"] == 12
     assert verify_run(run, doc["trace"], run["device"], timing="measured") == []
     assert run["events"][-1]["kvPagesHeld"] == 0
+
+
+def test_deadline_ms_is_the_traces_deadline(tmp_path):
+    served = Served(tmp_path, "unit07", "chunked", "--chunk", "1")  # one prompt token a step
+    try:
+        api = client(served)
+        with pytest.raises(openai.APIStatusError) as caught:  # its first step ends past it
+            api.completions.create(
+                model="tiny", prompt="ten tokens", max_tokens=3, extra_body={"deadline_ms": 1e-3}
+            )
+        kept = api.completions.create(
+            model="tiny", prompt="ok", max_tokens=3, extra_body={"deadline_ms": 60_000}
+        )
+    finally:
+        code, err, doc = served.end()
+    assert code == 0, err
+    assert caught.value.status_code == 504 and caught.value.type == "deadline_exceeded"
+    (run,) = doc["runs"]
+    assert [r["deadlineMs"] for r in doc["trace"]["requests"]] == [1e-3, 60_000]
+    assert [r["status"] for r in run["requests"]] == ["cancelled", "completed"]
+    assert run["requests"][1]["id"] == kept.id
+    assert verify_run(run, doc["trace"], run["device"], timing="measured") == []
