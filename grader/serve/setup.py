@@ -30,8 +30,8 @@ def resolve(unit, served, solution_policies, run_argv: list[str]) -> ServeSetup:
     ``UsageError`` (one line) for anything that cannot be served."""
     from realdevice import runsetup
     from realdevice.cli import build_run_parser
-    from servesim.cliargs import device_from_args
     from servesim.labconfig import load_lab
+    from servesim.trace import Trace
 
     from .tokenizer import TokenizerError, for_model
 
@@ -57,14 +57,13 @@ def resolve(unit, served, solution_policies, run_argv: list[str]) -> ServeSetup:
     for flag, value in (("--page-tokens", args.page_tokens), ("--kv-pages", args.kv_pages)):
         if value is not None and value < 1:
             raise UsageError(f"{flag} must be >= 1, got {value}")
-    profile = device_from_args(lab, args)
-    if args.kv_pages is not None:
-        profile = replace(profile, kv_pages=args.kv_pages)
-    if args.page_tokens is not None:
-        profile = replace(profile, page_tokens=args.page_tokens)
-    (spec,) = runsetup.policy_runs(lab, policies_module, args, {})
-    if spec.simulate_options.get("closed") is not None:
-        raise UsageError("a closed loop makes its own requests; serve takes them over HTTP")
+    for flag in ("load", "protocol", "requests", "trace"):
+        if getattr(args, flag, None):
+            raise UsageError(f"--{flag}: the served requests come over HTTP, not from a workload")
+    profile, _, engine = runsetup.resolve_device(lab, args, Trace("served", "", (), {}))
+    if args.policy != policy:  # a tier names its own policy
+        raise UsageError(f"this tier serves policy {args.policy}: use --policy {args.policy}")
+    (spec,) = runsetup.policy_runs(lab, policies_module, args, engine)
     plan = runsetup.RunSetup(profile, None, (), (spec,))
     try:
         real = runsetup.real_device(args, plan, calibrating=False)
