@@ -9,6 +9,7 @@ http://127.0.0.1:PORT``) is printed once the port listens; ``--port 0`` picks a 
 from __future__ import annotations
 
 import contextlib
+import importlib
 import signal
 import sys
 import threading
@@ -47,15 +48,20 @@ def _serve(args, extra: list[str]) -> int:
     from servesim.runfile import dumps, write_atomic
     from servesim.usage import UsageError
 
+    problem = _usage_problem(args)
+    if problem:
+        print(f"infralab serve: error: {problem}", file=sys.stderr)
+        return 2
+    try:
+        importlib.import_module("realdevice.runsetup")  # needs torch (the 'runner' extra)
+    except ImportError as exc:
+        print(f"infralab serve: error: {exc}", file=sys.stderr)
+        return 2
     from .. import reference
     from ..serve import setup
     from ..serve.http import HOST, Server
     from ..serve.session import Session
 
-    problem = _usage_problem(args)
-    if problem:
-        print(f"infralab serve: error: {problem}", file=sys.stderr)
-        return 2
     unit = load_unit(args.unit)
     run_argv = [*extra, "--model", args.model, *(["--device", args.device] if args.device else [])]
     try:

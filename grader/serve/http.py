@@ -18,6 +18,7 @@ import json
 import queue
 import select
 import socket
+import sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from . import openai_api
@@ -39,8 +40,6 @@ class Server(ThreadingHTTPServer):
 
     def handle_error(self, request, client_address):
         """A client gone while its reply was written is not a server error."""
-        import sys
-
         if not isinstance(sys.exc_info()[1], GONE):
             super().handle_error(request, client_address)
 

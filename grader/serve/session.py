@@ -42,8 +42,6 @@ from .openai_api import ApiError, Ask, bad
 from .source import LiveSource
 from .stops import StopCutter
 
-FINISH = {"deadline": "deadline", "client": "abort", "stalled": "abort"}
-
 
 class Stream:
     """One request's channel from the engine thread to its HTTP handler: ``events`` gets
@@ -220,7 +218,7 @@ class Session:
             message = f"no first token within deadline_ms {seq.deadline_ms:g}"
             stream.events.put(("error", ApiError(504, message, "deadline_exceeded")))
         else:
-            reason = FINISH.get(seq.cancel_reason, "abort")
+            reason = "abort"  # its client went, or its stream stalled: nobody reads a reply
             stream.events.put(("done", reason))
         self.metrics.finish(reason, e2e_s)
 

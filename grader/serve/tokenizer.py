@@ -112,3 +112,22 @@ def for_model(model: str, vocab: int):
     if model in MODELS:
         return ByteTokenizer(vocab)
     return HFTokenizer(Path(model))
+
+
+def save_byte_tokenizer(folder: Path) -> None:
+    """Write a Hugging Face tokenizer folder that encodes exactly as ``ByteTokenizer`` (id =
+    byte), for clients that count tokens themselves (GuideLLM's ``--tokenizer``). Needs the
+    ``tokenizers`` and ``transformers`` packages; GPT-2's byte-to-character table stands for
+    the bytes, with no merges."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    printable = [*range(ord("!"), ord("~") + 1), *range(0xA1, 0xAD), *range(0xAE, 0x100)]
+    table, extra = {b: chr(b) for b in printable}, 0
+    for b in range(BYTES):
+        if b not in table:
+            table[b], extra = chr(BYTES + extra), extra + 1
+    tok = Tokenizer(models.BPE(vocab={table[b]: b for b in range(BYTES)}, merges=[]))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    tok.decoder = decoders.ByteLevel()
+    PreTrainedTokenizerFast(tokenizer_object=tok).save_pretrained(str(folder))

@@ -7,8 +7,8 @@ from __future__ import annotations
 import importlib.util
 
 import pytest
-from servetools import Served
 
+from grader.serve.child import Served
 from grader.units import REPO_ROOT
 from grader.verify import verify_run
 

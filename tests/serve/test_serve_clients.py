@@ -14,8 +14,8 @@ from __future__ import annotations
 import time
 
 import pytest
-from servetools import Served
 
+from grader.serve.child import Served
 from grader.units import load_unit
 from grader.verify import verify_run
 from grader.verify.runschema import validate_run_file

@@ -7,8 +7,8 @@ import http.client
 import json
 
 import pytest
-from servetools import Served
 
+from grader.serve.child import Served
 from grader.verify import verify_run
 
 openai = pytest.importorskip("openai", reason="the openai client (extra 'test')")

@@ -11,9 +11,9 @@ import threading
 import urllib.request
 
 import pytest
-from servetools import Served
 
 from grader import reference
+from grader.serve.child import Served
 from grader.units import load_unit
 from grader.verify import verify_run
 from grader.verify.runschema import validate_run_file

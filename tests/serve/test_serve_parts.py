@@ -126,3 +126,29 @@ def test_metrics_text_has_vllm_names_and_cumulative_buckets():
     for name in ("vllm:num_requests_running", "vllm:num_requests_waiting"):
         assert f"# TYPE {name} gauge" in text
     assert "# TYPE vllm:kv_cache_usage_perc gauge" in text
+
+
+def test_the_saved_byte_tokenizer_encodes_as_the_servers(tmp_path):
+    transformers = pytest.importorskip("transformers", reason="transformers not installed")
+    from grader.serve.tokenizer import save_byte_tokenizer
+
+    save_byte_tokenizer(tmp_path)
+    saved = transformers.AutoTokenizer.from_pretrained(str(tmp_path), local_files_only=True)
+    text = "héllo, 世界 \x00\x7f ~!"
+    assert saved.encode(text) == ByteTokenizer(256).encode(text)
+    assert saved.decode(ByteTokenizer(256).encode(text)) == text and len(saved) == 256
+
+
+def test_serve_without_torch_names_the_extra(monkeypatch, capsys):
+    import sys
+
+    from grader.cli import main
+
+    monkeypatch.setitem(sys.modules, "torch", None)  # the import fails as if not installed
+    for module in [m for m in sys.modules if m.startswith("realdevice")]:
+        monkeypatch.delitem(sys.modules, module)
+    argv = ["serve", "--unit", "unit07", "--reference", "--policy", "fcfs", "--port", "0"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("infralab serve: error:") and "\n" not in err
+    assert "PyTorch" in err and "'runner' extra" in err

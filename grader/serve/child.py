@@ -1,4 +1,5 @@
-"""Start ``infralab serve`` in a child process on an ephemeral port and end it cleanly.
+"""Start ``infralab serve`` in a child process on an ephemeral port and end it cleanly (the
+tests and ``benchmarks/serve_guidellm.py`` drive the server through it).
 
 ``Served`` waits on a known point, the ready line the command prints once its port listens
 (``grader.cli.serve.READY``), never on a sleep; ``end()`` sends SIGINT (the session accepts
@@ -16,15 +17,15 @@ import sys
 import threading
 from pathlib import Path
 
-from grader.cli.serve import READY
+from ..cli.serve import READY
 
 START_S = 120  # importing torch and warming the model up on a loaded machine
 END_S = 120
 
 
 class Served:
-    def __init__(self, tmp_path: Path, unit: str, policy: str, *flags: str):
-        self.run_file = tmp_path / "served.json"
+    def __init__(self, folder: Path, unit: str, policy: str, *flags: str):
+        self.run_file = Path(folder) / "served.json"
         argv = [sys.executable, "-m", "grader.cli", "serve", "--unit", unit, "--reference"]
         argv += ["--policy", policy, "--port", "0", "--run-file", str(self.run_file), *flags]
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
