@@ -1,15 +1,17 @@
 """``infralab serve``: a unit's policy behind an OpenAI-compatible HTTP server (``grader.serve``).
 
-The session ends on SIGINT or SIGTERM, after ``--max-requests`` requests have been accepted and
-have left, or after ``--duration`` seconds: no request is accepted after that, those already in
-finish, and the run file (``--run-file``) is written. The ready line (``serving on
-http://127.0.0.1:PORT``) is printed once the port listens; ``--port 0`` picks a free one.
+The session ends on SIGINT or SIGTERM (a second one exits at once, with no run file), after
+``--max-requests`` requests have been accepted and have left, or after ``--duration`` seconds:
+no request is accepted after that, those already in finish, and the run file (``--run-file``)
+is written. The ready line (``serving on http://127.0.0.1:PORT``) is printed once the port
+listens; ``--port 0`` picks a free one.
 """
 
 from __future__ import annotations
 
 import contextlib
 import importlib
+import os
 import signal
 import sys
 import threading
@@ -79,7 +81,7 @@ def _serve(args, extra: list[str]) -> int:
         return 2
     engine = threading.Thread(target=_engine, args=(session,), name="engine")
     for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: session.source.close())
+        signal.signal(sig, _ending(session))
     http = threading.Thread(target=server.serve_forever, name="http", daemon=True)
     http.start()
     engine.start()
@@ -105,6 +107,21 @@ def _serve(args, extra: list[str]) -> int:
         write_atomic(Path(args.run_file), dumps(session.document))
         print(f"wrote {args.run_file}")
     return 0
+
+
+def _ending(session):
+    """The first SIGINT/SIGTERM ends the session cleanly; a second one exits at once (130),
+    writing no run file."""
+    signals = []
+
+    def handler(signum, frame):
+        signals.append(signum)
+        if len(signals) > 1:
+            print("infralab serve: stopped without a run file", file=sys.stderr, flush=True)
+            os._exit(130)
+        session.source.close()
+
+    return handler
 
 
 def _engine(session) -> None:
