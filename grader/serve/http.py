@@ -53,8 +53,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_GET(self):
         session = self.server.session
-        if self.path == "/health":
-            self._send(200, b"", "text/plain")
+        if self.path == "/health":  # 503 once the engine stopped with an error
+            self._send(503 if session.error else 200, b"", "text/plain")
         elif self.path == "/v1/models":
             self._json(200, openai_api.models(session.model_name))
         elif self.path == "/metrics":
