@@ -22,15 +22,25 @@ from .units import Unit
 
 def solution_policies(unit: Unit) -> ModuleType:
     """The reference ``policies.py`` of ``unit``, loaded under a private module name."""
-    path = (unit.solutions_dir / "policies.py").resolve()
+    return solution_module(unit, "policies.py")
+
+
+def solution_module(unit: Unit, filename: str) -> ModuleType:
+    """The reference solution's ``filename`` of ``unit`` (e.g. unit 09's ``measure.py``),
+    loaded once under a private module name."""
+    path = (unit.solutions_dir / filename).resolve()
     # one module per file: two units (or two course roots) never share a name
     name = "_infralab_solution_" + re.sub(r"\W", "_", f"{unit.id}_{path}")
     if name in sys.modules:
         return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    sys.modules[name] = module
+    sys.modules[name] = module  # before it runs: its dataclasses look their module up
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
     return module
 
 

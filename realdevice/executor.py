@@ -101,10 +101,22 @@ class Executor:
         self.outputs: dict[str, list[int]] = {}  # generated ids of finished requests
         self.last_logits: dict[str, torch.Tensor] = {}  # per request of the last batch (tests)
 
-    def add_request(self, rid: str, input_tokens: int, output_tokens: int, prefix=()) -> None:
-        vocab = self.model.config.vocab
-        prompt = shared_prompt_ids(rid, input_tokens, vocab, prefix)
-        self.states[rid] = RequestState(rid, prompt, output_tokens)
+    def add_request(
+        self, rid: str, input_tokens: int, output_tokens: int, prefix=(), prompt=None
+    ) -> None:
+        """A request to run: ``prompt`` (token ids, e.g. a served request's tokenized text) or
+        else pseudo-random ids drawn from ``rid`` and its ``prefix`` segments."""
+        if prompt is None:
+            prompt = shared_prompt_ids(rid, input_tokens, self.model.config.vocab, prefix)
+        elif len(prompt) != input_tokens:
+            raise ExecutionError(f"request '{rid}': {len(prompt)} prompt ids, not {input_tokens}")
+        self.states[rid] = RequestState(rid, list(prompt), output_tokens)
+
+    def stop(self, rid: str) -> None:
+        """``rid`` ends now with the tokens it generated (a served request's stop string
+        matched): it is finished, and its pages go back as at its last token."""
+        self._state(rid).output_tokens = len(self.states[rid].generated)
+        self._finish(rid)
 
     def generated(self, rid: str) -> list[int]:
         state = self.states.get(rid)
@@ -204,6 +216,9 @@ class Executor:
                     state.generated.append(token)
                     new_tokens[seg.id] = token
             if state.finished:
-                self.cache.free(seg.id)
-                self.outputs[seg.id] = self.states.pop(seg.id).generated
+                self._finish(seg.id)
         return new_tokens
+
+    def _finish(self, rid: str) -> None:
+        self.cache.free(rid)
+        self.outputs[rid] = self.states.pop(rid).generated

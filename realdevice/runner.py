@@ -68,7 +68,7 @@ def run_live(trace, spec: PolicyRun, profile, real: RealDevice, *, fault=None):
     policy, execute, pages = spec.policy, real.execute, None
     if _tail_features(trace, profile):  # unit 09: the real cache kept in step (livepages)
         if profile.prefix_caching:
-            _drive(real)
+            drive(real)
         pages = LivePages(real, profile.prefix_caching)
         policy, execute = pages.wrap(spec.policy), pages.execute
     timeline = simulate(trace, policy, profile, execute=execute, **options)
@@ -76,7 +76,7 @@ def run_live(trace, spec: PolicyRun, profile, real: RealDevice, *, fault=None):
         pages.finish(timeline.events)
     virtual = simulate(trace, spec.policy, profile, **options)
     run = build_run(spec.name, spec.params, profile, timeline, fault, **spec.run_options)
-    _annotate(run, timeline.events, real.submissions[first:], profile)
+    annotate(run, timeline.events, real.submissions[first:], profile)
     diverged = _first_difference(timeline.events, virtual.events)
     run["realDevice"] = {
         **real.describe(),
@@ -100,7 +100,7 @@ def run_replay(trace, spec: PolicyRun, profile, real: RealDevice, *, fault=None)
     leave_after = _cancels_by_step(virtual)
     driven = profile.prefix_caching
     if driven:
-        _drive(real)
+        drive(real)
     for rid in leave_after.get(-1, ()):
         real.executor.drop(rid)  # cancelled before any step: it never held a page
     events, previous_end = [], 0.0
@@ -125,7 +125,7 @@ def run_replay(trace, spec: PolicyRun, profile, real: RealDevice, *, fault=None)
     _copy_statuses(virtual, seqs, events)
     timeline = Timeline(tuple(seqs), tuple(events), virtual.trace, virtual.streams)
     run = build_run(spec.name, spec.params, profile, timeline, fault, **spec.run_options)
-    _annotate(run, events, real.submissions[first:], profile)
+    annotate(run, events, real.submissions[first:], profile)
     for entry, ev in zip(run["events"], virtual.events, strict=True):
         entry["virtualStartMs"], entry["virtualEndMs"] = ev.start_ms, ev.end_ms
     run["realDevice"] = {**real.describe(), "mode": "replay"}
@@ -139,7 +139,7 @@ def _tail_features(trace, profile) -> bool:
     return profile.prefix_caching or streaming or cancels
 
 
-def _drive(real: RealDevice) -> None:
+def drive(real: RealDevice) -> None:
     """The real cache follows the engine's page operations from now on (``pageops``)."""
     if real.cache.pool.used:
         raise RuntimeError(f"the real cache holds {real.cache.pool.used} pages before the run")
@@ -194,7 +194,7 @@ def _hand_out_tokens(batch, by_id, end: float) -> None:
         by_id[rid].take_decode(end)
 
 
-def _annotate(run: dict, events, submissions, profile) -> None:
+def annotate(run: dict, events, submissions, profile) -> None:
     if len(submissions) != len(events):
         raise RuntimeError(f"{len(events)} events but {len(submissions)} measured submissions")
     for entry, ev, sub in zip(run["events"], events, submissions, strict=True):

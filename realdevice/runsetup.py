@@ -58,10 +58,25 @@ def resolve(lab, args, policies_module) -> RunSetup:
     traces = tuple(read_trace_file(resolve_trace(name, lab.traces_dir)) for name in names)
     if not (args.trace or protocol):  # --calibrate's comparison: the small lesson traces
         traces = tuple(t for t in traces if len(t.requests) <= COMPARE_MAX_REQUESTS)
+    device, trace, engine = resolve_device(lab, args, traces[0], protocol)
+    if not lab.extended_runs:
+        _every_request_fits(device, traces)
+    if args.swap_long is not None and not device.swaps:
+        raise UsageError("--swap-long needs a device with a host pool (hostPages > 0)")
+    runs = policy_runs(lab, policies_module, args, engine, args.swap_long)
+    return RunSetup(device, trace, traces, tuple(runs))
+
+
+def resolve_device(lab, args, trace: Trace, protocol=None):
+    """``(profile, trace, engine)`` after every flag: the profile (``--device-profile``; in a
+    lab with extended runs the tier, K, M, budget and queue cap by ``servesim.labflags``, which
+    may also set ``args.policy`` and replace ``trace``; else the runner's own ``--kv-pages``;
+    ``--page-tokens``) and the engine's limits (``budget``, ``queue_cap``, ``closed``)."""
     device = device_from_args(lab, args)
     engine = {"budget": None, "queue_cap": None, "closed": None}
-    trace = traces[0]
     if lab.extended_runs:
+        from servesim import labflags
+
         uses_budget = lambda name: "budget" in lab.policy(name).params  # noqa: E731
         setup = labflags.resolve(
             args, trace, device, [p.name for p in lab.policies], uses_budget, protocol
@@ -74,12 +89,7 @@ def resolve(lab, args, policies_module) -> RunSetup:
         device = replace(device, kv_pages=args.kv_pages)
     if args.page_tokens is not None:
         device = replace(device, page_tokens=args.page_tokens)
-    if not lab.extended_runs:
-        _every_request_fits(device, traces)
-    if args.swap_long is not None and not device.swaps:
-        raise UsageError("--swap-long needs a device with a host pool (hostPages > 0)")
-    runs = policy_runs(lab, policies_module, args, engine, args.swap_long)
-    return RunSetup(device, trace, traces, tuple(runs))
+    return device, trace, engine
 
 
 def _every_request_fits(device: DeviceProfile, traces) -> None:

@@ -45,12 +45,21 @@ class ClosedLoop:
 
 
 class Arrivals:
-    """Requests not yet seen by the engine, by (arrival time, order)."""
+    """Requests not yet seen by the engine, by (arrival time, order).
+
+    A live source (``grader.serve``) extends it with three hooks, which a trace or a closed
+    loop leaves as they are: ``idle`` (the device idles from ``clock`` to ``wake``: a live
+    source waits that long in real time, less if a request comes), ``late_cancels`` (client
+    cancels learnt after admission) and ``realised`` (the requests as a trace).
+    """
 
     def __init__(self, trace: Trace | None = None, closed: ClosedLoop | None = None):
         self.sequences: list[Sequence] = []  # every request created so far, in order
         self.ids: set[str] = set()  # their ids: what a batch may name at all
         self._heap: list[tuple[float, int, Sequence]] = []
+        # admitted requests whose ``cancel_ms`` was set after admission (a live source only);
+        # ``EngineState.cancel_clients`` takes them at the next decision point
+        self.late_cancels: list[Sequence] = []
         self._closed = closed
         self._user: dict[str, int] = {}
         if closed is None:
@@ -72,6 +81,15 @@ class Arrivals:
         if self._heap and self._heap[0][0] <= clock:
             return heapq.heappop(self._heap)[2]
         return None
+
+    def idle(self, clock: float, wake: float) -> float:
+        """Where the clock goes when the device idles at ``clock`` until ``wake`` (the next
+        known arrival, resume, stall or cancel; ``clock`` itself when none is known)."""
+        return wake
+
+    def realised(self, source: Trace | None, closed: ClosedLoop | None) -> Trace:
+        """The requests this run replayed, as a trace (``realised_trace``)."""
+        return realised_trace(source, closed, self.sequences)
 
     def left(self, seq: Sequence, at_ms: float) -> None:
         """``seq`` left the system at ``at_ms``: its user (closed loop) thinks, then sends."""
@@ -102,6 +120,16 @@ def realised_trace(source: Trace | None, closed: ClosedLoop | None, seqs) -> Tra
     """The requests a run actually replayed, as a trace (the open-loop trace itself)."""
     if closed is None:
         return source
+    name = f"{closed.sizes.name}-closed-{closed.users}x{closed.think_ms:g}ms"
+    description = (
+        f"closed loop: {closed.users} users, think {closed.think_ms:g} ms ({closed.think}), "
+        f"{closed.requests} requests sized from '{closed.sizes.name}', seed {closed.seed}"
+    )
+    return trace_of(name, description, seqs)
+
+
+def trace_of(name: str, description: str, seqs) -> Trace:
+    """The trace whose replay makes ``seqs`` (each request's fields as the engine saw them)."""
     requests = tuple(
         Request(
             s.id,
@@ -117,16 +145,12 @@ def realised_trace(source: Trace | None, closed: ClosedLoop | None, seqs) -> Tra
         )
         for s in seqs
     )
-    name = f"{closed.sizes.name}-closed-{closed.users}x{closed.think_ms:g}ms"
     raw = {
         "name": name,
-        "description": (
-            f"closed loop: {closed.users} users, think {closed.think_ms:g} ms ({closed.think}), "
-            f"{closed.requests} requests sized from '{closed.sizes.name}', seed {closed.seed}"
-        ),
+        "description": description,
         "requests": [_request_json(r) for r in requests],
     }
-    return Trace(name, raw["description"], requests, raw)
+    return Trace(name, description, requests, raw)
 
 
 def _request_json(r: Request) -> dict:

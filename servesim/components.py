@@ -66,7 +66,10 @@ class Lifecycle(Part):
 
     def cancel_clients(self, clock: float) -> None:
         """At a decision point: cancel live requests whose client cancelled by ``clock``."""
-        heap = self.cancels
+        heap, late = self.cancels, self.state.arrivals.late_cancels
+        while late:  # a live source's cancels, learnt after admission (``Arrivals``)
+            seq = late.pop()
+            heapq.heappush(heap, (seq.arrival_ms + seq.cancel_ms, seq.order, seq))
         while heap and heap[0][0] <= clock:
             self.state.terminate(heapq.heappop(heap)[2], Status.CANCELLED, clock, "client")
 

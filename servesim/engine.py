@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import FrozenInstanceError, dataclass
 
 from . import contract, decision, rules
-from .arrivals import Arrivals, ClosedLoop, realised_trace
+from .arrivals import Arrivals, ClosedLoop
 from .batch import Batch, PrefillChunk, Wait
 from .batchcheck import _at, check_batch
 from .contract import GUARD, PolicyError
@@ -69,6 +69,7 @@ def simulate(
     admit: Admit | None = None,
     closed: ClosedLoop | None = None,
     name: str | None = None,
+    source: Arrivals | None = None,
 ) -> Timeline:
     """Run ``policy`` until every request has completed, been rejected or been cancelled.
 
@@ -81,10 +82,11 @@ def simulate(
     figure. ``budget`` (B) is checked on every step; ``queue_cap``, ``admit`` and the device's
     page pool may reject a request at arrival; ``closed`` replaces the trace's arrivals.
     ``name``: the policy's function, which a broken contract's message names
-    (``servesim.contract``).
+    (``servesim.contract``). ``source``: where requests come from instead of ``trace`` (a live
+    source: ``grader.serve``; see ``Arrivals``' hooks).
     """
     who = f"{name}()" if name else "the policy"
-    arrivals = Arrivals(trace, closed)
+    arrivals = Arrivals(trace, closed) if source is None else source
     state = EngineState(device, arrivals, budget, queue_cap=queue_cap, admit=admit)
     needs_context = execute is not None or rules.reads_context(device)
     events: list[Event] = []
@@ -99,12 +101,12 @@ def simulate(
         handed = state.policy_view = _handed(view, own_device)  # the engine reads only ``view``
         decision.fire(point, clock, previous is not None)  # previous: a step just ended here
         if not state.live or (blockers and state.blocks()):
-            clock, previous = state.idle_until(clock), None  # idle: jump
+            clock, previous = arrivals.idle(clock, state.idle_until(clock)), None  # idle: jump
             continue
 
         batch = _ask(policy, handed, who)
         if type(batch) is Wait:  # idle on purpose until its time or the next arrival
-            clock, previous = _wake(batch, view, arrivals, state), None
+            clock, previous = arrivals.idle(clock, _wake(batch, view, arrivals, state)), None
             continue
         step = _own(batch)  # what is checked, run and recorded: never the policy's object
         starts = check_batch(step, view, who=who, known=arrivals.ids)
@@ -124,7 +126,7 @@ def simulate(
 
     seqs = tuple(arrivals.sequences)
     records = state.streams and state.streams.records(seqs)  # None: streaming off
-    return Timeline(seqs, tuple(events), realised_trace(trace, closed, seqs), records)
+    return Timeline(seqs, tuple(events), arrivals.realised(trace, closed), records)
 
 
 def _copy(frozen):

@@ -65,6 +65,7 @@ FAST = {
         "tests/grader/test_fault_detection.py",
         "tests/grader/test_replay_stream.py",
     ),
+    "grader.serve": ("tests/serve/test_serve_parts.py",),
     "realdevice": (
         "tests/runner/test_model.py",
         "tests/runner/test_fit.py",
@@ -93,6 +94,8 @@ SLOW_IN_FAST = (
     "tests/sandbox/test_sandbox.py::test_batch_child_killed_midway_reruns_the_remaining_cases",
     "tests/sandbox/test_sandbox.py::test_correct_solution_runs_and_reports_mode",
     "tests/runner/test_model.py::test_chunked_prefill_gives_the_same_tokens",
+    "tests/serve/test_serve_parts.py::test_the_saved_byte_tokenizer_encodes_as_the_servers",
+    "tests/serve/test_serve_parts.py::test_serve_without_torch_names_the_extra",
     "tests/test_starter.py::test_public_tests_fail_on_pristine_starter",
     "tests/test_starter.py::test_public_tests_pass_with_solutions",
     "tests/test_starter.py::test_public_tests_show_first_differing_token",

@@ -34,6 +34,7 @@ _SUBCOMMANDS = (
     ("units", "units", "add_units"),
     ("simulate", "lab", "add_simulate"),
     ("run-gpu", "lab", "add_run_gpu"),
+    ("serve", "serve", "add_serve"),
     ("starter", "lab", "add_starter"),
     ("lab", "lab", "add_lab"),
     ("site", "site", "add_site"),

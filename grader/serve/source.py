@@ -1,0 +1,153 @@
+"""Requests that come over HTTP, as the engine's arrival source (``servesim.arrivals.Arrivals``).
+
+The runner's clock is the wall clock: milliseconds since the session started
+(``time.monotonic``). An HTTP handler stamps a request's arrival, or its client's disconnect,
+and hands it over under one lock; the engine reads the clock under the same lock. So at a
+decision point ``t`` every request stamped at or before ``t`` is already in the inbox and is
+admitted there, and every disconnect stamped at or before ``t`` is seen there: the decision
+rules (``servesim.decision``) apply to the HTTP times exactly as the replay will apply them to
+the run file's trace.
+
+A disconnect becomes the request's ``cancelMs`` (its stamp less its arrival): before admission
+the engine admits it with that cancel; after admission it is handed to the engine as a late
+cancel; after the request left it changes nothing (a client closing a finished stream).
+
+Only the engine thread calls the ``Arrivals`` methods; handlers call ``submit``, ``disconnect``
+and ``close``.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+
+from servesim.arrivals import Arrivals, trace_of
+from servesim.sequence import Phase, Sequence
+from servesim.trace import Request
+
+# a disconnect stamped at its request's own arrival still cancels after it (cancelMs > 0)
+MIN_CANCEL_MS = 1e-6
+
+
+class LiveSource(Arrivals):
+    def __init__(self, name: str = "served", description: str = "requests served over HTTP"):
+        super().__init__(closed=None, trace=_EMPTY)
+        self.name, self.description = name, description
+        self._lock = threading.Condition()
+        self._inbox: list[tuple[str, object]] = []  # ("request", Sequence) / ("cancel", id)
+        self._by_id: dict[str, Sequence] = {}
+        self._t0 = time.monotonic()
+        self._open = True  # accepting requests (False once closed)
+        self.on_left = None  # called with each request as it leaves (engine thread)
+
+    # -- the clock ---------------------------------------------------------------------------
+
+    def _now_ms(self) -> float:
+        return (time.monotonic() - self._t0) * 1000.0
+
+    def now_ms(self) -> float:
+        """The runner's clock, read under the hand-over lock (see the module)."""
+        with self._lock:
+            return self._now_ms()
+
+    # -- handlers' side ----------------------------------------------------------------------
+
+    def submit(self, request: Request) -> Request | None:
+        """Stamp ``request``'s arrival now and hand it to the engine; the request as stamped,
+        or None once the source is closed (no request is accepted after that)."""
+        with self._lock:
+            if not self._open:
+                return None
+            stamped = request._replace(arrival_ms=self._now_ms())
+            self._inbox.append(("request", stamped))
+            self._lock.notify_all()
+            return stamped
+
+    def disconnect(self, rid: str) -> None:
+        """``rid``'s client went away now: a client cancel (see the module)."""
+        with self._lock:
+            self._inbox.append(("cancel", (rid, self._now_ms())))
+            self._lock.notify_all()
+
+    def close(self) -> None:
+        """Accept no more requests; the engine finishes those it has, then the run ends."""
+        with self._lock:
+            self._open = False
+            self._lock.notify_all()
+
+    @property
+    def accepting(self) -> bool:
+        return self._open
+
+    # -- the engine's side (``Arrivals``) ------------------------------------------------------
+
+    def __bool__(self) -> bool:
+        self._drain()
+        return bool(self._heap) or self._open
+
+    def next_ms(self) -> float:
+        """The next arrival handed over and not yet due; inf when none is known yet."""
+        self._drain()
+        return self._heap[0][0] if self._heap else math.inf
+
+    def pop_due(self, clock: float) -> Sequence | None:
+        self._drain()
+        return super().pop_due(clock)
+
+    def idle(self, clock: float, wake: float) -> float:
+        """Wait in real time until ``wake`` or until a request or disconnect is handed over
+        (``wake == clock``: nothing is due, wait for one); the clock then reads the wall
+        clock, never more than ``wake``. Closed with nothing left: at once."""
+        with self._lock:
+            while not self._inbox:
+                now = self._now_ms()
+                if wake > clock:
+                    if now >= wake:
+                        break
+                    timeout = (wake - now) / 1000.0
+                elif self._open:
+                    timeout = None
+                else:
+                    break  # closed: nothing more will come
+                self._lock.wait(timeout)
+            now = self._now_ms()
+        return max(clock, min(now, wake) if wake > clock else now)
+
+    def left(self, seq: Sequence, at_ms: float) -> None:
+        if self.on_left is not None:
+            self.on_left(seq)
+
+    def sequence(self, rid: str) -> Sequence:
+        """The engine's sequence of request ``rid`` (engine thread only)."""
+        return self._by_id[rid]
+
+    def realised(self, source, closed):
+        return trace_of(self.name, self.description, self.sequences)
+
+    def _drain(self) -> None:
+        """Move what handlers handed over into the engine's queue (engine thread only)."""
+        with self._lock:
+            inbox, self._inbox = self._inbox, []
+        for kind, item in inbox:
+            if kind == "request":
+                seq = Sequence.of(item, len(self.sequences))
+                self._by_id[seq.id] = seq
+                self._push(seq)
+            else:
+                self._cancel(*item)
+
+    def _cancel(self, rid: str, at_ms: float) -> None:
+        seq = self._by_id.get(rid)
+        if seq is None or seq.status is not None or seq.cancel_ms is not None:
+            return
+        seq.cancel_ms = max(at_ms - seq.arrival_ms, MIN_CANCEL_MS)
+        if seq.phase is not Phase.PENDING:  # admitted: the engine's cancel heap takes it
+            self.late_cancels.append(seq)
+
+
+class _NoRequests:
+    requests = ()
+
+
+_EMPTY = _NoRequests()
