@@ -7,7 +7,11 @@ variants' (``tests/grader/test_variant_release.py``).
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
+import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -44,3 +48,31 @@ def assert_nothing_secret(student_zip: Path, unit, common: int = 0) -> None:
                 assert "engineVersion" not in doc, f"{name} looks like a golden file"
     public = {p.name for p in (unit.lab_dir / "traces").glob("*.json")}
     assert {n.rsplit("/", 1)[1] for n in names if "/traces/" in n} == public
+
+
+def run_autograder(root: Path, submission: dict[str, bytes], metadata: dict | None = None) -> dict:
+    """Gradescope's run of an unpacked bundle (``root/source``) on ``submission``, with
+    ``submission_metadata.json`` when given; its results.json."""
+    shutil.rmtree(root / "submission", ignore_errors=True)
+    shutil.rmtree(root / "results", ignore_errors=True)
+    (root / "submission").mkdir()
+    for name, data in submission.items():
+        (root / "submission" / name).write_bytes(data)
+    if metadata is not None:
+        (root / "submission_metadata.json").write_text(json.dumps(metadata))
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "INFRALAB_AUTOGRADER_ROOT": str(root),
+        "INFRALAB_PYTHON": sys.executable,
+    }
+    done = subprocess.run(
+        ["bash", str(root / "source" / "run_autograder")],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+        cwd="/",
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return json.loads((root / "results" / "results.json").read_text())

@@ -71,9 +71,22 @@ def _release(args, extra: list[str]) -> int:
                 f"golden files are not up to date ({stale[0].path.name}: {stale[0].reason}); "
                 f"run: infralab golden --unit {unit.id}"
             )
-        dest = release.build_autograder_zip(unit, out / release.autograder_zip_name(unit))
+        variants = _bundle_variants(args, unit)
+        dest = release.build_autograder_zip(unit, out / release.autograder_zip_name(unit), variants)
     print(f"wrote {show_path(dest)}")
     return 0
+
+
+def _bundle_variants(args, unit):
+    """The class's variants for the bundle (``--roster`` with ``--secret``), else None."""
+    if not args.roster:
+        if args.secret:
+            raise UnitError("--secret: the bundle ships variants only with --roster")
+        return None
+    from ..variants import bundle, keys, roster
+
+    ids = roster.read_roster(Path(args.roster))
+    return bundle.bundle_variants(unit, ids, keys.load_secret(args.secret))
 
 
 def _release_variants(args, unit, out: Path) -> int:
@@ -93,19 +106,23 @@ def _release_variants(args, unit, out: Path) -> int:
     return 0
 
 
-def _add_variant_options(parser) -> None:
+def _add_variant_options(parser, kind: str) -> None:
     parser.add_argument(
         "--roster",
         metavar="CSV",
-        help="per-student variants: one lab folder and zip per row of this CSV ('id' column)",
+        help="per-student variants: one lab folder and zip per row of this CSV ('id' column)"
+        if kind == "student"
+        else "ship every roster student's variant (hidden traces, golden) and the secret; "
+        "grading then takes the student from Gradescope's submission_metadata.json",
     )
-    parser.add_argument(
-        "--student",
-        action="append",
-        metavar="ID",
-        help="only this student's variant (repeatable; with --roster, an id in it): how a TA "
-        "regenerates one student's lab",
-    )
+    if kind == "student":
+        parser.add_argument(
+            "--student",
+            action="append",
+            metavar="ID",
+            help="only this student's variant (repeatable; with --roster, an id in it): how a "
+            "TA regenerates one student's lab",
+        )
     parser.add_argument(
         "--secret",
         metavar="FILE",
@@ -134,7 +151,6 @@ def add_release(commands) -> None:
         )
         for flag, waives in _WAIVERS[kind]:
             release_kind.add_argument(flag, action="store_true", help=waives)
-        if kind == "student":
-            _add_variant_options(release_kind)
+        _add_variant_options(release_kind, kind)
         release_kind.set_defaults(handler=_release)
     nbgrader_course.add_parser(release_sub)

@@ -7,7 +7,7 @@ import sys
 import zipfile
 
 import pytest
-from releasetools import assert_nothing_secret
+from releasetools import assert_nothing_secret, run_autograder
 from varianttools import SECRET, variant08, write_secret
 
 from grader.course import release
@@ -122,3 +122,29 @@ def test_every_variants_student_zip_holds_nothing_secret(student, tmp_path):
         blob = b"".join(opened.read(name) for name in opened.namelist())
     for secret in (SECRET, variant_key(SECRET, student).encode(), variant.variant_hash.encode()):
         assert secret not in blob
+
+
+def test_the_gradescope_bundle_grades_each_student_against_their_own_variant(tmp_path):
+    """``release autograder --roster --secret`` ships the class's variants; on Gradescope the
+    student comes from submission_metadata.json. The reference passes its variant; a student
+    outside the roster gets one clear line naming no hidden data; the secret is private."""
+    roster, secret, out = tmp_path / "roster.csv", write_secret(tmp_path), tmp_path / "out"
+    roster.write_text("id\ns001\n")
+    done = infralab(
+        "release", "autograder", "--unit", "unit08", "--out", str(out),
+        "--roster", str(roster), "--secret", str(secret),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    root = tmp_path / "gs"
+    with zipfile.ZipFile(out / "infra-lab-unit08-autograder.zip") as archive:
+        assert archive.getinfo("variant.secret").external_attr >> 16 == 0o600
+        assert not [n for n in archive.namelist() if n.startswith("solutions/")]
+        archive.extractall(root / "source")
+    unit = load_unit("unit08")
+    files = {n: (unit.solutions_dir / n).read_bytes() for n in unit.editable}
+    mine = run_autograder(root, files, {"users": [{"email": "a@u.edu", "sid": "s001"}]})
+    total = sum(test["max_score"] for test in mine["tests"])
+    assert mine["score"] == pytest.approx(total) and total > 0
+    stranger = run_autograder(root, files, {"users": [{"email": "eve@u.edu", "id": 9}]})
+    assert stranger["score"] == 0.0 and "holds no variant" in stranger["output"]
+    assert "traces" not in stranger["output"] and "eve" not in stranger["output"]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ADVERSARIAL
-from releasetools import assert_nothing_secret, solution_lines
+from releasetools import assert_nothing_secret, run_autograder, solution_lines
 
 from grader.cases import load_grading
 from grader.course import release
@@ -119,30 +119,6 @@ def autograder_root(tmp_path_factory, unit) -> Path:
         os.chmod(root / "source" / name, 0o755)
     assert "pyyaml" in (root / "source" / "requirements.txt").read_text().lower()
     return root
-
-
-def run_autograder(root: Path, submission: dict[str, bytes]) -> dict:
-    shutil.rmtree(root / "submission", ignore_errors=True)
-    shutil.rmtree(root / "results", ignore_errors=True)
-    (root / "submission").mkdir()
-    for name, data in submission.items():
-        (root / "submission" / name).write_bytes(data)
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "INFRALAB_AUTOGRADER_ROOT": str(root),
-        "INFRALAB_PYTHON": sys.executable,
-    }
-    done = subprocess.run(
-        ["bash", str(root / "source" / "run_autograder")],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=300,
-        cwd="/",
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    return json.loads((root / "results" / "results.json").read_text())
 
 
 def test_autograder_bundle_grades_from_its_own_files(autograder_root, unit):
