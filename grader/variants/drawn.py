@@ -42,7 +42,13 @@ def hidden_names(unit: Unit) -> tuple[str, ...]:
     return tuple(unit.doc.get("variants", {}).get("hidden", ()))
 
 
-def public_traces(unit: Unit, key: str) -> dict[str, str]:
+def _label(kind: str, name: str, draw: int) -> str:
+    """What a seed is derived for: a trace of a draw (draw 0 is the first; a refused draw is
+    followed by the next, ``store``)."""
+    return f"{kind}:{name}" if draw == 0 else f"{kind}:{name}#{draw}"
+
+
+def public_traces(unit: Unit, key: str, draw: int = 0) -> dict[str, str]:
     """``name -> file text`` of each public trace the unit varies, drawn for ``key``."""
     out = {}
     for name, ref in unit.doc.get("variants", {}).get("public", {}).items():
@@ -51,26 +57,26 @@ def public_traces(unit: Unit, key: str) -> dict[str, str]:
         build = getattr(module, function, None)
         if not callable(build):
             raise UnitError(f"unit {unit.id}: variants.public.{name}: {ref} is not a function")
-        doc = build(seed=derived_seed(key, f"public:{name}"))
+        doc = build(seed=derived_seed(key, _label("public", name, draw)))
         _check(doc, name, f"{ref} (variant)")
         render = getattr(module, "render", None)
         out[name] = render(doc) if callable(render) else trace_text(doc)
     return out
 
 
-def hidden_traces(unit: Unit, key: str) -> dict[str, str]:
+def hidden_traces(unit: Unit, key: str, draw: int = 0) -> dict[str, str]:
     """``name -> file text`` of each hidden trace the unit varies, drawn for ``key``."""
     out = {}
     for name in hidden_names(unit):
         path = unit.traces_dir / "specs" / f"{name}.yaml"
         spec = load_yaml_or_json(path)
-        doc = trace_from_spec(draw_spec(spec, key, str(path)), f"{path} (variant)")
+        doc = trace_from_spec(draw_spec(spec, key, str(path), draw), f"{path} (variant)")
         _check(doc, name, f"{path} (variant)")
         out[name] = trace_text(doc)
     return out
 
 
-def draw_spec(spec, key: str, where: str) -> dict:
+def draw_spec(spec, key: str, where: str, draw: int = 0) -> dict:
     """``spec`` as variant ``key`` has it: a seed of its own and its ``vary`` entries drawn."""
     if not isinstance(spec, dict) or "generate" not in spec:
         raise SpecError(f"{where}: a varied trace's spec must 'generate' its requests")
@@ -80,8 +86,8 @@ def draw_spec(spec, key: str, where: str) -> dict:
     generate = drawn["generate"]
     if not isinstance(generate, dict):
         raise SpecError(f"{where}: 'generate' must be a mapping")
-    generate["seed"] = derived_seed(key, f"hidden:{name}")
-    rng = random.Random(derived_seed(key, f"vary:{name}"))
+    generate["seed"] = derived_seed(key, _label("hidden", name, draw))
+    rng = random.Random(derived_seed(key, _label("vary", name, draw)))
     for path in sorted(vary):
         _set(generate, path, draw_value(vary[path], rng, f"{where}: vary.{path}"), where)
     return drawn

@@ -7,8 +7,11 @@ unit's own lab files with the variant's public traces and expected snapshots), `
 (the fixed hidden traces with the varied ones replaced), ``traces/golden`` (made by
 ``golden.write_golden`` from the reference, with the fixed set's label key, so hidden cases
 keep their labels) and ``variant.json``. The hash covers the key and every input the folder is
-made from (unit.yaml, lab files and engine, specs, hidden traces, builders, solutions), so a
-changed input makes a new folder instead of serving a stale one. A folder is built beside its
+made from (unit.yaml's content, lab files and engine, specs, hidden traces, builders,
+solutions, and with ``variants.strict`` the mutants), so a changed input makes a new folder
+instead of serving a stale one. With ``variants.strict`` a draw on which some mutant loses no
+point on any hidden case (``strict.survivors``) is refused and the next draw taken, each
+refusal recorded with its reason in ``variant.json``. A folder is built beside its
 place and renamed into it: a reader sees a whole variant or none. Cache folders are private
 (0700, from ``mkdtemp``): they hold hidden traces and golden files.
 """
@@ -25,12 +28,14 @@ from functools import cached_property
 from pathlib import Path
 
 from ..course import golden, labels, starter
+from ..jsonio import write_text_atomic
 from ..labfolder import lab_files, tree
 from ..units import Unit, UnitError
 from . import drawn
 
 CACHE_ENV = "INFRALAB_VARIANT_CACHE"
 MARKER = "variant.json"
+MAX_DRAWS = 5  # with variants.strict: draws refused in a row before the variant is an error
 SHIPPED = "shipped.json"  # a Gradescope bundle's class: sha256(key) -> variant folder
 
 
@@ -63,7 +68,8 @@ def varies(unit: Unit) -> bool:
 
 def variant_hash(unit: Unit, key: str) -> str:
     """The variant's cache name: sha256 of its key and of every input its folder is made from."""
-    digest = hashlib.sha256(f"{unit.id}\0{key}\0".encode())
+    doc = json.dumps(unit.doc, sort_keys=True, default=str)
+    digest = hashlib.sha256(f"{unit.id}\0{key}\0{doc}\0".encode())
     for rel, path in _inputs(unit):
         digest.update(f"{rel}\0{len(data := path.read_bytes())}\0".encode() + data)
     return digest.hexdigest()[:24]
@@ -73,8 +79,10 @@ def _inputs(unit: Unit) -> list[tuple[str, Path]]:
     files = [(f"lab/{rel}", path) for rel, path in lab_files(unit).items()]
     for sub in ("specs", "hidden"):
         files += [(f"{sub}/{r}", p) for r, p in tree(unit.traces_dir / sub).items()]
-    files += [("unit.yaml", unit.unit_dir / "unit.yaml"), ("labels", labels.key_path(unit))]
+    files.append(("labels", labels.key_path(unit)))
     files += [(f"solutions/{n}", unit.solutions_dir / n) for n in unit.editable]
+    if unit.doc.get("variants", {}).get("strict"):  # which draw is kept depends on them
+        files += [(f"mutants/{r}", p) for r, p in tree(unit.mutants_dir).items()]
     for ref in unit.doc.get("variants", {}).get("public", {}).values():
         files.append((f"builder/{ref}", unit.unit_dir / ref.split(":")[0]))
     return [(rel, path) for rel, path in files if path.is_file()]
@@ -141,21 +149,45 @@ def _fill(unit: Unit, key: str, name: str, staging: Path) -> None:
     _copy(tree(unit.lab_dir), staging / "lab")
     _copy(tree(unit.traces_dir / "hidden"), staging / "traces" / "hidden")
     (staging / "traces" / "golden").mkdir(parents=True)
-    shutil.copyfile(labels.key_path(unit), labels.key_path(_as_variant(unit, staging, name)))
-    public = drawn.public_traces(unit, key)
-    for trace, text in public.items():
-        (staging / "lab" / "traces" / f"{trace}.json").write_text(text, encoding="utf-8")
-    for trace, text in drawn.hidden_traces(unit, key).items():
-        (staging / "traces" / "hidden" / f"{trace}.json").write_text(text, encoding="utf-8")
     variant = _as_variant(unit, staging, name)
+    shutil.copyfile(labels.key_path(unit), labels.key_path(variant))
+    refused = []
+    for draw in range(MAX_DRAWS):
+        public = _write_draw(unit, key, draw, variant)
+        if not unit.doc["variants"].get("strict"):
+            break
+        from . import strict
+
+        lost = strict.survivors(variant)
+        if not lost:
+            break
+        reason = f"mutant(s) {', '.join(lost)} lose no point on any hidden case"
+        refused.append({"draw": draw, "reason": reason})
+    else:
+        raise UnitError(
+            f"unit {unit.id}: {MAX_DRAWS} draws in a row of one variant were refused (last: "
+            f"{refused[-1]['reason']}); widen the specs' vary ranges or add hidden cases"
+        )
+    marker = {"unit": unit.id, "hash": name, "public": sorted(public)}
+    marker |= {"hidden": list(drawn.hidden_names(unit)), "draw": draw, "refused": refused}
+    (staging / MARKER).write_text(json.dumps(marker, indent=1) + "\n", encoding="utf-8")
+
+
+def _write_draw(unit: Unit, key: str, draw: int, variant: VariantUnit) -> dict[str, str]:
+    """Draw ``draw`` of the variant's traces, its snapshots and golden files, written into its
+    folder (atomically: a redraw gives each file a new inode, so no reader's memo of the
+    refused draw survives); the public traces drawn."""
+    public = drawn.public_traces(unit, key, draw)
+    for trace, text in public.items():
+        write_text_atomic(variant.lab_dir / "traces" / f"{trace}.json", text)
+    for trace, text in drawn.hidden_traces(unit, key, draw).items():
+        write_text_atomic(variant.traces_dir / "hidden" / f"{trace}.json", text)
     for spec in starter.snapshot_specs(variant):
         if spec["trace"] in public:
-            path = staging / "lab" / "tests" / "expected" / f"{spec['id']}.json"
-            path.write_text(starter.snapshot_text(variant, spec), encoding="utf-8")
+            path = variant.lab_dir / "tests" / "expected" / f"{spec['id']}.json"
+            write_text_atomic(path, starter.snapshot_text(variant, spec))
     golden.write_golden(variant)
-    marker = {"unit": unit.id, "hash": name, "public": sorted(public)}
-    marker["hidden"] = list(drawn.hidden_names(unit))
-    (staging / MARKER).write_text(json.dumps(marker, indent=1) + "\n", encoding="utf-8")
+    return public
 
 
 def _copy(files: dict[str, Path], dest: Path) -> None:
