@@ -57,6 +57,8 @@ def _grade(args, extra: list[str]) -> int:
         from ..grading import cohort
 
         return cohort.run_cli(args)
+    if args.variants_by_name:
+        raise UnitError("--variants-by-name grades several submissions (with --out)")
     args.submission = args.submission[0]
     unit = _graded_unit(args)
 
@@ -108,6 +110,12 @@ def _add_variant_options(grade) -> None:
         metavar="FILE",
         help="grade against the variant of the submission's student (Gradescope's "
         "submission_metadata.json: users[0].sid, else users[0].email)",
+    )
+    grade.add_argument(
+        "--variants-by-name",
+        action="store_true",
+        help="several submissions (--out): grade each against the variant of the student its "
+        "name (folder name, zip stem) is",
     )
     grade.add_argument(
         "--secret",

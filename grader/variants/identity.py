@@ -42,7 +42,11 @@ def student_from_metadata(path: Path) -> str:
 
 def graded_unit(unit: Unit, student: str, secret_file: str | Path | None = None) -> Unit:
     """The variant of ``student`` (made from the reference and cached on first use)."""
+    return variant_for(unit, student, load_secret(secret_file))
+
+
+def variant_for(unit: Unit, student: str, secret: bytes) -> Unit:
+    """``graded_unit`` with the secret already read (a batch reads it once)."""
     if not varies(unit):
-        raise UnitError(f"--student: unit {unit.id} declares no variants (unit.yaml 'variants')")
-    key = variant_key(load_secret(secret_file), check_id(student, "--student"))
-    return variant_unit(unit, key)
+        raise UnitError(f"variants: unit {unit.id} declares no variants (unit.yaml 'variants')")
+    return variant_unit(unit, variant_key(secret, check_id(student, "student id")))

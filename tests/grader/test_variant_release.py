@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import zipfile
@@ -148,3 +149,31 @@ def test_the_gradescope_bundle_grades_each_student_against_their_own_variant(tmp
     stranger = run_autograder(root, files, {"users": [{"email": "eve@u.edu", "id": 9}]})
     assert stranger["score"] == 0.0 and "holds no variant" in stranger["output"]
     assert "traces" not in stranger["output"] and "eve" not in stranger["output"]
+
+
+def test_a_batch_grades_each_submission_against_the_variant_its_name_names(tmp_path):
+    """``grade --out --variants-by-name``: each submission folder is a roster id; the reference
+    passes in each, and each report's inputs are its own variant's (other fingerprints)."""
+    unit = load_unit("unit08")
+    subs = []
+    for student in ("s001", "s002"):
+        folder = tmp_path / "subs" / student
+        folder.mkdir(parents=True)
+        for name in unit.editable:
+            (folder / name).write_bytes((unit.solutions_dir / name).read_bytes())
+        subs.append(str(folder))
+    out, secret = tmp_path / "out", str(write_secret(tmp_path))
+    done = infralab(
+        "grade", "--unit", "unit08", *subs, "--out", str(out), "--variants-by-name",
+        "--secret", secret, "--case", "static-burst", "--jobs", "2",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    reports = {s: json.loads((out / "reports" / f"{s}.json").read_text()) for s in ("s001", "s002")}
+    assert all(r["score"] == r["maxScore"] > 0 for r in reports.values())
+    inputs = {r["fingerprint"]["inputs"] for r in reports.values()}
+    assert len(inputs) == 2
+    plain = infralab("grade", "--unit", "unit08", *subs, "--out", str(tmp_path / "plain"),
+                     "--case", "static-burst")  # fmt: skip
+    assert plain.returncode == 0, plain.stderr
+    fixed = json.loads((tmp_path / "plain" / "reports" / "s001.json").read_text())
+    assert fixed["fingerprint"]["inputs"] not in inputs
