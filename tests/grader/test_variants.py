@@ -127,3 +127,30 @@ def test_the_reference_passes_its_variant_and_the_fixed_sets_run_does_not():
         variant, Submission(files, source="t"), cases=["static-burst"], runner=fixed_trace
     )
     assert copied.cases[0].status.value != "passed"
+
+
+def test_the_leaderboard_compares_students_on_different_variants_fairly():
+    """Two students with the same share of their own reference's goodput rank equal on the
+    relative entry, whatever their variants' raw goodput; a better share ranks higher."""
+    from grader.grading.leaderboard import LEADERBOARD_GOODPUT, LEADERBOARD_RELATIVE, entries
+
+    def board(goodput, reference):
+        metrics = {"goodput": goodput, "referenceGoodput": reference, "goodputMax": 100.0}
+        return {e["name"]: e["value"] for e in entries([metrics, dict(metrics)])}
+
+    easy, hard, better = board(8.0, 10.0), board(4.0, 5.0), board(4.5, 5.0)
+    assert easy[LEADERBOARD_GOODPUT] > hard[LEADERBOARD_GOODPUT]  # raw: the easier variant
+    assert easy[LEADERBOARD_RELATIVE] == hard[LEADERBOARD_RELATIVE] == 80.0
+    assert better[LEADERBOARD_RELATIVE] == 90.0
+    invalid = entries([{"goodput": 0.0, "p99TtftMs": None}])
+    assert {e["name"]: e["value"] for e in invalid}[LEADERBOARD_RELATIVE] == 0.0
+
+
+def test_the_reference_scores_100_percent_of_its_own_variants_reference():
+    variant = variant08("s002")
+    files = {n: (UNIT08.solutions_dir / n).read_bytes() for n in UNIT08.editable}
+    cases = ["challenge-burst", "challenge-steady"]
+    report = grade_submission(variant, Submission(files, source="t"), cases=cases,
+                              runner=run_in_process)  # fmt: skip
+    board = {e["name"]: e["value"] for e in report.leaderboard()}
+    assert board["goodput vs reference (%)"] == 100.0
