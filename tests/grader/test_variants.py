@@ -52,6 +52,12 @@ def test_each_student_draws_their_own_traces_and_the_fixed_set_stays():
     for name in drawn.public_names(UNIT08):
         texts = {(u.lab_dir / "traces" / f"{name}.json").read_bytes() for u in (one, two, UNIT08)}
         assert len(texts) == 3, name
+    kept = {p.name for p in (UNIT08.traces_dir / "hidden").glob("*.json")}
+    kept -= {f"{name}.json" for name in drawn.hidden_names(UNIT08)}
+    assert kept == {"lockstep.json"}  # a construction, not a sample: every variant has it as is
+    for name in kept:
+        fixed = (UNIT08.traces_dir / "hidden" / name).read_bytes()
+        assert all((u.traces_dir / "hidden" / name).read_bytes() == fixed for u in (one, two))
     assert one.variant_hash != two.variant_hash
 
 
