@@ -34,6 +34,7 @@ from ..cases import load_grading
 from ..jsonio import write_text_atomic
 from ..sandbox import Limits, SandboxError, require_safe_isolation
 from ..units import Unit, UnitError, load_unit
+from . import verdict_memo
 from .cohort_csv import csv_text
 from .cohort_reports import (
     PRIVATE_DIR,
@@ -125,8 +126,16 @@ def grade_batch(
         write_text_atomic(out / CSV_NAME, text, mode=PRIVATE_FILE)
 
     shared = len(todo) > 1 and variant_of is None  # the reference's verdicts serve them all
-    with remembered(unit, cases) if shared else contextlib.nullcontext():
-        run_workers(todo, jobs or default_jobs(), len(names), progress, result, write_csv, on_done)
+    if len(todo) > 1 and variant_of is not None:  # each variant's, judged when it was made
+        for each in distinct:
+            getattr(each, "remember_reference", lambda: False)()
+    try:
+        with remembered(unit, cases) if shared else contextlib.nullcontext():
+            run_workers(
+                todo, jobs or default_jobs(), len(names), progress, result, write_csv, on_done
+            )
+    finally:
+        verdict_memo.forget()
     _count_rows(result, out, list(names))
     return result
 

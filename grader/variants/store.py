@@ -60,6 +60,13 @@ class VariantUnit(Unit):
     def traces_dir(self) -> Path:
         return self.variant_dir / "traces"
 
+    def remember_reference(self) -> bool:
+        """Remember the reference's verdicts judged when the variant was made (a batch's
+        parent, before it forks: ``verdicts.recall``)."""
+        from . import verdicts
+
+        return verdicts.recall(self)
+
 
 def varies(unit: Unit) -> bool:
     """Whether unit.yaml declares anything that varies per student."""
@@ -168,6 +175,9 @@ def _fill(unit: Unit, key: str, name: str, staging: Path) -> None:
             f"unit {unit.id}: {MAX_DRAWS} draws in a row of one variant were refused (last: "
             f"{refused[-1]['reason']}); widen the specs' vary ranges or add hidden cases"
         )
+    from . import verdicts
+
+    verdicts.judge_reference(variant)  # off the grading path: a batch recalls them
     marker = {"unit": unit.id, "hash": name, "public": sorted(public)}
     marker |= {"hidden": list(drawn.hidden_names(unit)), "draw": draw, "refused": refused}
     (staging / MARKER).write_text(json.dumps(marker, indent=1) + "\n", encoding="utf-8")

@@ -160,3 +160,35 @@ def test_the_reference_scores_100_percent_of_its_own_variants_reference():
                               runner=run_in_process)  # fmt: skip
     board = {e["name"]: e["value"] for e in report.leaderboard()}
     assert board["goodput vs reference (%)"] == 100.0
+
+
+def test_a_variants_reference_verdicts_are_kept_and_recalled_only_by_the_same_grader(tmp_path):
+    """Judged when the variant is made, recalled for a batch: a run file equal to the
+    reference's takes the kept verdict (the same report), and a file judged by another grader
+    version is not recalled."""
+    import pickle
+
+    from grader.grading import verdict_memo
+    from grader.variants import verdicts
+
+    variant = variant08("s001")
+    files = {n: (UNIT08.solutions_dir / n).read_bytes() for n in UNIT08.editable}
+    cases = ["static-burst", "paged-kv-b512-m96"]
+
+    def grade():
+        report = grade_submission(variant, Submission(files, source="t"), cases=cases,
+                                  runner=run_in_process)  # fmt: skip
+        return [(c.id, c.status, c.points) for c in report.cases]
+
+    plain = grade()
+    try:
+        assert variant.remember_reference() and len(verdict_memo._MEMO) >= len(cases)
+        assert grade() == plain
+    finally:
+        verdict_memo.forget()
+    doc = pickle.loads((variant.variant_dir / verdicts.FILE).read_bytes())
+    copy = tmp_path / "v"
+    copy.mkdir()
+    (copy / verdicts.FILE).write_bytes(pickle.dumps(dict(doc, grader="another")))
+    moved = type(variant)(variant.id, variant.doc, variant.course_root, None, copy, "x")
+    assert verdicts.recall(moved) is False and not verdict_memo._MEMO
