@@ -14,15 +14,18 @@ from fasttier import is_fast
 from labtools import UNIT, copy_lab
 
 from grader.checkcache import CACHE_ENV
+from grader.variants.store import CACHE_ENV as VARIANT_CACHE_ENV
 
 _OWN_CACHE: list[str] = []
 
 
 def pytest_configure(config):
-    """unit.yaml's cache (``grader.checkcache``) in a folder of this run, not the user's."""
-    if not os.environ.get(CACHE_ENV):  # xdist workers inherit the controller's
-        _OWN_CACHE.append(tempfile.mkdtemp(prefix="infralab-test-cache-"))
-        os.environ[CACHE_ENV] = _OWN_CACHE[0]
+    """unit.yaml's cache (``grader.checkcache``) and the variants' cache
+    (``grader.variants.store``) in folders of this run, not the user's or the course's."""
+    for env, prefix in ((CACHE_ENV, "infralab-test-cache-"), (VARIANT_CACHE_ENV, "infralab-var-")):
+        if not os.environ.get(env):  # xdist workers inherit the controller's
+            _OWN_CACHE.append(tempfile.mkdtemp(prefix=prefix))
+            os.environ[env] = _OWN_CACHE[-1]
 
 
 def pytest_unconfigure(config):

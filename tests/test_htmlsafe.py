@@ -160,12 +160,18 @@ def test_a_leaderboard_entry_carries_no_string_of_the_submission():
     hands Gradescope holds the grader's own names and numbers only, whatever the metrics hold."""
     hostile = HOSTILE[0]
     metrics = [
-        {"goodput": hostile, "goodputMax": hostile, "p99TtftMs": hostile, "ttftMaxMs": 9.0},
-        {"goodput": 1.5, "goodputMax": 2.0, "p99TtftMs": 3.0, "ttftMaxMs": 9.0, hostile: hostile},
-    ]
+        {"goodput": hostile, "goodputMax": hostile, "p99TtftMs": hostile, "ttftMaxMs": 9.0,
+         "referenceGoodput": hostile},
+        {"goodput": 1.5, "goodputMax": 2.0, "p99TtftMs": 3.0, "ttftMaxMs": 9.0, hostile: hostile,
+         "referenceGoodput": 1.5},
+    ]  # fmt: skip
     board = leaderboard.entries(metrics)
-    names = [leaderboard.LEADERBOARD_GOODPUT, leaderboard.LEADERBOARD_P99_TTFT]
+    names = [
+        leaderboard.LEADERBOARD_GOODPUT,
+        leaderboard.LEADERBOARD_RELATIVE,
+        leaderboard.LEADERBOARD_P99_TTFT,
+    ]
     assert [entry["name"] for entry in board] == names
-    assert [entry["value"] for entry in board] == [0.75, 3.0]  # the string counts as no value
+    assert [entry["value"] for entry in board] == [0.75, 100.0, 3.0]  # a string is no value
     assert all(set(entry) == {"name", "value", "order"} for entry in board)
     assert all(type(entry["value"]) is float for entry in board)

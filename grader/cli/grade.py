@@ -52,19 +52,24 @@ def _grade(args, extra: list[str]) -> int:
     from ..grading.grade import EnvironmentFailure, GradingError, grade_submission, limits_for
 
     if len(args.submission) > 1 or args.out:
+        if args.student or args.submission_metadata:
+            raise UnitError("--student/--submission-metadata grade one submission (no --out)")
         from ..grading import cohort
 
         return cohort.run_cli(args)
+    if args.variants_by_name:
+        raise UnitError("--variants-by-name grades several submissions (with --out)")
     args.submission = args.submission[0]
+    unit = _graded_unit(args)
 
     outputs = [Path(p) for p in (args.json, args.gradescope) if p]
     for path in outputs:
         if path.is_dir():
             raise UnitError(f"{path}: is a folder, expected a file path")
     try:
-        limits = limits_for(args.unit, args.timeout, args.all_cases)
+        limits = limits_for(unit, args.timeout, args.all_cases)
         report = grade_submission(
-            args.unit, Path(args.submission), cases=args.case or None, limits=limits, jobs=args.jobs
+            unit, Path(args.submission), cases=args.case or None, limits=limits, jobs=args.jobs
         )
     except EnvironmentFailure as exc:  # not the submission's fault: no score at all
         print(f"infralab: error: {exc}", file=sys.stderr)
@@ -81,6 +86,43 @@ def _grade(args, extra: list[str]) -> int:
         write_json(Path(args.gradescope), report.to_gradescope(), mode=0o600)
         print(f"wrote {args.gradescope}")
     return 0
+
+
+def _graded_unit(args):
+    """The unit, or the student's variant of it (``--student``, ``--submission-metadata``)."""
+    if not (args.student or args.submission_metadata):
+        return args.unit
+    from ..variants import identity
+
+    unit = load_unit(args.unit)
+    student = args.student or identity.student_from_metadata(Path(args.submission_metadata))
+    return identity.graded_unit(unit, student, args.secret)
+
+
+def _add_variant_options(grade) -> None:
+    grade.add_argument(
+        "--student",
+        metavar="ID",
+        help="grade against this student's variant (the roster id; local grading)",
+    )
+    grade.add_argument(
+        "--submission-metadata",
+        metavar="FILE",
+        help="grade against the variant of the submission's student (Gradescope's "
+        "submission_metadata.json: users[0].sid, else users[0].email)",
+    )
+    grade.add_argument(
+        "--variants-by-name",
+        action="store_true",
+        help="several submissions (--out): grade each against the variant of the student its "
+        "name (folder name, zip stem) is",
+    )
+    grade.add_argument(
+        "--secret",
+        metavar="FILE",
+        help="the course's variant secret (default: $INFRALAB_VARIANT_SECRET, else "
+        "variant.secret in the course root)",
+    )
 
 
 def add_grade(commands) -> None:
@@ -121,4 +163,5 @@ def add_grade(commands) -> None:
         action="store_true",
         help="show hidden-case details (never give this to students)",
     )
+    _add_variant_options(grade)
     grade.set_defaults(handler=_grade)

@@ -60,6 +60,8 @@ def _release(args, extra: list[str]) -> int:
     out = Path(args.out) if args.out else course_root() / "dist" / unit.id
     if out.exists() and not out.is_dir():
         raise UnitError(f"--out {out}: exists and is not a folder")
+    if args.action == "student" and (args.roster or args.student):
+        return _release_variants(args, unit, out)
     if args.action == "student":
         dest = release.build_student_zip(unit, out / release.student_zip_name(unit))
     else:
@@ -69,9 +71,64 @@ def _release(args, extra: list[str]) -> int:
                 f"golden files are not up to date ({stale[0].path.name}: {stale[0].reason}); "
                 f"run: infralab golden --unit {unit.id}"
             )
-        dest = release.build_autograder_zip(unit, out / release.autograder_zip_name(unit))
+        variants = _bundle_variants(args, unit)
+        dest = release.build_autograder_zip(unit, out / release.autograder_zip_name(unit), variants)
     print(f"wrote {show_path(dest)}")
     return 0
+
+
+def _bundle_variants(args, unit):
+    """The class's variants for the bundle (``--roster`` with ``--secret``), else None."""
+    if not args.roster:
+        if args.secret:
+            raise UnitError("--secret: the bundle ships variants only with --roster")
+        return None
+    from ..variants import bundle, keys, roster
+
+    ids = roster.read_roster(Path(args.roster))
+    return bundle.bundle_variants(unit, ids, keys.load_secret(args.secret))
+
+
+def _release_variants(args, unit, out: Path) -> int:
+    """Per-student variants: the roster and the secret are checked before anything is built."""
+    from ..variants import keys, roster
+    from ..variants.release import release_students
+
+    ids = roster.read_roster(Path(args.roster)) if args.roster else None
+    chosen = [roster.check_id(s.strip(), "--student") for s in args.student or ()]
+    if ids is not None and (stray := [s for s in chosen if s not in ids]):
+        raise UnitError(f"--student {stray[0]}: not in the roster {args.roster}")
+    secret = keys.load_secret(args.secret)
+    folders = release_students(unit, chosen or ids, secret, out)
+    for folder in folders:
+        print(f"wrote {show_path(folder)}")
+    print(f"{len(folders)} student lab folder(s) and zip(s) in {show_path(out)}")
+    return 0
+
+
+def _add_variant_options(parser, kind: str) -> None:
+    parser.add_argument(
+        "--roster",
+        metavar="CSV",
+        help="per-student variants: one lab folder and zip per row of this CSV ('id' column)"
+        if kind == "student"
+        else "ship every roster student's variant (hidden traces, golden) and the secret; "
+        "grading then takes the student from Gradescope's submission_metadata.json",
+    )
+    if kind == "student":
+        parser.add_argument(
+            "--student",
+            action="append",
+            metavar="ID",
+            help="only this student's variant (repeatable; with --roster, an id in it): how a "
+            "TA regenerates one student's lab",
+        )
+    parser.add_argument(
+        "--secret",
+        metavar="FILE",
+        help="the course's variant secret (default: $INFRALAB_VARIANT_SECRET, else "
+        "variant.secret in the course root); never give it to a student",
+    )
 
 
 def add_release(commands) -> None:
@@ -94,5 +151,6 @@ def add_release(commands) -> None:
         )
         for flag, waives in _WAIVERS[kind]:
             release_kind.add_argument(flag, action="store_true", help=waives)
+        _add_variant_options(release_kind, kind)
         release_kind.set_defaults(handler=_release)
     nbgrader_course.add_parser(release_sub)

@@ -106,6 +106,14 @@ def _trace_mutants(args, extra: list[str]) -> int:
     survivors = [r.mutant.name for r in results if not r.killed_by_hidden]
     for name in survivors:
         print(f"warning: mutant {name} survives every hidden case", file=sys.stderr)
+    if args.write_hints:
+        from ..variants import strict
+
+        print(f"wrote {show_path(strict.write_hints(unit, results))}")
+    if args.variants:
+        from ..variants.sample import check_sample
+
+        survivors += check_sample(unit, selected, results, args.variants)
     return 1 if survivors and args.strict else 0
 
 
@@ -153,6 +161,22 @@ def add_trace(commands) -> None:
         help="how many mutants are graded at once (default: the number of cores)",
     )
     mut.add_argument(
-        "--strict", action="store_true", help="exit 1 when a mutant survives the hidden set"
+        "--strict",
+        action="store_true",
+        help="exit 1 when a mutant survives the hidden set (of the fixed set or of a variant)",
+    )
+    mut.add_argument(
+        "--variants",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also check N sample variants (unit.yaml 'variants'): every mutant must lose "
+        "points on a hidden case of each",
+    )
+    mut.add_argument(
+        "--write-hints",
+        action="store_true",
+        help="write traces/<unit>/mutant-killers.json (which hidden cases killed each mutant), "
+        "which makes the variant checks fast",
     )
     mut.set_defaults(handler=_trace_mutants)

@@ -105,18 +105,22 @@ def requirements() -> str:
     return "".join(f"{name}=={version(name)}\n" for name in names)
 
 
-def build_autograder_zip(unit: Unit, dest: Path) -> Path:
+def build_autograder_zip(unit: Unit, dest: Path, variants=None) -> Path:
     """Write Gradescope's bundle for ``unit`` (``autograder_zip_name``) to ``dest`` atomically;
-    Gradescope wants ``setup.sh`` at its top, so it has no folder of its own."""
+    Gradescope wants ``setup.sh`` at its top, so it has no folder of its own. ``variants``:
+    ``(files, data)`` of a class's variants (``grader.variants.bundle``), shipped too."""
     files = autograder_files(unit)
     extra = {
-        "requirements.txt": requirements(),
-        "autograder.json": json.dumps(bundle_stamp(unit), indent=2) + "\n",
+        "requirements.txt": requirements().encode(),
+        "autograder.json": (json.dumps(bundle_stamp(unit), indent=2) + "\n").encode(),
     }
+    if variants is not None:
+        files = {**files, **variants[0]}
+        extra.update(variants[1])
     return _write_zip(
         dest,
         [(name, path.read_bytes(), _mode(path, name)) for name, path in sorted(files.items())]
-        + [(name, text.encode(), 0o644) for name, text in extra.items()],
+        + [(name, data, 0o600 if "secret" in name else 0o644) for name, data in extra.items()],
     )
 
 

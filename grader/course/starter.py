@@ -111,6 +111,11 @@ def snapshot(unit: Unit, spec: dict | str) -> dict:
     }
 
 
+def snapshot_text(unit: Unit, spec: dict) -> str:
+    """The text of a snapshot's ``tests/expected/<id>.json`` (``snapshot`` as written)."""
+    return _json(snapshot(unit, spec))
+
+
 def lab_json(unit: Unit) -> dict:
     """What the lab folder's lab.json must hold, derived from unit.yaml.
 
@@ -149,8 +154,8 @@ def expected_files(unit: Unit) -> dict[Path, str]:
     if readme.is_file():
         files[readme] = points.handout_text(unit, readme.read_text(encoding="utf-8"))
     for spec in snapshot_specs(unit):
-        files[unit.lab_dir / "tests" / "expected" / f"{spec['id']}.json"] = _json(
-            snapshot(unit, spec)
+        files[unit.lab_dir / "tests" / "expected" / f"{spec['id']}.json"] = snapshot_text(
+            unit, spec
         )
     return files
 

@@ -34,6 +34,7 @@ from ..cases import load_grading
 from ..jsonio import write_text_atomic
 from ..sandbox import Limits, SandboxError, require_safe_isolation
 from ..units import Unit, UnitError, load_unit
+from . import verdict_memo
 from .cohort_csv import csv_text
 from .cohort_reports import (
     PRIVATE_DIR,
@@ -82,27 +83,35 @@ def grade_batch(
     cases: list[str] | None = None,
     progress: bool = True,
     on_done: Callable[[str], None] | None = None,
+    variant_of: Callable[[str], Unit] | None = None,
 ) -> BatchResult:
-    """Grade ``submissions`` into ``out`` (see the module docstring)."""
+    """Grade ``submissions`` into ``out`` (see the module docstring). ``variant_of``: the unit
+    each submission is graded on, by its name (a student's variant, ``grader.variants``)."""
     unit = load_unit(unit) if isinstance(unit, str) else unit
     grading = load_grading(unit)  # a broken unit stops here, before anything is written
     for case_id in cases or []:
         grading.by_id(case_id)
     names = _names(submissions)
+    units = {name: variant_of(name) if variant_of else unit for name in names}
     out = _private_out(Path(out), unit)
-    inputs = inputs_fingerprint(unit, cases, limits)
+    distinct = list({id(u): u for u in units.values()}.values())  # Units do not hash
+    inputs = {id(u): inputs_fingerprint(u, cases, limits) for u in distinct}
     version = grader_version()
     result = BatchResult(csv_path=out / CSV_NAME)
     todo = []
     for name, path in names.items():
-        fingerprint = {"inputs": inputs, "grader": version, "submission": submission_hash(path)}
+        fingerprint = {"inputs": inputs[id(units[name])], "grader": version}
+        fingerprint["submission"] = submission_hash(path)
         if not force and is_finished(read_report(report_path(out, name)), fingerprint):
             result.skipped.append(name)
         else:
-            todo.append((unit.id, name, str(path.resolve()), str(out), limits, cases, fingerprint))
+            todo.append(
+                (units[name], name, str(path.resolve()), str(out), limits, cases, fingerprint)
+            )
     parts = list(grading.parts)
     try:
-        warm(unit, cases)  # every worker is forked from here and finds it all made
+        for each in distinct:
+            warm(each, cases)  # every worker is forked from here and finds it all made
     except GradingError as exc:
         raise BatchError(str(exc)) from None
 
@@ -110,8 +119,17 @@ def grade_batch(
         text = csv_text(parts, list(names), lambda n: read_report(report_path(out, n)))
         write_text_atomic(out / CSV_NAME, text, mode=PRIVATE_FILE)
 
-    with remembered(unit, cases) if len(todo) > 1 else contextlib.nullcontext():
-        run_workers(todo, jobs or default_jobs(), len(names), progress, result, write_csv, on_done)
+    shared = len(todo) > 1 and variant_of is None  # the reference's verdicts serve them all
+    if len(todo) > 1 and variant_of is not None:  # each variant's, judged when it was made
+        for each in distinct:
+            getattr(each, "remember_reference", lambda: False)()
+    try:
+        with remembered(unit, cases) if shared else contextlib.nullcontext():
+            run_workers(
+                todo, jobs or default_jobs(), len(names), progress, result, write_csv, on_done
+            )
+    finally:
+        verdict_memo.forget()
     _count_rows(result, out, list(names))
     return result
 
@@ -134,7 +152,7 @@ def _private_out(out: Path, unit: Unit) -> Path:
     hidden material and the reports out of every child's reach."""
     if out.exists() and not out.is_dir():
         raise BatchError(f"--out {out}: exists and is not a folder")
-    hidden = hidden_material(unit)
+    hidden = hidden_material(unit)  # a variant's lie in the variant cache, private too
     out.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIR)
     os.chmod(out, PRIVATE_DIR)
     try:
@@ -168,6 +186,17 @@ def _count_rows(result: BatchResult, out: Path, names: list[str]) -> None:
     result.max_scores = sorted(most)
 
 
+def _variant_of(args) -> Callable[[str], Unit] | None:
+    """``--variants-by-name``: each submission is graded on the variant of the student its
+    name (folder name, zip stem) is."""
+    if not args.variants_by_name:
+        return None
+    from ..variants import identity, keys
+
+    unit, secret = load_unit(args.unit), keys.load_secret(args.secret)
+    return lambda name: identity.variant_for(unit, name, secret)
+
+
 def run_cli(args) -> int:
     """``infralab grade --unit U SUB... --out DIR [--jobs N] [--force]``."""
     if args.json or args.gradescope:
@@ -188,6 +217,7 @@ def run_cli(args) -> int:
             force=args.force,
             limits=limits,
             cases=args.case or None,
+            variant_of=_variant_of(args),
         )
     except BatchError as exc:
         raise UnitError(str(exc)) from None

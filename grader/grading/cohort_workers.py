@@ -94,7 +94,7 @@ def _outcome(exitcode: int | None, task: tuple) -> tuple[str, str | None]:
         why = f"the grading worker was killed ({signal.Signals(-exitcode).name})"
     else:
         why = f"the grading worker exited with status {exitcode} without a report"
-    row = {"unit": task[0], "score": None, "error": why, "environmentError": True}
+    row = {"unit": task[0].id, "score": None, "error": why, "environmentError": True}
     row |= {"batchFormat": REPORT_FORMAT, "submission": name, "fingerprint": fingerprint}
     write_json(report_path(Path(out), name), row, mode=PRIVATE_FILE)
     return name, why
@@ -102,13 +102,14 @@ def _outcome(exitcode: int | None, task: tuple) -> tuple[str, str | None]:
 
 def _grade_one(task: tuple) -> tuple[str, str | None]:
     """Worker: grade one submission and write its reports; (name, None) or (name, failure)."""
-    unit_id, name, source, out, limits, cases, fingerprint = task
+    unit, name, source, out, limits, cases, fingerprint = task  # the unit or a variant
+    unit_id = unit.id
     from .errors import EnvironmentFailure, GradingError
     from .grade import grade_submission
 
     failure, staff = None, None
     try:
-        report = grade_submission(unit_id, Path(source), cases=cases, limits=limits, jobs=1)
+        report = grade_submission(unit, Path(source), cases=cases, limits=limits, jobs=1)
         doc, staff = report.to_json(staff=False), report.to_json(staff=True)
         doc["error"] = None
     except EnvironmentFailure as exc:  # the grader's environment: an error row, retried

@@ -30,8 +30,10 @@ def limits_for(unit: Unit | str, timeout_s: float | None = None, all_cases: bool
 
 
 def hidden_material(unit: Unit) -> list[Path]:
-    """What a child must never read: the unit's hidden traces and golden files, solutions."""
-    return [path for path in (unit.traces_dir, unit.solutions_dir) if path.exists()]
+    """What a child must never read: the unit's hidden traces and golden files (a variant's
+    and the fixed set's), solutions."""
+    paths = (unit.traces_dir, unit.course_root / "traces" / unit.id, unit.solutions_dir)
+    return [path for path in dict.fromkeys(paths) if path.exists()]
 
 
 def run_file_cap(trace_doc: dict) -> int:

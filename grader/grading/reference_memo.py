@@ -34,7 +34,7 @@ def remembered(unit: Unit, cases: list[str] | None = None) -> Iterator[None]:
     ):  # a course bundle has none: every run file is judged
         yield
         return
-    jobs = _reference_jobs(unit, cases)
+    jobs = reference_jobs(unit, cases)
     for job, judged in zip(jobs, judge_cases(unit, jobs), strict=True):
         verdict_memo.remember(unit, job, judged.verdict, judged.cpu_s)
     try:
@@ -43,7 +43,7 @@ def remembered(unit: Unit, cases: list[str] | None = None) -> Iterator[None]:
         verdict_memo.forget()
 
 
-def _reference_jobs(unit: Unit, cases: list[str] | None) -> list:
+def reference_jobs(unit: Unit, cases: list[str] | None) -> list:
     """A ``judging.JudgeJob`` per case for the reference solution's run, made in this process."""
     files = {name: (unit.solutions_dir / name).read_bytes() for name in unit.editable}
     unit, selected, goldens, reference = _inputs(unit, cases, Submission(files))

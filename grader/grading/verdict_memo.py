@@ -85,10 +85,21 @@ def _same_unit(kept: Unit, unit: Unit) -> bool:
 
 def remember(unit: Unit, job, verdict, cpu_s: float) -> None:
     """Keep the verdict a ``judging.JudgeJob`` got, unless a judging ceiling decided it."""
-    key = _key(job.case, job.child)
-    if key is None or any(verdict.note is note for note in CEILING_NOTES):
-        return
-    _MEMO[key] = _Entry(unit, job.trace_doc, job.golden, _copy(verdict), cpu_s)
+    if rememberable(job.child, verdict):
+        _MEMO[_key(job.case, job.child)] = _Entry(
+            unit, job.trace_doc, job.golden, _copy(verdict), cpu_s
+        )
+
+
+def rememberable(child: ChildResult, verdict) -> bool:
+    """Whether a verdict may be kept: decided from the run file alone, not by a ceiling."""
+    return _key(None, child) is not None and not any(verdict.note is n for n in CEILING_NOTES)
+
+
+def keep(unit: Unit, case: Case, digest: str, trace_doc, golden, verdict, cpu_s: float) -> None:
+    """Keep a verdict judged earlier (``grader.variants.verdicts``) under the case and the
+    SHA-256 of its run file, as ``remember`` keeps one judged now."""
+    _MEMO[(repr(case), digest)] = _Entry(unit, trace_doc, golden, _copy(verdict), cpu_s)
 
 
 def _copy(verdict):

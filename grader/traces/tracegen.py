@@ -38,6 +38,9 @@ A spec is a mapping with ``name``, ``description`` and exactly one of:
         A group's segments are cut where the request's prompt ends (a segment left with no
         tokens is dropped), so ``inputTokens`` stays what its distribution drew.
 
+A ``generate`` spec may also hold ``vary``: the fields a per-student variant draws again
+(``grader.variants.drawn``). This module ignores it, so the fixed trace stays as it was.
+
 ``import``
     a window of the Azure LLM inference trace (see ``import_azure``)::
 

@@ -88,7 +88,8 @@ def _lognormal_int(rng: random.Random, median: float, sigma: float, lo: int, hi:
 def burst(seed: int = 8) -> dict:
     """A steady 4 req/s for 15 s with 30 extra requests inside half a second at 5 s.
 
-    The public trace is seed 8; the lesson checks its claims on other seeds too.
+    The public trace is seed 8; the lesson checks its claims on other seeds too, and a
+    student's variant draws another (unit.yaml ``variants``).
     """
     rng = random.Random(seed)
     arrivals, t = [], 0.0
@@ -117,9 +118,12 @@ def burst(seed: int = 8) -> dict:
     }
 
 
-def tenants() -> dict:
-    """Two tenants: ``chat`` sends short prompts steadily, ``batch`` floods long prompts early."""
-    rng = random.Random(31)
+def tenants(seed: int = 31) -> dict:
+    """Two tenants: ``chat`` sends short prompts steadily, ``batch`` floods long prompts early.
+
+    The public trace is seed 31; a student's variant draws another (unit.yaml ``variants``).
+    """
+    rng = random.Random(seed)
     requests = []
     for i in range(40):
         requests.append(

@@ -25,7 +25,7 @@ CASES = ["fcfs-mixed", "chunked-unseen-chunk4"]  # a public and a hidden case of
 
 def _reference_jobs(unit) -> list[JudgeJob]:
     """Jobs for the reference's run of ``CASES`` (made in this process)."""
-    return reference_memo._reference_jobs(unit, CASES)
+    return reference_memo.reference_jobs(unit, CASES)
 
 
 class CountedChildren:

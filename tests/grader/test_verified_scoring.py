@@ -291,7 +291,7 @@ def _goodput_case(metrics: dict, hidden=True) -> CaseResult:
 
 
 def test_leaderboard_shows_only_finite_bounded_numbers_rounded():
-    bounds = {"goodputMax": 100.0, "ttftMaxMs": 1e6}
+    bounds = {"goodputMax": 100.0, "ttftMaxMs": 1e6, "referenceGoodput": 4.0}
     cases = [
         _goodput_case({"goodput": 5.35523, "p99TtftMs": 14513.05, **bounds}),
         _goodput_case({"goodput": "11", "p99TtftMs": "LEAK", **bounds}),
@@ -300,7 +300,12 @@ def test_leaderboard_shows_only_finite_bounded_numbers_rounded():
     ]
     report = GradeReport("unit08", cases, "test")
     board = {e["name"]: e["value"] for e in report.leaderboard()}
-    assert board == {"goodput (req/s)": 1.34, "p99 TTFT (ms)": 14500.0}
+    relative = 100 * (5.35523 / 4.0) / 4  # the other three count 0: no bounded goodput
+    assert board == {
+        "goodput (req/s)": 1.34,
+        "goodput vs reference (%)": float(f"{relative:.3g}"),
+        "p99 TTFT (ms)": 14500.0,
+    }
     json.dumps(report.to_gradescope(), allow_nan=False)
 
 

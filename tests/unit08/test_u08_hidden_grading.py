@@ -12,7 +12,11 @@ from grader.cases import Kind, load_grading
 from grader.course.golden import golden_path
 from grader.grading.grade import Status, grade_submission
 from grader.grading.inprocess import run_in_process
-from grader.grading.leaderboard import LEADERBOARD_GOODPUT, LEADERBOARD_P99_TTFT
+from grader.grading.leaderboard import (
+    LEADERBOARD_GOODPUT,
+    LEADERBOARD_P99_TTFT,
+    LEADERBOARD_RELATIVE,
+)
 from grader.grading.submission import Submission
 from grader.sandbox import ChildResult
 from grader.traces.mutants import list_mutants
@@ -286,7 +290,7 @@ def test_policy_breaking_a_device_rule_scores_zero():
     assert {c.status for c in report.cases} == {Status.CRASH}
     assert report.score == 0
     board = dict((e["name"], e["value"]) for e in report.leaderboard())
-    assert board == {LEADERBOARD_GOODPUT: 0}  # no valid run: no p99 TTFT to show
+    assert board == {LEADERBOARD_GOODPUT: 0, LEADERBOARD_RELATIVE: 0}  # no valid run: no p99
 
 
 def test_forged_run_that_breaks_a_device_rule_scores_zero():

@@ -1,0 +1,128 @@
+"""A variant's traces, drawn from its key: the unit's public builders and hidden specs.
+
+unit.yaml names what varies (``variants``)::
+
+    variants:
+      public: {burst: "public_traces.py:burst"}   # a builder in labs/<unit>, called with seed=
+      hidden: [steady-mix, deadlines]             # traces/<unit>/specs/<name>.yaml
+
+A hidden spec must ``generate`` its requests. Its variant gets a ``seed`` derived from the key
+and, for each entry of the spec's optional ``vary`` block, a value drawn for the field the
+entry names (a dotted path into ``generate``)::
+
+    vary:
+      arrivals.ratePerMs: {min: 0.016, max: 0.024, step: 0.001}
+      outputTokens.weights: {values: [[1, 1, 3, 3, 2], [2, 1, 2, 3, 2]]}
+
+The fixed (non-variant) trace ignores ``vary``, so adding one changes no existing file. Every
+drawn trace is checked with the lab's own ``servesim.parse_trace``.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+
+import servesim
+
+from ..plugins import load_plugin
+from ..traces.errors import SpecError
+from ..traces.tracegen import load_yaml_or_json, trace_from_spec
+from ..traces.tracetools import trace_text
+from ..units import Unit, UnitError
+from .keys import derived_seed
+
+
+def public_names(unit: Unit) -> tuple[str, ...]:
+    return tuple(unit.doc.get("variants", {}).get("public", {}))
+
+
+def hidden_names(unit: Unit) -> tuple[str, ...]:
+    return tuple(unit.doc.get("variants", {}).get("hidden", ()))
+
+
+def _label(kind: str, name: str, draw: int) -> str:
+    """What a seed is derived for: a trace of a draw (draw 0 is the first; a refused draw is
+    followed by the next, ``store``)."""
+    return f"{kind}:{name}" if draw == 0 else f"{kind}:{name}#{draw}"
+
+
+def public_traces(unit: Unit, key: str, draw: int = 0) -> dict[str, str]:
+    """``name -> file text`` of each public trace the unit varies, drawn for ``key``."""
+    out = {}
+    for name, ref in unit.doc.get("variants", {}).get("public", {}).items():
+        relative, function = ref.split(":")
+        module = load_plugin(unit, relative, "variant builder")
+        build = getattr(module, function, None)
+        if not callable(build):
+            raise UnitError(f"unit {unit.id}: variants.public.{name}: {ref} is not a function")
+        doc = build(seed=derived_seed(key, _label("public", name, draw)))
+        _check(doc, name, f"{ref} (variant)")
+        render = getattr(module, "render", None)
+        out[name] = render(doc) if callable(render) else trace_text(doc)
+    return out
+
+
+def hidden_traces(unit: Unit, key: str, draw: int = 0) -> dict[str, str]:
+    """``name -> file text`` of each hidden trace the unit varies, drawn for ``key``."""
+    out = {}
+    for name in hidden_names(unit):
+        path = unit.traces_dir / "specs" / f"{name}.yaml"
+        spec = load_yaml_or_json(path)
+        doc = trace_from_spec(draw_spec(spec, key, str(path), draw), f"{path} (variant)")
+        _check(doc, name, f"{path} (variant)")
+        out[name] = trace_text(doc)
+    return out
+
+
+def draw_spec(spec, key: str, where: str, draw: int = 0) -> dict:
+    """``spec`` as variant ``key`` has it: a seed of its own and its ``vary`` entries drawn."""
+    if not isinstance(spec, dict) or "generate" not in spec:
+        raise SpecError(f"{where}: a varied trace's spec must 'generate' its requests")
+    drawn = copy.deepcopy(spec)
+    vary = drawn.pop("vary", None) or {}
+    name = str(drawn.get("name", ""))
+    generate = drawn["generate"]
+    if not isinstance(generate, dict):
+        raise SpecError(f"{where}: 'generate' must be a mapping")
+    generate["seed"] = derived_seed(key, _label("hidden", name, draw))
+    rng = random.Random(derived_seed(key, _label("vary", name, draw)))
+    for path in sorted(vary):
+        _set(generate, path, draw_value(vary[path], rng, f"{where}: vary.{path}"), where)
+    return drawn
+
+
+def draw_value(entry, rng: random.Random, where: str):
+    """One value of a ``vary`` entry: one of ``values``, or ``min + k * step`` up to ``max``
+    (integers when all three are), or uniform in [min, max] rounded to 6 decimals."""
+    if not isinstance(entry, dict):
+        raise SpecError(f"{where}: must be {{values}} or {{min, max, step?}}")
+    if "values" in entry:
+        return copy.deepcopy(rng.choice(entry["values"]))
+    low, high, step = entry["min"], entry["max"], entry.get("step")
+    if high < low:
+        raise SpecError(f"{where}: 'max' must be >= 'min'")
+    if step is None:
+        return round(rng.uniform(low, high), 6)
+    value = low + step * rng.randint(0, int((high - low) / step + 1e-9))
+    return value if isinstance(value, int) else round(value, 10)
+
+
+def _set(generate: dict, path: str, value, where: str) -> None:
+    *parents, leaf = path.split(".")
+    node = generate
+    for part in parents:
+        node = node.get(part) if isinstance(node, dict) else None
+    if not isinstance(node, dict) or leaf not in node:
+        raise SpecError(f"{where}: vary names '{path}', which is no field of 'generate'")
+    node[leaf] = value
+
+
+def _check(doc, name: str, source: str) -> None:
+    if not isinstance(doc, dict) or doc.get("name") != name:
+        raise UnitError(f"{source}: the drawn trace must be a trace named '{name}'")
+    try:
+        servesim.parse_trace(json.loads(json.dumps(doc)), source=source)
+    except servesim.TraceError as exc:
+        raise UnitError(f"{source}: the drawn trace is not valid: {exc}") from None

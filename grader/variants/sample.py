@@ -1,0 +1,43 @@
+"""``infralab trace mutants --variants N``: the mutant check on a sample of variants.
+
+The sample's keys are drawn from fixed sample ids (``sample-000``, ...) under a fixed sample
+secret: variants a student could equally get (a key is uniform whatever the id), the same on
+every run, and no course secret needed. Each sample variant is made as a student's would be
+(``store.variant_unit``: with ``variants.strict`` a draw that lets a mutant survive has already
+been refused and redrawn, and the reason is printed here).
+"""
+
+from __future__ import annotations
+
+import json
+
+from ..traces.mutants import Mutant, MutantResult
+from ..units import Unit, UnitError
+from . import strict
+from .keys import variant_key
+from .store import MARKER, variant_unit, varies
+
+SAMPLE_SECRET = b"infralab mutant sample variants"
+
+
+def sample_key(n: int) -> str:
+    return variant_key(SAMPLE_SECRET, f"sample-{n:03d}")
+
+
+def check_sample(unit: Unit, mutants: list[Mutant], fixed: list[MutantResult], n: int) -> list:
+    """Print one line per sample variant; the ``variant:mutant`` names that survive one."""
+    if not varies(unit):
+        raise UnitError(f"--variants: unit {unit.id} declares no variants (unit.yaml 'variants')")
+    hints = {r.mutant.name: r.killed_by_hidden for r in fixed}
+    lost = []
+    for index in range(n):
+        variant = variant_unit(unit, sample_key(index))
+        marker = json.loads((variant.variant_dir / MARKER).read_text(encoding="utf-8"))
+        for refusal in marker.get("refused", ()):
+            print(f"sample-{index:03d}: draw {refusal['draw']} refused: {refusal['reason']}")
+        names = strict.survivors(variant, mutants, hints)
+        verdict = f"SURVIVE: {', '.join(names)}" if names else "every mutant killed"
+        print(f"sample-{index:03d} (variant {variant.variant_hash}): {verdict}")
+        lost += [f"sample-{index:03d}:{name}" for name in names]
+    print(f"{n} sample variant(s), {len(lost)} surviving mutant(s)")
+    return lost
