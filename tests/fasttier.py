@@ -51,6 +51,7 @@ FAST = {
     ),
     "grader.sandbox": ("tests/sandbox/test_sandbox.py", "tests/sandbox/test_template.py"),
     "grader.similarity": ("tests/grader/test_similarity.py",),
+    "grader.variants": ("tests/grader/test_variants.py",),
     "grader.sitebuild": (
         "tests/site/test_charts.py",
         "tests/site/test_glossary_formula.py",
@@ -90,6 +91,8 @@ SLOW_IN_FAST = (
     "tests/grader/test_fastpath.py::test_context_costs_run_on_the_lab_engine",
     "tests/grader/test_fastpath.py::test_swap_devices_run_on_the_lab_engine",
     "tests/grader/test_hidden_feedback.py::test_hidden_feedback_depends_on_the_status_and_note_only",
+    "tests/grader/test_variants.py::test_each_student_draws_their_own_traces_and_the_fixed_set_stays",
+    "tests/grader/test_variants.py::test_a_variants_golden_files_are_the_reference_on_its_own_traces",
     "tests/grader/test_runschema.py::test_the_shortcut_finds_the_plain_validators_errors",
     "tests/sandbox/test_sandbox.py::test_batch_child_killed_midway_reruns_the_remaining_cases",
     "tests/sandbox/test_sandbox.py::test_correct_solution_runs_and_reports_mode",
