@@ -16,6 +16,18 @@ import zipfile
 from pathlib import Path
 
 
+def infralab(*args: str, cwd=None) -> subprocess.CompletedProcess:
+    """``infralab ARGS`` as a TA types it, from ``cwd``; its output captured."""
+    return subprocess.run(
+        [sys.executable, "-m", "grader.cli", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+        cwd=cwd,
+    )
+
+
 def solution_lines(unit) -> list[str]:
     """Non-trivial lines of the reference function bodies (inside the solution markers)."""
     text = (unit.solutions_dir / "policies.py").read_text()

@@ -3,28 +3,15 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import zipfile
 
 import pytest
-from releasetools import assert_nothing_secret, run_autograder
+from releasetools import assert_nothing_secret, infralab, run_autograder
 from varianttools import SECRET, variant08, write_secret
 
 from grader.course import release
 from grader.units import load_unit
 from grader.variants.roster import RosterError, read_roster
-
-
-def infralab(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "grader.cli", *args],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=300,
-    )
-
 
 BAD_ROSTERS = {
     "no-id-column": ("sid,name\ns1,Ann\n", "no 'id' column"),

@@ -13,24 +13,13 @@ from pathlib import Path
 
 import pytest
 from conftest import ADVERSARIAL
-from releasetools import assert_nothing_secret, run_autograder, solution_lines
+from releasetools import assert_nothing_secret, infralab, run_autograder, solution_lines
 
 from grader.cases import load_grading
 from grader.course import release
 from grader.diagnosis import load_catalogue
 from grader.traces.mutants import list_mutants
 from grader.units import REPO_ROOT, load_unit, unit_ids
-
-
-def infralab(*args: str, cwd=None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "grader.cli", *args],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=300,
-        cwd=cwd,
-    )
 
 
 @pytest.fixture(scope="module")
