@@ -65,5 +65,5 @@ The run files are in runs/. What to run next:
   .venv/bin/infralab lab open --unit unit07 ~/lab07         # the lab folder, as a student gets it
   .venv/bin/infralab grade --unit unit07 solutions/unit07   # the reference gets full marks
   bash scripts/setup.sh site && .venv/bin/infralab site build   # the lesson pages and figures
-  .venv/bin/infralab serve --unit unit09 --reference --policy cancel_aware --port 8000   # OpenAI API on loopback
+  bash scripts/setup.sh runner && .venv/bin/infralab serve --unit unit09 --reference --policy cancel_aware --port 8000   # OpenAI API
 NOTE
