@@ -3,9 +3,8 @@
 A reader of a run file drives a ``PageLedger`` with each step's batch and with the requests
 that leave, in the engine's order (``state.EngineState.run_step``): the step's preemptions,
 swaps, prefill chunks and decodes, then ``held`` is the count right after the step, before the
-requests it finished let theirs go (``leave``). Two readers do: the run viewer (its KV line)
-and the grader's trusted replay (``grader/verify/replay_prefix.py``: the caps are checked
-against ``occupancy``). Nothing here restates a page rule:
+requests it finished let theirs go (``leave``). The run viewer does (its KV line). Nothing here
+restates a page rule:
 
 - on a device with ``prefixCaching`` the pages are a ``prefixcache.BlockPool`` driven through
   ``apply_batch`` and ``release``, as the engine drives its own, so a page that several

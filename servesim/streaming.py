@@ -22,7 +22,8 @@ arrivals, deadlines and client cancels:
 
 A request's generation ends with its last token; its stream is complete when the client has
 read the last event (``ack_ms``). A cancelled stream is never complete, whatever it had read.
-The grader's replay (``grader/verify/replay_stream.py``) calls the same functions.
+The grader's replay drives these buffers itself (``grader/verify/replay.py``) and holds a run's
+records against them (``grader/verify/replay_streams.py``).
 """
 
 from __future__ import annotations
@@ -81,6 +82,7 @@ class Buffer:
     resume_at: float = math.inf  # while paused: when it drains to the low mark
     stall_at: float = math.inf  # while paused: when its pause deadline passes
     pauses: list = field(default_factory=list)  # [start, end or None] per pause
+    drains: list = field(default_factory=list)  # (level, resume_at) at the start of each pause
 
     def __setattr__(self, name: str, value) -> None:
         """Refused while a policy runs (``contract.Guard``): policies read buffers."""
@@ -158,6 +160,7 @@ class Streams:
         deadline = device.stream_pause_deadline_ms
         buf.stall_at = math.inf if deadline is None else clock + deadline
         buf.pauses.append([clock, None])
+        buf.drains.append((level, buf.resume_at))
         buf.seq.paused = True
         self._paused[buf.seq.id] = buf
 
