@@ -40,5 +40,7 @@ def test_driver_applies_no_page_rule_itself(path):
 
 def test_the_replay_and_the_live_runner_drive_servesims_page_code():
     replay = _names(REPO / "grader" / "verify" / "replay.py")
-    assert {"EngineState", "run_step", "check_batch"} <= replay  # the engine's own state
+    assert {"Recorded", "gap", "step"} <= replay  # it steps the engine's own state...
+    recorded = _names(REPO / "servesim" / "recorded.py")
+    assert {"EngineState", "run_step", "check_batch"} <= recorded  # ...its checks and its step
     assert "apply_batch" in _names(REPO / "realdevice" / "livepages.py")
