@@ -55,15 +55,6 @@ def ack_ms(level: float, last_ms: float, rate: float) -> float:
     return last_ms + level * 1000.0 / rate
 
 
-def pause_spans(paused_ms, left_ms: float | None) -> list[tuple[float, float]]:
-    """A run file's ``pausedMs`` record of one request as ``[start, end)`` spans of decision
-    times at which its stream is paused: a pause that never resumed ends when the request left
-    (``left_ms``: a stall or a client cancel, decided before the pauses at that point), else
-    never."""
-    never = math.inf if left_ms is None else left_ms
-    return [(start, never if end is None else end) for start, end in paused_ms or ()]
-
-
 def is_full(level: float, device) -> bool:
     """Whether a buffer holding ``level`` bytes cannot take another event."""
     return level + device.stream_event_bytes > device.stream_buffer_bytes
