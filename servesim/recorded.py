@@ -68,11 +68,12 @@ class Recorded:
         decision.fire(self.point, clock, window is None)
 
     def gap(self, after: float, until: float) -> float | None:
-        """Fire the decision points after the step end ``after`` up to the next step's start
-        ``until`` (inf: after the last step): where an idle device's clock jumps (an arrival,
-        a resume, a stall, a client cancel) or a policy's wait ends (an arrival, a resume, a
-        stall), then ``until``. Returns when the engine would first have asked the policy for
-        a step (None: nothing could run before ``until``, or nothing was left to arrive)."""
+        """Fire the decision points after the step end ``after`` and before the next step's
+        start ``until`` (inf: after the last step): where an idle device's clock jumps (an
+        arrival, a resume, a stall, a client cancel) or a policy's wait ends (an arrival, a
+        resume, a stall). Returns when the engine would first have asked the policy for a step
+        (None: nothing could run before ``until``, or nothing was left to arrive). The point at
+        ``until`` itself is ``reach``'s."""
         if until <= after:  # the step starts where the last one ended: no point between
             return after
         state, source = self.state, self.source
@@ -90,9 +91,13 @@ class Recorded:
                 break
             self.fire(wake, (after, until))
             clock = wake
-        if until > clock:
-            self.fire(until, (after, until))
         return due
+
+    def reach(self, after: float, until: float) -> None:
+        """The decision point at the next step's start ``until`` after the step end ``after``
+        (none when the step starts where the last one ended: that point has fired)."""
+        if until > after:
+            self.fire(until, (after, until))
 
     @staticmethod
     def batch_of(event: dict) -> Batch:

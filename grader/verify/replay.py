@@ -139,6 +139,7 @@ class _Walk:
         due = self.run.gap(prev_end, start)
         if self.timing == "virtual" and due is not None:
             self.hold(self._check_idle, due, start, where)
+        self.run.reach(prev_end, start)
         claims.members(event, where, self.seqs, self.reported, self.state)
         batch = self.run.batch_of(event)
         end = self._end(k, event, where, batch)
@@ -190,6 +191,7 @@ class _Walk:
     def close(self, prev_end: float) -> None:
         """The decision points after the last step, then every request's outcome and record."""
         self.run.gap(prev_end, math.inf)
+        self.run.reach(prev_end, math.inf)
         self._check_page_ops()
         streams = self.state.streams
         for rid, seq in self.seqs.items():

@@ -213,6 +213,7 @@ def _replay(run: dict) -> Picture:
     driven.fire(0.0, (0.0, 0.0))
     for step, event in zip(steps, events):
         driven.gap(prev_end, step.start_ms)
+        driven.reach(prev_end, step.start_ms)
         step.queue = len(state.waiting)
         step.paused = () if state.streams is None else tuple(state.streams.paused)
         refused = driven.step(driven.batch_of(event), step.start_ms, step.end_ms)
