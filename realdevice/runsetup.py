@@ -2,7 +2,7 @@
 
 The profile is the virtual device after every flag: ``--device-profile``; in unit 08 the tier,
 K (``--max-active``), M (``--kv-pages``), the context costs, ``--load``/``--protocol`` and the
-queue cap, exactly as ``simulate.py`` resolves them (``servesim.labflags``); ``--page-tokens``;
+queue cap, exactly as ``simulate.py`` resolves them (``servesim.runflags``); ``--page-tokens``;
 in unit 07 the runner's own ``--kv-pages``. The real KV cache is built from that profile
 (``real_device``): its page size, its page count when it has a pool (M), and its host pool when
 it swaps; only a profile without a pool leaves the page count to a memory budget. So the pages
@@ -51,9 +51,9 @@ def resolve(lab, args, policies_module) -> RunSetup:
             raise UsageError(f"{flag} must be >= 1, got {value}")
     protocol = None
     if lab.extended_runs:
-        from servesim import labflags
+        from servesim import runflags
 
-        protocol = labflags.read_protocol(args)
+        protocol = runflags.read_protocol(args)
     names = [args.trace or protocol.sizes] if args.trace or protocol else list(lab.public_traces)
     traces = tuple(read_trace_file(resolve_trace(name, lab.traces_dir)) for name in names)
     if not (args.trace or protocol):  # --calibrate's comparison: the small lesson traces
@@ -69,16 +69,16 @@ def resolve(lab, args, policies_module) -> RunSetup:
 
 def resolve_device(lab, args, trace: Trace, protocol=None):
     """``(profile, trace, engine)`` after every flag: the profile (``--device-profile``; in a
-    lab with extended runs the tier, K, M, budget and queue cap by ``servesim.labflags``, which
+    lab with extended runs the tier, K, M, budget and queue cap by ``servesim.runflags``, which
     may also set ``args.policy`` and replace ``trace``; else the runner's own ``--kv-pages``;
     ``--page-tokens``) and the engine's limits (``budget``, ``queue_cap``, ``closed``)."""
     device = device_from_args(lab, args)
     engine = {"budget": None, "queue_cap": None, "closed": None}
     if lab.extended_runs:
-        from servesim import labflags
+        from servesim import runflags
 
         uses_budget = lambda name: "budget" in lab.policy(name).params  # noqa: E731
-        setup = labflags.resolve(
+        setup = runflags.resolve(
             args, trace, device, [p.name for p in lab.policies], uses_budget, protocol
         )
         device, trace = setup.device, setup.trace

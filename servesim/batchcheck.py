@@ -10,7 +10,9 @@ from .sequence import Phase, Sequence
 from .view import SchedulerView
 
 
-def check_batch(batch, view: SchedulerView, who: str = "the policy", known=None) -> tuple[int, ...]:
+def check_batch(
+    batch, view: SchedulerView, who: str = "the policy", known=None, limits: bool = True
+) -> tuple[int, ...]:
     """Raise ``PolicyError`` unless ``batch`` can run now; return each chunk's first token index.
 
     ``who`` names the policy in the message of a broken contract (wrong types, ids of no
@@ -30,14 +32,14 @@ def check_batch(batch, view: SchedulerView, who: str = "the policy", known=None)
     if live is None:
         live = {s.id: s for s in (*view.waiting, *view.running, *view.swapped)}
     try:
-        return _check_members(batch, view, live)
+        return _check_members(batch, view, live, limits)
     except PolicyError:
         if known is not None:  # a refused id that names no request at all says so instead
             _check_known(batch, live, known, who)
         raise
 
 
-def _check_members(batch: Batch, view: SchedulerView, live) -> tuple[int, ...]:
+def _check_members(batch: Batch, view: SchedulerView, live, limits: bool) -> tuple[int, ...]:
     """``check_batch`` for a batch of the right types: what each member asks is allowed."""
     for rid in batch.preempt:
         if rid not in live or not live[rid].holds_kv:
@@ -75,7 +77,7 @@ def _check_members(batch: Batch, view: SchedulerView, live) -> tuple[int, ...]:
                 f"must be 1..{seq.remaining_prefill - cached}"
             )
         starts.append(seq.prefilled + cached)
-    problem = view.violation(batch)
+    problem = view.violation(batch) if limits else None
     if problem is not None:
         raise PolicyError(f"batch {_at(view)}: {problem}")
     return tuple(starts)

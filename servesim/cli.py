@@ -30,7 +30,7 @@ from .trace import TraceError, read_trace_file, resolve_trace
 from .usage import UsageError
 
 if TYPE_CHECKING:
-    from .labflags import Setup
+    from .runflags import Setup
 
 EXIT_BAD_INPUT = 2
 EXIT_POLICY = EXIT_NOT_IMPLEMENTED  # a policy broke a rule or is still a stub

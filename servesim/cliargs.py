@@ -15,12 +15,12 @@ from .usage import UsageError, non_negative
 
 
 def extended_flags():
-    """The extended run's flags (``servesim.labflags``: protocols, loads, tiers), imported only
+    """The extended run's flags (``servesim.runflags``: protocols, loads, tiers), imported only
     by labs whose runs are extended, so a plain lab's command line (and each graded case) never
     loads them."""
-    from . import labflags
+    from . import runflags
 
-    return labflags
+    return runflags
 
 
 def int_at_least(minimum: int):

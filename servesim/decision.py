@@ -1,5 +1,6 @@
 """The decision point: the rules that fire whenever the clock stops where a step may start, in
-the one order that the engine and the grader's replay both apply them.
+the one order that every driver of the state machine applies them (the engine; a run file's
+recorded decisions, ``recorded``, which the grader's replay drives).
 
     arrivals (admit or reject) -> deadlines (at a step end only) -> client cancels
     -> output buffers (resume, stall, pause; on a streaming device)
@@ -57,9 +58,10 @@ Hooks = tuple[tuple[Callable[[float], None], bool], ...]
 
 def hooks(executors: tuple, rules: tuple[Rule, ...]) -> Hooks:
     """The hooks of ``rules`` (``components.decision_rules(device)``: those the device switches
-    on, in their order), each bound to the first of ``executors`` that defines it (the engine:
-    its state, then its components' parts; the replay: itself), with whether it fires only at
-    a step end. Bound once per run: firing them costs no look-up."""
+    on, in their order), each bound to the first of ``executors`` that defines it (the state,
+    then its components' parts: ``engine.simulate`` and ``recorded.Recorded`` bind the same),
+    with whether it fires only at a step end. Bound once per run: firing them costs no
+    look-up."""
     return tuple((_bound(executors, rule.hook), rule.step_end_only) for rule in rules)
 
 

@@ -113,7 +113,7 @@ def simulate(
         for check in checks:
             if (refused := check(step, view)) is not None:
                 raise PolicyError(f"{who} returned a batch {_at(view)}: {refused}")
-        context = _context(step, state.live) if needs_context or step.moved else {}
+        context = step_context(step, state.live) if needs_context or step.moved else {}
         work = device.work_ms(step, context)
         if execute is None:
             end = clock + device.overhead_ms + work
@@ -195,7 +195,7 @@ def _wake(wait: Wait, view: SchedulerView, arrivals: Arrivals, state: EngineStat
     return min(until, state.wait_stop())
 
 
-def _context(batch: Batch, live) -> dict[str, int]:
+def step_context(batch: Batch, live) -> dict[str, int]:
     """The cached positions of each request in ``batch`` and each it swaps (what calibrated
     costs and transfers read)."""
     return {rid: live[rid].context_tokens for rid in (*batch.ids, *batch.moved)}

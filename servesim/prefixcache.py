@@ -24,7 +24,7 @@ replay both drive one through ``apply_step``, so the rules below are written onc
 - Records. With ``log`` set, each reference change is noted as ``[op, id, page, generation,
   refs after]``, ``op`` one of ``take`` (a page from the free queue), ``hit`` (a cached page
   shared) and ``release``; a run file lists them per step (``pageOps``) and the replay checks
-  them (``grader/verify/replay_prefix.py``).
+  them against the pool it drove (``grader/verify/replay_pages.py``).
 - Order within a step (vLLM's ``schedule()``): the holders that grow (decodes, partial
   prefills) in (re)admission order, each first releasing the step's named victims, in the
   order named, while the pool cannot serve it; the victims left are released next; then the

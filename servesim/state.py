@@ -64,6 +64,7 @@ class EngineState:
         self.tally = Tally(pages_kept=device.kv_pages is not None or self.pool is not None)
         self.tally.changes = 0  # counted: each step, each request that leaves
         self._starts = 0  # prefills begun so far (Sequence.prefill_start)
+        self.step_pages = 0  # pages held right after the last step, before its finished left
         self.policy_view = None  # what an ``admit`` function is given (``Admission``)
         self._hook = {hook: hooked(self.parts, hook) for hook in features.HOOKS}
         self._before, self._moves = self._hook["before_step"], self._hook["moves"]
@@ -196,6 +197,7 @@ class EngineState:
                 done.append(seq)
         for hook in self._settle:
             hook(done)
+        self.step_pages = tally.pages  # what a step of a run shows: before its finished leave
         self._finish(done, end)
         for hook in self._after:
             hook(batch, end)

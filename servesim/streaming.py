@@ -22,7 +22,8 @@ arrivals, deadlines and client cancels:
 
 A request's generation ends with its last token; its stream is complete when the client has
 read the last event (``ack_ms``). A cancelled stream is never complete, whatever it had read.
-The grader's replay (``grader/verify/replay_stream.py``) calls the same functions.
+The grader's replay drives these buffers itself (``grader/verify/replay.py``) and holds a run's
+records against them (``grader/verify/replay_streams.py``).
 """
 
 from __future__ import annotations
@@ -54,15 +55,6 @@ def ack_ms(level: float, last_ms: float, rate: float) -> float:
     return last_ms + level * 1000.0 / rate
 
 
-def pause_spans(paused_ms, left_ms: float | None) -> list[tuple[float, float]]:
-    """A run file's ``pausedMs`` record of one request as ``[start, end)`` spans of decision
-    times at which its stream is paused: a pause that never resumed ends when the request left
-    (``left_ms``: a stall or a client cancel, decided before the pauses at that point), else
-    never."""
-    never = math.inf if left_ms is None else left_ms
-    return [(start, never if end is None else end) for start, end in paused_ms or ()]
-
-
 def is_full(level: float, device) -> bool:
     """Whether a buffer holding ``level`` bytes cannot take another event."""
     return level + device.stream_event_bytes > device.stream_buffer_bytes
@@ -81,6 +73,7 @@ class Buffer:
     resume_at: float = math.inf  # while paused: when it drains to the low mark
     stall_at: float = math.inf  # while paused: when its pause deadline passes
     pauses: list = field(default_factory=list)  # [start, end or None] per pause
+    drains: list = field(default_factory=list)  # (level, resume_at) at the start of each pause
 
     def __setattr__(self, name: str, value) -> None:
         """Refused while a policy runs (``contract.Guard``): policies read buffers."""
@@ -158,6 +151,7 @@ class Streams:
         deadline = device.stream_pause_deadline_ms
         buf.stall_at = math.inf if deadline is None else clock + deadline
         buf.pauses.append([clock, None])
+        buf.drains.append((level, buf.resume_at))
         buf.seq.paused = True
         self._paused[buf.seq.id] = buf
 

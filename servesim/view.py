@@ -167,6 +167,19 @@ class SchedulerView:
         (None: it fits). Ids must be valid."""
         if self.streams is not None and (paused := self.streams.violation(batch, self.now_ms)):
             return paused
+        broken = self.broken_limit(batch)
+        return None if broken is None else broken[1]
+
+    def broken_limit(self, batch: Batch, trial: bool = True) -> tuple[str, str] | None:
+        """``(limit, sentence)`` for the first of B, K, M, the host pool or the prefix cache's
+        claims that ``batch`` would break now (None: it fits). Ids must be valid. ``trial``
+        False leaves the prefix cache's pages to the step itself, which refuses what the
+        cache cannot serve when it is applied (``PoolError``): no dry run first."""
+        device = self.device
+        counted = device.kv_pages is not None and (trial or self.pool is None)
+        capped = counted or device.max_active is not None or self.budget is not None
+        if not (capped or batch.swap_out or device.host_pages):  # no limit it could break
+            return None
         sequence = self.sequence if self.live is None else self.live.__getitem__
         pages = self.device.kv_pages is not None
 
@@ -185,14 +198,15 @@ class SchedulerView:
             caches(batch.swap_out),
             caches(batch.swap_in),
         )
-        if self.pool is not None:  # shared pages: the pool's own count, after a dry run
+        if self.pool is not None and not trial:
+            after = rules.Occupancy(after.active, 0, after.host)
+        elif self.pool is not None:  # shared pages: the pool's own count, after a dry run
             try:
                 pages = self._dry_run(batch, sequence, _IN_USE)
             except PoolError as exc:
-                return str(exc)
+                return exc.limit, str(exc)
             after = rules.Occupancy(after.active, pages, after.host)
-        found = rules.cap_violation(self.device, after, batch.new_positions, self.budget)
-        return None if found is None else found[1]
+        return rules.cap_violation(self.device, after, batch.new_positions, self.budget)
 
     def _dry_run(self, batch: Batch, sequence, read):
         """``read(pool)`` of the prefix cache as it would be after ``batch`` (``PoolError``: it

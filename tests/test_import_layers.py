@@ -47,8 +47,7 @@ def test_parts_builds_on_units_and_units_never_reads_parts():
 VERIFY = GRADER / "verify"
 # the engine modules whose rules the replay applies: each must be a plain import of grader/verify
 REPLAYED_RULES = {
-    "servesim.decision",
-    "servesim.prefixcache",
+    "servesim.recorded",
     "servesim.rules",
     "servesim.streaming",
 }

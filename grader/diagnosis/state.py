@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..verify.replay_state import ReqState
+from .reqstate import ReqState
 
 
 @dataclass(frozen=True)

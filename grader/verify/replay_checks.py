@@ -3,6 +3,8 @@ how an event is described in messages, and the reported token times against the 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from .problems import Collector, ProblemKind, close_ms, fmt_ms
 
 BAD = ProblemKind.INVALID_SCHEDULE
@@ -33,6 +35,18 @@ def requests_match_trace(requests: list[dict], trace, found: Collector) -> bool:
             )
             return False
     return True
+
+
+@dataclass(slots=True)
+class Where:
+    """How messages name an event (``event #k at t ms (what it holds)``), written out only when a
+    message uses it: most events of a run raise none."""
+
+    k: int
+    event: dict
+
+    def __str__(self) -> str:
+        return f"event #{self.k} at {fmt_ms(self.event['startMs'])} ({describe_event(self.event)})"
 
 
 SHOWN_MEMBERS = 6  # members of one kind a description lists before "and N more"

@@ -4,16 +4,17 @@
 (``tests/expected/*.json``: token times and statuses only, no batches). ``replay(run)`` turns
 one full run entry into ``Step`` and ``Lane`` records:
 
-- a step's queue length is the number of requests that had arrived by its start and were
-  waiting for (the rest of) a prefill: not yet running, not swapped out, not finished;
-- its KV pages are the pages held once its batch has run (before the requests it finished let
-  theirs go), counted by the engine's own page code (``servesim.kvledger``, which drives the
-  prefix cache on a device with ``prefixCaching``): a page several requests share counts once,
-  a paused stream keeps its pages, a preempted (recompute) or cancelled request holds none, a
-  swapped-out one holds host pages, not device pages;
-- its paused streams are those the engine held paused when it chose the step's batch, read
-  from each request's ``pausedMs`` by ``servesim.streaming.pause_spans`` (a compact entry
-  draws none);
+Each step of a full entry is the state machine's own (``recorded.Recorded``, driven with the
+run's recorded batches and admissions, as the grader's replay drives it):
+
+- a step's queue length is the engine's waiting queue when its batch is applied (arrived,
+  waiting for (the rest of) a prefill: not running, not swapped out, not finished);
+- its KV pages are the engine's count right after its batch has run, before the requests it
+  finished let theirs go: a page several requests share counts once, a paused stream keeps its
+  pages, a preempted (recompute) or cancelled request holds none, a swapped-out one holds host
+  pages, not device pages;
+- its paused streams are the engine's paused streams when its batch is applied (a compact
+  entry, read by ``compact_replay``, draws none);
 - rejections and cancellations belong to the first step ending at or after their status time.
 """
 
@@ -21,16 +22,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..compact import is_compact, token_times
-from ..kvledger import PageLedger, release_order
-from ..prefixcache import PoolError
+from ..device import DeviceProfile
+from ..recorded import Recorded
+from ..trace import REQUEST_FIELDS, parse_trace
 from .columns import LEFT, Columns, StepList, left_early, of_steps
 from .compact_replay import replay_compact
 from .marks import mark_steps
-from .pauses import PausedStreams
 
 
 class ViewError(ValueError):
@@ -180,10 +181,12 @@ def replay(run: dict) -> Picture:
 
 
 def _replay(run: dict) -> Picture:
+    """A full entry, its steps driven through the state machine (``recorded.Recorded``) with the
+    run's own decisions: each step's queue and paused streams are the engine's when its batch
+    is applied, its pages the engine's count right after it (a pool no run reaches stands in
+    for a device without a page limit, so that the pages are counted)."""
     device = run["device"]
-    requests = {r["id"]: r for r in run["requests"]}
     events = run["events"]
-    ends = [event["endMs"] for event in events]
     steps = [
         Step(
             e["index"],
@@ -195,82 +198,33 @@ def _replay(run: dict) -> Picture:
             e.get("swapOut") or (),
             e.get("swapIn") or (),
         )
-        for e in run["events"]
+        for e in events
     ]
     left = [
         (r["statusMs"], r["id"], r["status"]) for r in run["requests"] if r.get("status") in LEFT
     ]
     landed = Columns([], [], [], [], [])
-    left_early(left, ends, landed)
+    left_early(left, [event["endMs"] for event in events], landed)
     for table, key in ((landed.rejected, "rejected"), (landed.cancelled, "cancelled")):
         for n, rids in table.items():
             setattr(steps[n], key, rids)
-
-    arrivals = sorted((r["arrivalMs"], n) for n, r in enumerate(run["requests"]))
-    trace_order = {r["id"]: n for n, r in enumerate(run["requests"])}
-    cancels = sorted(
-        (when, trace_order[rid], rid) for when, rid, status in left if status == "cancelled"
-    )
-    outputs = {rid: r["outputTokens"] for rid, r in requests.items()}
-    state: dict[str, str] = {}  # wait, run, swap, done
-    emitted: dict[str, int] = {}
-    ledger = PageLedger.of_run(run)
-    pauses = PausedStreams(run["requests"])
-    waiting = next_arrival = next_cancel = 0
-
-    previous = None  # the event before this step
+    driven = _recorded(run)
+    state, seqs, prev_end = driven.state, driven.seqs, 0.0
+    driven.fire(0.0, (0.0, 0.0))
     for step, event in zip(steps, events):
-        while next_arrival < len(arrivals) and arrivals[next_arrival][0] <= step.start_ms:
-            req = run["requests"][arrivals[next_arrival][1]]
-            next_arrival += 1
-            if req.get("status") != "rejected":
-                state[req["id"]] = "wait"
-                waiting += 1
-        gone = []
-        while next_cancel < len(cancels) and cancels[next_cancel][0] <= step.start_ms:
-            rid = cancels[next_cancel][2]
-            next_cancel += 1
-            if state.get(rid) == "wait":
-                waiting -= 1
-            state[rid] = "done"
-            gone.append(rid)
-        ledger.leave(release_order(gone, previous), ordered=True)
-        step.queue = waiting
-        step.paused = pauses.at(step.start_ms)
-        for rid in step.preempt:
-            if state.get(rid) != "wait":
-                waiting += 1
-            state[rid] = "wait"
-        state.update(dict.fromkeys(step.swap_out, "swap"), **dict.fromkeys(step.swap_in, "run"))
-        finished, chunks = [], []
-        if step.prefill:
-            firsts = []
-            for (rid, start, tokens), chunk in zip(step.prefill, event["prefill"]):
-                target = requests[rid]["inputTokens"] + emitted.get(rid, 0)
-                chunks.append((rid, tokens, chunk.get("cached", 0), target))
-                if start + tokens == target:
-                    emitted[rid] = emitted.get(rid, 0) + 1
-                    firsts.append(rid)
-                    if state.get(rid) == "wait":
-                        waiting -= 1
-                    state[rid] = "run"
-                    if emitted[rid] == outputs[rid]:
-                        finished.append(rid)
-            step.firsts = firsts
-        for rid in step.decode:
-            count = emitted[rid] = emitted.get(rid, 0) + 1
-            if count == outputs[rid]:
-                finished.append(rid)
-        try:
-            step.kv_pages = ledger.step(
-                step.decode, chunks, step.preempt, step.swap_out, step.swap_in
-            )
-        except PoolError as exc:
-            raise ViewError(f"step {step.index}: its KV pages cannot be counted ({exc})") from None
-        for rid in finished:
-            state[rid] = "done"
-        ledger.leave(finished)
-        previous = event
+        driven.gap(prev_end, step.start_ms)
+        driven.reach(prev_end, step.start_ms)
+        step.queue = len(state.waiting)
+        step.paused = () if state.streams is None else tuple(state.streams.paused)
+        refused = driven.step(driven.batch_of(event), step.start_ms, step.end_ms)
+        if refused is not None:
+            raise ViewError(f"step {step.index}: the rules refuse its batch ({refused[1]})")
+        step.kv_pages = state.step_pages
+        if step.prefill:  # a prefill (or recompute) that ended here emitted a token here
+            end = step.end_ms
+            firsts = [seqs[rid].token_times_ms for rid, _, _ in step.prefill]
+            step.firsts = [c[0] for c, t in zip(step.prefill, firsts) if t and t[-1] == end]
+        prev_end = step.end_ms
     mark_steps(steps, run)
     lanes = [_lane(r) for r in run["requests"]]
     return Picture(
@@ -283,6 +237,20 @@ def _replay(run: dict) -> Picture:
         of_steps(steps),
         lambda: [r["tokenTimesMs"] for r in run["requests"]],
     )
+
+
+def _recorded(run: dict) -> Recorded:
+    """The state machine on the run's device and requests, admitting as the run says."""
+    device = DeviceProfile.from_json(run["device"], source="the run's device")
+    if device.kv_pages is None:
+        device = replace(device, kv_pages=_NEVER_REACHED)
+    requests = [{k: v for k, v in r.items() if k in REQUEST_FIELDS} for r in run["requests"]]
+    trace = parse_trace({"name": "run", "requests": requests}, source="the run's requests")
+    rejected = [r["id"] for r in run["requests"] if r.get("status") == "rejected"]
+    return Recorded(trace, device, rejected=rejected)
+
+
+_NEVER_REACHED = 2**62
 
 
 def _lane(r: dict) -> Lane:

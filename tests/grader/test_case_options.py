@@ -41,7 +41,7 @@ def test_stream_and_step_cost_overrides_run_on_the_device_the_golden_uses():
     the same device as ``case_device`` (the reference's golden run)."""
     import argparse
 
-    from servesim import DeviceProfile, labflags
+    from servesim import DeviceProfile, runflags
 
     unit = load_unit("unit09")
     fields = {
@@ -55,10 +55,10 @@ def test_stream_and_step_cost_overrides_run_on_the_device_the_golden_uses():
     }
     case = parse(device={"kvPages": 64, **fields})
     parser = argparse.ArgumentParser()
-    labflags.add_flags(parser)
+    runflags.add_flags(parser)
     args, _ = parser.parse_known_args(case.argv())
     lab_device = DeviceProfile.from_json(unit.device, source="unit.yaml")
-    got = labflags._device_flags(args, lab_device)
+    got = runflags._device_flags(args, lab_device)
     assert got == case_device(unit, case)
     assert (got.stream_buffer_bytes, got.decode_batch_ms, got.kv_pages) == (2048, 10.0, 64)
 

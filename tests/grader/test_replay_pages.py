@@ -1,5 +1,5 @@
-"""The page rules are written once, in ``servesim``: the trusted replay counts pages with the
-engine's own ledger (``servesim.kvledger.PageLedger``, which the viewer's KV line uses too) and
+"""The page rules are written once, in ``servesim``: the trusted replay drives the engine's own
+state (``servesim.state.EngineState``, whose prefix cache and tallies count the pages) and
 the live runner applies a step to its copy of the prefix cache as the engine does
 (``BlockPool.apply_batch``). Neither calls the rule functions underneath them itself, so a page
 rule that changes in ``servesim`` changes for both."""
@@ -39,6 +39,8 @@ def test_driver_applies_no_page_rule_itself(path):
 
 
 def test_the_replay_and_the_live_runner_drive_servesims_page_code():
-    replay = _names(REPO / "grader" / "verify" / "replay_prefix.py")
-    assert {"kvledger", "PageLedger", "step", "leave"} <= replay
+    replay = _names(REPO / "grader" / "verify" / "replay.py")
+    assert {"Recorded", "gap", "step"} <= replay  # it steps the engine's own state...
+    recorded = _names(REPO / "servesim" / "recorded.py")
+    assert {"EngineState", "run_step", "check_batch"} <= recorded  # ...its checks and its step
     assert "apply_batch" in _names(REPO / "realdevice" / "livepages.py")

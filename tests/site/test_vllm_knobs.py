@@ -54,7 +54,7 @@ def test_the_table_covers_the_knobs_the_issue_names():
 
 
 def test_every_lab_name_is_a_knob_of_the_lab():
-    sources = ["servesim/labflags.py", "servesim/device.py", "servesim/swapping.py"]
+    sources = ["servesim/runflags.py", "servesim/device.py", "servesim/swapping.py"]
     sources += ["starter/unit07/lab.json", "starter/unit08/lab.json"]
     text = "\n".join((REPO_ROOT / s).read_text(encoding="utf-8") for s in sources)
     for knob in knobs():

@@ -1,4 +1,5 @@
-"""The replay's own state of one request, rebuilt from the event log alone."""
+"""The diagnosis's own state of one request, rebuilt from a verified run's event log alone
+(the reference's steps up to a divergence; ``state``)."""
 
 from __future__ import annotations
 
@@ -52,13 +53,3 @@ class ReqState:
 
     def finish(self) -> None:
         self.gone = True
-
-
-def reported_statuses(requests, trace) -> dict[str, tuple[str, float | None]]:
-    """``id -> (status, statusMs)`` as the run reports them; a unit 07 run has none, so every
-    request must complete."""
-    reported = {r.id: ("completed", None) for r in trace.requests}
-    for req in requests or ():
-        if isinstance(req, dict) and req.get("id") in reported and "status" in req:
-            reported[req["id"]] = (req["status"], req.get("statusMs"))
-    return reported

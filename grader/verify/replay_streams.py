@@ -1,0 +1,116 @@
+"""A streamed run's records (``pausedMs``, ``ackMs``, ``bufferPeakBytes``, ``cancelReason``)
+held against the output buffers of ``servesim.streaming`` that the replay's engine kept.
+
+Named reasons: a pause the run does not list is ``pause not recorded``; a listed pause that
+ends before the buffer is down to the low mark is ``resumed above low mark``, any other
+disagreement ``pause record``; a completed request's ``ackMs`` other than the time its client
+read the last event is ``ack time``; a request that did not complete but reports an ``ackMs``
+is ``stream called complete with unread events``; then ``buffer peak`` and ``cancel reason``.
+"""
+
+from __future__ import annotations
+
+import bisect
+
+from servesim.streaming import STALLED, ack_ms, level_at
+
+from .problems import EPS_MS, close_ms, fmt_ms
+from .replay_claims import Refuted
+
+
+def check(seq, buf, record: dict, status: str, device) -> None:
+    """One request's stream record (``pausedMs``, ``ackMs``, ``bufferPeakBytes``,
+    ``cancelReason``) against its output buffer in the engine (None: read at once)."""
+    rid = seq.id
+    pauses, drains = (buf.pauses, buf.drains) if buf is not None else ([], [])
+    _pauses(rid, pauses, drains, record.get("pausedMs") or [], buf, device)
+    stalled = seq.cancel_reason == STALLED
+    said = record.get("ackMs")
+    if status != "completed" or stalled:
+        if said is not None:
+            raise Refuted(
+                "stream called complete with unread events",
+                f"'{rid}' did not complete, so its stream is not complete: its ackMs must be "
+                f"null, not {said!r}",
+            )
+    elif seq.token_times_ms:
+        times = seq.token_times_ms
+        ack = times[-1] if buf is None else ack_ms(buf.level, buf.last_ms, buf.rate)
+        if not _number(said) or not close_ms(said, ack):
+            raise Refuted(
+                "ack time",
+                f"'{rid}' reports ackMs {said!r}; its client reads its last event at {fmt_ms(ack)}",
+            )
+    peak, real = record.get("bufferPeakBytes"), 0.0 if buf is None else buf.peak
+    if peak is None or abs(peak - real) > 1e-6 * max(1.0, real):
+        raise Refuted(
+            "buffer peak",
+            f"'{rid}' reports bufferPeakBytes {peak!r}; its buffer peaks at {real:.0f} bytes",
+        )
+    said = record.get("cancelReason")
+    if status == "cancelled" and (said == STALLED) != stalled:
+        raise Refuted(
+            "cancel reason",
+            f"'{rid}' reports cancelReason {said!r}, but its stream "
+            f"{'stalls' if stalled else 'does not stall'}",
+        )
+
+
+def _pauses(rid: str, pauses, drains, listed: list, buf, device) -> None:
+    starts = sorted((p[0], n) for n, p in enumerate(listed) if _pair(p))
+    for (start, end), (level, resume_at) in zip(pauses, drains, strict=True):
+        match = _listed_at(listed, starts, start)
+        if match is None:
+            raise Refuted(
+                "pause not recorded",
+                f"'{rid}' pauses at {fmt_ms(start)} (its output buffer cannot take another "
+                "event), but its pausedMs does not list that pause",
+                start,
+            )
+        if _number(match[1]) and match[1] < resume_at and not close_ms(match[1], resume_at):
+            held = level_at(level, start, buf.rate, match[1])
+            raise Refuted(
+                "resumed above low mark",
+                f"'{rid}' is listed as resuming at {fmt_ms(match[1])}, when its buffer still "
+                f"holds {held:.0f} bytes, above the low mark ({device.stream_low_mark_bytes} "
+                f"bytes), which it reaches at {fmt_ms(resume_at)}",
+                match[1],
+            )
+        if not _same_end(match[1], end):
+            raise Refuted(
+                "pause record",
+                f"'{rid}' pauses from {fmt_ms(start)} to "
+                f"{'the end' if end is None else fmt_ms(end)}; pausedMs says {match!r}",
+                start,
+            )
+    if len(listed) != len(pauses):  # the message never quotes the listed count
+        raise Refuted(
+            "pause record",
+            f"'{rid}' pauses {len(pauses)} times, but its pausedMs lists a different number "
+            "of pauses",
+        )
+
+
+def _listed_at(listed: list, starts: list, start: float):
+    """The listed pause that starts at ``start`` (the earliest-listed of the nearest start), by
+    bisection in ``starts`` (each valid pair's start and position, sorted): a long list costs
+    no scan per pause."""
+    at = bisect.bisect_left(starts, (start - EPS_MS, -1))
+    if at < len(starts) and close_ms(starts[at][0], start):
+        return listed[starts[at][1]]
+    return None
+
+
+def _pair(item) -> bool:
+    return isinstance(item, (list, tuple)) and len(item) == 2 and _number(item[0])
+
+
+def _same_end(listed, end: float | None) -> bool:
+    """A listed pause end against the rules' (None: the pause never ends)."""
+    if listed is None or end is None:
+        return listed is None and end is None
+    return _number(listed) and close_ms(listed, end)
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
