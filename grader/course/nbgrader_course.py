@@ -29,7 +29,7 @@ from pathlib import Path
 
 from ..labfolder import lab_files
 from ..units import Unit, UnitError, labs_dir, load_unit
-from ..variants import nbkeys
+from ..variants import nbkeys, nbrelease
 from . import release_checks
 from .nbkernel import KERNEL_NAME, kernel_spec
 from .release import build_folder_zip, lab_root
@@ -258,9 +258,11 @@ def _command(args) -> int:
         unit = load_unit(args.unit)
         if not args.allow_stale_starter and (stale := release_checks.stale_starter(unit)):
             raise CourseError(stale)  # source/<unit>/ is the lab folder: not a stale one
+        roster = nbrelease.checked_roster(args)  # before anything is written
         result = release_nbgrader(
             unit, Path(args.course), args.course_id, not args.no_generate, args.secret
         )
+        nbrelease.from_roster(unit, Path(args.course), roster)
     except (CourseError, UnitError) as exc:
         print(f"infralab release nbgrader: error: {exc}", file=sys.stderr)
         return 2
@@ -285,8 +287,7 @@ def add_parser(release_commands) -> argparse.ArgumentParser:
     parser.add_argument(
         "--no-generate", action="store_true", help="stage source/ only, skip generate_assignment"
     )
-    variants = "grade each notebook on its student's variant (default: the fixed set)"
-    parser.add_argument("--secret", metavar="FILE", help=f"the variant secret: {variants}")
+    nbrelease.add_arguments(parser)
     parser.add_argument(
         release_checks.STALE_FLAG,
         release_checks.STALE_FLAG_OLD,

@@ -3,7 +3,8 @@ folder at autograding.
 
     key_unit(unit, case) -> Unit             # where the answer key of ``case`` is computed
     notebook_unit(unit, student, secret)     # the unit a student's notebook is graded against
-    overlay(variant, folder) -> [rel, ...]   # the variant's own lab files into ``folder``
+    own_files(variant) -> {rel: path}        # the variant's own lab files (traces, snapshots)
+    overlay(variant, folder) -> [rel, ...]   # those copied into ``folder``
     autograde_config(secret) -> str          # nbgrader config lines that turn this on
 
 The answer-key plug-in may say which public traces each key reads: ``TRACES = {case: (trace,
@@ -125,24 +126,28 @@ c.SandboxedAutograde.variant_secret = {str(path)!r}
 """
 
 
-def overlay(variant: Unit, folder: Path) -> list[str]:
-    """Copy into ``folder`` every lab file the variant holds differently from the fixed lab
-    (the student's own public traces and expected snapshots); the student's editable files are
-    never touched. The paths written, lab-relative."""
+def own_files(variant: Unit) -> dict[str, Path]:
+    """The lab files the variant holds differently from the fixed lab (the student's own
+    public traces and expected snapshots), by lab-relative path; never an editable file."""
     if not isinstance(variant, VariantUnit):
-        return []
+        return {}
     fixed = fixed_unit(variant).lab_dir
-    written = []
+    own = {}
     for rel, path in tree(variant.lab_dir).items():
-        if rel in variant.editable:
-            continue
-        own = fixed / rel
-        data = path.read_bytes()
-        if own.is_file() and own.read_bytes() == data:
-            continue
+        same = (fixed / rel).is_file() and (fixed / rel).read_bytes() == path.read_bytes()
+        if rel not in variant.editable and not same:
+            own[rel] = path
+    return own
+
+
+def overlay(variant: Unit, folder: Path) -> list[str]:
+    """Copy the variant's ``own_files`` into ``folder`` (a link there is replaced, not
+    followed); the paths written."""
+    written = []
+    for rel, path in own_files(variant).items():
         target = Path(folder) / rel
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.unlink(missing_ok=True)  # a link the submission left there is replaced, not followed
-        target.write_bytes(data)
+        target.unlink(missing_ok=True)
+        target.write_bytes(path.read_bytes())
         written.append(rel)
     return written

@@ -7,6 +7,7 @@ import json
 import re
 import subprocess
 import sys
+import zipfile
 
 import nbformat
 import pytest
@@ -210,3 +211,33 @@ def test_the_policy_cells_feedback_on_a_variant_holds_no_hidden_data(tmp_path):
     text = report["text"]
     leaks = [item for item in hidden_data(variant) if re.search(rf"\b{re.escape(item)}\b", text)]
     assert not leaks, leaks[:5]
+
+
+def test_release_nbgrader_with_a_roster_gives_each_student_their_own_traces(tmp_path):
+    """``release nbgrader --secret --roster``: one zip per student of the generated student
+    version, with that student's own public traces and the same notebook; no secret in any."""
+    roster, secret, course = tmp_path / "roster.csv", write_secret(tmp_path), tmp_path / "c"
+    roster.write_text("id\ns001\ns002\n")
+    alone = infralab(
+        "release", "nbgrader", "--unit", "unit08", "--course", str(course), "--roster", str(roster)
+    )
+    assert alone.returncode == 2 and "--roster needs --secret" in alone.stderr
+    assert not course.exists()
+    done = infralab(
+        "release", "nbgrader", "--unit", "unit08", "--course", str(course), "--secret",
+        str(secret), "--roster", str(roster),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    shared = course / "release" / "unit08"
+    bursts = set()
+    for student in ("s001", "s002"):
+        path = course / "release" / "students" / student / "infra-lab-unit08-nbgrader.zip"
+        with zipfile.ZipFile(path) as archive:
+            names = archive.namelist()
+            read = archive.read
+            burst = read("infra-lab-unit08/traces/burst.json")
+            assert burst == (variant08(student).lab_dir / "traces" / "burst.json").read_bytes()
+            assert read("infra-lab-unit08/unit08.ipynb") == (shared / "unit08.ipynb").read_bytes()
+            assert not [n for n in names if SECRET in read(n)]
+        bursts.add(burst)
+    assert len(bursts) == 2
