@@ -8,11 +8,13 @@ Makes ``--count`` submissions named ``s001``, ``s002``, ... (the reference and t
 corpus in turn, so correct and wrong schedules are both graded), then:
 
 1. makes each student's variant (``grader.variants``: hidden traces and golden files from the
-   reference), timed one by one: the issue's bound is 30 s for one variant;
+   reference), ``--jobs`` at a time as ``release student`` leaves them in the cache, each
+   timed: the issue's bound is 30 s for one variant;
 2. grades the class ``--repeat`` times each way, alternating, with the batch path of ``infralab
    grade --out`` (``--jobs`` workers, default the batch's own): once on the fixed set, once
    with ``--variants-by-name`` (each submission on its student's variant, made in step 1);
-3. prints the median wall time of each way and their ratio (the issue's bound: at most 2).
+3. prints the median wall time of each way and their ratio (the issue's bound: at most 2),
+   with the machine's load average before and after.
 
 The variants go to ``$INFRALAB_VARIANT_CACHE`` when it is set, else to a temp folder removed at
 the end. ``--secret`` defaults to a throwaway secret (the timing does not depend on it).
@@ -27,6 +29,7 @@ import statistics
 import sys
 import tempfile
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,14 +55,17 @@ def make_class(unit, root: Path, count: int) -> list[Path]:
     return folders
 
 
-def make_variants(unit, names: list[str], secret: bytes) -> list[float]:
-    """Each student's variant made (or found in the cache); the seconds each took."""
-    took = []
-    for name in names:
-        began = time.perf_counter()
-        identity.variant_for(unit, name, secret)
-        took.append(time.perf_counter() - began)
-    return took
+def _make_one(name: str, secret: bytes) -> float:
+    began = time.perf_counter()
+    identity.variant_for(load_unit("unit08"), name, secret)
+    return time.perf_counter() - began
+
+
+def make_variants(names: list[str], secret: bytes, jobs: int | None) -> list[float]:
+    """Each student's variant made (or found in the cache), ``jobs`` at a time (the cache's
+    folders are written atomically, so workers cannot clash); the seconds each took."""
+    with ProcessPoolExecutor(jobs or os.cpu_count()) as pool:
+        return list(pool.map(_make_one, names, [secret] * len(names)))
 
 
 def grade(unit, folders, out: Path, jobs, cases, variant_of) -> float:
@@ -72,6 +78,10 @@ def grade(unit, folders, out: Path, jobs, cases, variant_of) -> float:
     if result.failed or len(result.graded) != len(folders):
         raise SystemExit(f"grading failed: {result.failed or 'not every submission graded'}")
     return seconds
+
+
+def _load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg()) + f" on {os.cpu_count()} cores"
 
 
 def main(argv=None) -> int:
@@ -89,10 +99,13 @@ def main(argv=None) -> int:
     secret = keys.load_secret(args.secret) if args.secret else os.urandom(32).hex().encode()
     try:
         folders = make_class(unit, work / "class", args.count)
-        took = make_variants(unit, [f.name for f in folders], secret)
+        print(f"load average before: {_load()}", flush=True)
+        began = time.perf_counter()
+        took = make_variants([f.name for f in folders], secret, args.jobs)
         print(
-            f"variants: {len(took)} made, median {statistics.median(took):.1f} s, "
-            f"slowest {max(took):.1f} s each (bound: 30 s)"
+            f"variants: {len(took)} made in {time.perf_counter() - began:.1f} s, median "
+            f"{statistics.median(took):.1f} s, slowest {max(took):.1f} s each (bound: 30 s)",
+            flush=True,
         )
         fixed, varied = [], []
 
@@ -102,7 +115,11 @@ def main(argv=None) -> int:
         for n in range(args.repeat):
             fixed.append(grade(unit, folders, work / "fixed", args.jobs, args.case, None))
             varied.append(grade(unit, folders, work / "varied", args.jobs, args.case, variant_of))
-            print(f"repeat {n + 1}: fixed {fixed[-1]:.1f} s, variants {varied[-1]:.1f} s")
+            print(
+                f"repeat {n + 1}: fixed {fixed[-1]:.1f} s, variants {varied[-1]:.1f} s "
+                f"(load average {_load()})",
+                flush=True,
+            )
         a, b = statistics.median(fixed), statistics.median(varied)
         print(
             f"{args.count} submissions, median of {args.repeat}: fixed {a:.1f} s, variants "

@@ -9,6 +9,7 @@ the unit's label key once (``grader.course.labels``: stable names of hidden case
 
 from __future__ import annotations
 
+import hashlib
 import json
 import multiprocessing
 import os
@@ -22,7 +23,7 @@ import servesim
 
 from .. import reference
 from ..cases import Case, Kind, case_trace_doc, load_grading, sha256_file, trace_path
-from ..jsonio import by_file, read_json, write_text_atomic
+from ..jsonio import by_file, write_text_atomic
 from ..units import Unit, UnitError
 from . import labels
 
@@ -268,18 +269,31 @@ def load_golden(unit: Unit, case: Case) -> dict:
     if not path.is_file():
         raise UnitError(f"golden file for case '{case.id}' is missing ({hint})")
     try:
-        doc = by_file(path, read_json)  # shared by every submission: read-only
+        doc = by_file(path, _read_golden)  # shared by every submission: read-only
     except (OSError, ValueError) as exc:
         raise UnitError(f"{_rel(path)}: unreadable golden file ({exc})") from None
     if doc.get("trace", {}).get("sha256") != sha256_file(trace_path(unit, case)):
         raise UnitError(f"golden file for case '{case.id}' is stale: its trace changed ({hint})")
     if doc.get("engineVersion") != servesim.ENGINE_VERSION or doc.get("case") != case.spec:
         raise UnitError(f"golden file for case '{case.id}' is stale ({hint})")
-    return by_file(path, lambda _: _expanded(doc), "expanded")  # once per file, not per call
+    return doc
 
 
-def _expanded(doc: dict) -> dict:
-    """A golden document with its run in the full format."""
-    from servesim.compact import expand_run
+_BY_CONTENT: dict[str, dict] = {}  # sha256 of a golden file's bytes -> its expanded document
 
-    return {**doc, "run": expand_run(doc["run"])} if isinstance(doc.get("run"), dict) else doc
+
+def _read_golden(path: Path) -> dict:
+    """A golden file's document with its run expanded, parsed once per content: a variant's
+    golden files of cases on traces no variant redraws are the fixed set's, byte for byte."""
+    data = Path(path).read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
+    if digest not in _BY_CONTENT:
+        if len(_BY_CONTENT) >= 512:  # bounded: the memo starts again
+            _BY_CONTENT.clear()
+        doc = json.loads(data)
+        if isinstance(doc.get("run"), dict):  # its run in the full format
+            from servesim.compact import expand_run
+
+            doc = {**doc, "run": expand_run(doc["run"])}
+        _BY_CONTENT[digest] = doc
+    return _BY_CONTENT[digest]

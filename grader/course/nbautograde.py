@@ -5,10 +5,16 @@ autograded cell in the grader's own process.
 ``Autograde.autograde_preprocessors`` (``autograde_preprocessors()``, set by the course's
 managed config). It
 
-1. executes the notebook like ``Execute`` does, but always in ``nbkernel``'s kernel (whatever
+1. for a unit with per-student variants, when the course config names the variant secret
+   (``variant_secret``; without it, the fixed set), finds the student's variant from
+   nbgrader's student id with that secret (read here, never in the notebook's folder) and
+   puts the variant's own public traces into the notebook's folder
+   (``grader.variants.nbkeys``), so the notebook runs on the student's own traces;
+2. executes the notebook like ``Execute`` does, but always in ``nbkernel``'s kernel (whatever
    kernel the notebook or the config names): the student's code runs inside the sandbox;
-2. then, outside the kernel, replaces the outputs of every autograded test cell by the verdict
-   of the unit's check for that cell (``nbscores``): what the kernel printed stays, as plain
+3. then, outside the kernel, replaces the outputs of every autograded test cell by the verdict
+   of the unit's check for that cell (``nbscores``), with the student's variant's answer keys
+   and hidden cases: what the kernel printed stays, as plain
    text that cannot count (no error, no stderr, no result value), and the verdict comes last,
    which is the one output nbgrader's ``SaveAutoGrades`` scores. A graded cell without a check
    stops the autograding of that notebook.
@@ -35,8 +41,10 @@ from jupyter_client.kernelspec import KernelSpec
 from jupyter_client.manager import AsyncKernelManager
 from nbformat.v4 import new_output
 from nbgrader.preprocessors import Execute
+from traitlets import Unicode
 
 from ..units import Unit, UnitError, load_unit
+from ..variants import nbkeys
 from . import nbcheck, nbscores
 from .nbkernel import KERNEL_NAME, kernel_spec
 
@@ -184,6 +192,13 @@ def score_notebook(nb, unit: Unit, folder: Path) -> None:
 class SandboxedAutograde(Execute):
     """nbgrader's ``Execute`` in the sandboxed kernel, then the trusted scores."""
 
+    variant_secret = Unicode(
+        "",
+        help="The course's variant secret file: a unit with per-student variants grades each "
+        "notebook against its student's variant (empty: the fixed set for everyone). Read by "
+        "the grader only, never placed where the notebook runs.",
+    ).tag(config=True)
+
     def create_kernel_manager(self):
         self.kernel_name = KERNEL_NAME
         self.km = SandboxKernelManager(kernel_name=KERNEL_NAME, config=self.config)
@@ -213,12 +228,18 @@ class SandboxedAutograde(Execute):
         self._output_noted: set[int] = set()
         return super().preprocess(nb, resources)
 
+    def graded_unit(self, resources) -> Unit:
+        """The assignment's unit, as the student's variant where the unit has variants."""
+        unit = load_unit(resources["nbgrader"]["assignment"])
+        return nbkeys.notebook_unit(unit, resources["nbgrader"]["student"], self.variant_secret)
+
     def preprocess(self, nb, resources=None, km=None):
         if km is not None:
             raise CheckError("the sandboxed autograde starts its own kernel")
-        nb, resources = self.execute(nb, resources)
-        unit = load_unit(resources["nbgrader"]["assignment"])
+        unit = self.graded_unit(resources)
         folder = Path(resources["metadata"]["path"])
+        nbkeys.overlay(unit, folder)
+        nb, resources = self.execute(nb, resources)
         score_notebook(nb, unit, folder)
         return nb, resources
 

@@ -5,6 +5,7 @@ kernel never reaches this module) and by the unit 08 notebook builder; as a comm
 who want to see a key or a policy grade:
 
     python -m grader.course.nbcheck expected --unit UNIT CASE  -> the answer key for CASE
+        [--student ID [--secret FILE]]                         -> as ID's variant has it
     python -m grader.course.nbcheck policies --unit UNIT --submission policies.py [...]
                                                                -> {"score", "maxScore", "text"}
 
@@ -81,10 +82,14 @@ def answer_keys(unit: Unit) -> dict[str, Callable[[Unit], dict]]:
 
 
 def answer_key(unit: Unit, case: str) -> dict:
-    """The answer key of one notebook case of ``unit`` (remembered: see the module's doc)."""
+    """The answer key of one notebook case of ``unit`` (remembered: see the module's doc). For
+    a student's variant, the key as that variant has it (``grader.variants.nbkeys``)."""
+    from ..variants import nbkeys
+
     cases = answer_keys(unit)
     if case not in cases:
         raise UnitError(f"unknown notebook case '{case}' (known: {', '.join(cases)})")
+    unit = nbkeys.key_unit(unit, case)
     digest = key_inputs(unit, case)
     if digest is None:
         return cases[case](unit)
@@ -159,6 +164,8 @@ def main(argv=None) -> int:
     expected = commands.add_parser("expected", help="print the answer key of a notebook case")
     expected.add_argument("--unit", required=True)
     expected.add_argument("case", help="a notebook case, e.g. mixed")
+    expected.add_argument("--student", help="the key of this student's variant (roster id)")
+    expected.add_argument("--secret", help="the variant secret file (docs/ta.md, Variants)")
     policies = commands.add_parser(
         "policies", help="grade the student's editable files on the hidden cases"
     )
@@ -170,9 +177,13 @@ def main(argv=None) -> int:
         help="the student's editable files (policies.py, ...)",
     )
     args = parser.parse_args(argv)
+    from ..variants.identity import graded_unit
+
     try:
         unit = load_unit(args.unit)
         if args.command == "expected":
+            if args.student is not None:
+                unit = graded_unit(unit, args.student, args.secret)
             result = answer_key(unit, args.case)
         else:
             result = grade_policies(unit, [Path(f) for f in args.submission])

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from ..labfolder import lab_files
 from ..units import Unit, UnitError, labs_dir, load_unit
+from ..variants import nbkeys, nbrelease
 from . import release_checks
 from .nbkernel import KERNEL_NAME, kernel_spec
 from .release import build_folder_zip, lab_root
@@ -85,7 +86,7 @@ def _write_text(path: Path, text: str) -> None:
         raise
 
 
-def managed_config(course_id: str) -> str:
+def managed_config(course_id: str, variants: str = "") -> str:
     exclude = {unit.id: list(unit.editable) for unit in notebook_units()}
     return f"""# Written by `infralab release nbgrader`, rewritten on every run: put your own
 # settings in nbgrader_config.py after the line that loads this file.
@@ -123,7 +124,7 @@ nbsubmitted.install()
 from grader.course.nbautograde import autograde_preprocessors  # noqa: E402
 
 c.Autograde.autograde_preprocessors = autograde_preprocessors()
-"""
+{variants}"""
 
 
 def user_config() -> str:
@@ -138,7 +139,7 @@ c = get_config()  # noqa: F821
 """
 
 
-def write_config(course: Path, course_id: str) -> None:
+def write_config(course: Path, course_id: str, variants: str = "") -> None:
     """Create ``nbgrader_config.py`` once and (re)write the managed settings it loads."""
     config = course / CONFIG
     include = INCLUDE_LINE.format(name=MANAGED_CONFIG)
@@ -146,7 +147,7 @@ def write_config(course: Path, course_id: str) -> None:
         raise CourseError(
             f"{config} exists but does not load {MANAGED_CONFIG}; add this line to it: {include}"
         )
-    _write_text(course / MANAGED_CONFIG, managed_config(course_id))
+    _write_text(course / MANAGED_CONFIG, managed_config(course_id, variants))
     if not config.exists():
         _write_text(config, user_config())
 
@@ -234,17 +235,18 @@ def release_zip(course: Path, unit: Unit) -> Path:
 
 
 def release_nbgrader(
-    unit: Unit, course: Path, course_id: str = DEFAULT_COURSE_ID, generate: bool = True
+    unit: Unit, course: Path, course_id: str = DEFAULT_COURSE_ID, generate: bool = True, secret=None
 ) -> ReleaseResult:
-    """Create or update the course directory for ``unit`` and generate the student version."""
+    """Set up the course for ``unit``, generate the student version (``secret``: variants)."""
     course = Path(course).resolve()
+    variants = nbkeys.autograde_config(secret) if secret is not None else ""
     if course.exists() and not course.is_dir():
         raise CourseError(f"{course} exists and is not a directory")
     if not course_id.replace("-", "").replace("_", "").isalnum():
         raise CourseError(f"course id {course_id!r}: use letters, digits, '-' and '_' only")
     notebooks(unit)  # fail before writing anything
     course.mkdir(parents=True, exist_ok=True)
-    write_config(course, course_id)
+    write_config(course, course_id, variants)
     write_kernel(course)
     source, count = stage_source(unit, course)
     release = generate_assignment(course, unit) if generate else None
@@ -256,7 +258,11 @@ def _command(args) -> int:
         unit = load_unit(args.unit)
         if not args.allow_stale_starter and (stale := release_checks.stale_starter(unit)):
             raise CourseError(stale)  # source/<unit>/ is the lab folder: not a stale one
-        result = release_nbgrader(unit, Path(args.course), args.course_id, not args.no_generate)
+        roster = nbrelease.checked_roster(args)  # before anything is written
+        result = release_nbgrader(
+            unit, Path(args.course), args.course_id, not args.no_generate, args.secret
+        )
+        nbrelease.from_roster(unit, Path(args.course), roster)
     except (CourseError, UnitError) as exc:
         print(f"infralab release nbgrader: error: {exc}", file=sys.stderr)
         return 2
@@ -281,6 +287,7 @@ def add_parser(release_commands) -> argparse.ArgumentParser:
     parser.add_argument(
         "--no-generate", action="store_true", help="stage source/ only, skip generate_assignment"
     )
+    nbrelease.add_arguments(parser)
     parser.add_argument(
         release_checks.STALE_FLAG,
         release_checks.STALE_FLAG_OLD,

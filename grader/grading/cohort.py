@@ -105,13 +105,14 @@ def grade_batch(
         if not force and is_finished(read_report(report_path(out, name)), fingerprint):
             result.skipped.append(name)
         else:
+            own = variant_of is not None  # warmed by its own worker, in parallel
             todo.append(
-                (units[name], name, str(path.resolve()), str(out), limits, cases, fingerprint)
+                (units[name], name, str(path.resolve()), str(out), limits, cases, fingerprint, own)
             )
     parts = list(grading.parts)
-    try:
-        for each in distinct:
-            warm(each, cases)  # every worker is forked from here and finds it all made
+    try:  # every worker is forked from here and finds it all made; a variant's worker makes
+        for each in distinct if variant_of is None else [unit]:  # its own (one each, at once)
+            warm(each, cases)
     except GradingError as exc:
         raise BatchError(str(exc)) from None
 
@@ -120,9 +121,6 @@ def grade_batch(
         write_text_atomic(out / CSV_NAME, text, mode=PRIVATE_FILE)
 
     shared = len(todo) > 1 and variant_of is None  # the reference's verdicts serve them all
-    if len(todo) > 1 and variant_of is not None:  # each variant's, judged when it was made
-        for each in distinct:
-            getattr(each, "remember_reference", lambda: False)()
     try:
         with remembered(unit, cases) if shared else contextlib.nullcontext():
             run_workers(

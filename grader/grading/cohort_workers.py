@@ -85,7 +85,7 @@ def _worker(task: tuple) -> None:
 def _outcome(exitcode: int | None, task: tuple) -> tuple[str, str | None]:
     """(name, None) for a graded submission, (name, why) for an error row. The worker wrote
     its report, unless it died: then the error row is written here."""
-    _, name, _, out, _, _, fingerprint = task
+    _, name, _, out, _, _, fingerprint, _ = task
     doc = read_report(report_path(Path(out), name))
     mine = doc is not None and doc.get("fingerprint") == fingerprint
     if mine and (exitcode == 0 or not doc.get("environmentError")):
@@ -102,13 +102,15 @@ def _outcome(exitcode: int | None, task: tuple) -> tuple[str, str | None]:
 
 def _grade_one(task: tuple) -> tuple[str, str | None]:
     """Worker: grade one submission and write its reports; (name, None) or (name, failure)."""
-    unit, name, source, out, limits, cases, fingerprint = task  # the unit or a variant
+    unit, name, source, out, limits, cases, fingerprint, own = task  # the unit or a variant
     unit_id = unit.id
     from .errors import EnvironmentFailure, GradingError
     from .grade import grade_submission
 
     failure, staff = None, None
     try:
+        if own:  # a variant: made ready here (``cohort.grade_batch``), else in the parent
+            _prepare(unit, cases)
         report = grade_submission(unit, Path(source), cases=cases, limits=limits, jobs=1)
         doc, staff = report.to_json(staff=False), report.to_json(staff=True)
         doc["error"] = None
@@ -132,6 +134,21 @@ def _grade_one(task: tuple) -> tuple[str, str | None]:
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
     return name, failure
+
+
+def _prepare(unit, cases) -> None:
+    """What a batch's parent does for the fixed set, for one variant in its own worker: warm
+    its cases, golden files and template, and recall the reference's verdicts judged when the
+    variant was made (``grader.variants.verdicts``). A variant that cannot be made ready is
+    the grader's failure (an error row, retried), never the submission's."""
+    from .errors import EnvironmentFailure, GradingError
+    from .grade import warm
+
+    try:
+        warm(unit, cases)
+    except GradingError as exc:
+        raise EnvironmentFailure(f"the student's variant: {exc}") from None
+    getattr(unit, "remember_reference", lambda: False)()
 
 
 def _worker_init() -> None:

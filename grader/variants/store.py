@@ -62,7 +62,7 @@ class VariantUnit(Unit):
 
     def remember_reference(self) -> bool:
         """Remember the reference's verdicts judged when the variant was made (a batch's
-        parent, before it forks: ``verdicts.recall``)."""
+        worker, before it grades: ``verdicts.recall``)."""
         from . import verdicts
 
         return verdicts.recall(self)

@@ -1,7 +1,7 @@
 """A variant's reference verdicts: judged once when the variant is made, kept in its folder.
 
     judge_reference(variant)   # when the variant is made: writes reference-verdicts.pickle
-    recall(variant) -> bool    # a batch's parent, before it forks: remembers them
+    recall(variant) -> bool    # a batch's worker, before it grades: remembers them
 
 On the fixed set a batch judges the reference's run of every case once and gives that verdict
 to every submission whose run file is byte for byte the reference's (``verdict_memo``,
@@ -41,7 +41,7 @@ def judge_reference(variant) -> None:
 
 
 def recall(variant: Unit) -> bool:
-    """Remember ``variant``'s kept verdicts for this process and the workers it forks; False
+    """Remember ``variant``'s kept verdicts for this process (and any it forks); False
     when there are none or another grader version judged them."""
     path = variant.variant_dir / FILE
     if not path.is_file():

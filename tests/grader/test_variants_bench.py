@@ -21,7 +21,9 @@ def test_the_class_benchmark_runs_and_reports_both_ways(tmp_path):
         capture_output=True, text=True, check=False, timeout=600,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert re.search(r"variants: 2 made, median [\d.]+ s, slowest [\d.]+ s", done.stdout)
+    assert re.search(
+        r"variants: 2 made in [\d.]+ s, median [\d.]+ s, slowest [\d.]+ s", done.stdout
+    )
     assert re.search(
         r"2 submissions, median of 1: fixed [\d.]+ s, variants [\d.]+ s, ratio", done.stdout
     )

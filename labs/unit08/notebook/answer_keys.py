@@ -24,6 +24,7 @@ from servesim.tiers import load_tier
 from grader import reference
 from grader.course.nbscores import NUMBER, Close, Filled, Policies
 from grader.plugins import load_file
+from grader.units import load_unit
 
 HERE = Path(__file__).resolve().parent
 SETUP = load_file(HERE / "notebook_setup.py")
@@ -204,6 +205,22 @@ def sweep_key(unit) -> dict:
 
 
 KEYS = {"goodput": goodput_key, "protocol": protocol_key, "sweep": sweep_key}
+
+
+def _sizes(protocol: str) -> tuple[str, ...]:
+    """The trace a protocol file draws its request sizes from."""
+    doc = json.loads((load_unit("unit08").lab_dir / protocol).read_text(encoding="utf-8"))
+    return (doc["workload"]["sizes"],)
+
+
+# The public traces each key reads (``grader.variants.nbkeys``): a key reading a trace that a
+# student's variant redraws is computed on that variant; the others once for the class, on a
+# lab folder without the varied traces (so a trace left out here is an error, not a stale key).
+TRACES = {
+    "goodput": (SETUP.D1["trace"],),
+    "protocol": _sizes(SETUP.D2["protocol"]),
+    "sweep": _sizes(SETUP.D3["protocol"]),
+}
 
 
 def _d1(group: str):
