@@ -85,6 +85,7 @@ class Session:
         self._lock = threading.Lock()
         self._numbers = itertools.count()
         self._step_start = 0.0
+        self._stops: dict[str, int] = {}  # this step's stop strings: id -> its outputTokens
         self.document: dict | None = None
         self.error: str | None = None
 
@@ -156,6 +157,7 @@ class Session:
         except Exception as exc:  # a policy that breaks a rule, a device error: end the session
             self.error = f"{type(exc).__name__}: {exc}"
             self._fail_all(exc)
+            self._free_all()
             raise
         self.pages.finish(timeline.events)
         self._gauges(0, 0)
@@ -189,11 +191,14 @@ class Session:
         measured = self.pages.execute(batch, context)
         took = max(self.source.now_ms() - self._step_start, measured)
         end = self._step_start + took  # what the engine computes: the tokens' time
+        self._stops = {}
         for rid in batch.ids:
             stream = self._streams[rid]
             for token in executor.generated(rid)[stream.tokens :]:
                 self._emit(stream, token, end)
         self._gauges(None, None)
+        if self.source.journal is not None:  # a policy's child follows the run (``remote``)
+            self.source.journal.append(["x", took, self._stops])
         return took
 
     def _emit(self, stream: Stream, token: int, end: float) -> None:
@@ -211,6 +216,7 @@ class Session:
         """A stop string matched: this step's token is the request's last (see the module)."""
         seq = self.source.sequence(stream.rid)
         seq.output_tokens = seq.generated + 1  # the engine hands out this step's token next
+        self._stops[stream.rid] = seq.output_tokens
         if stream.rid in self.real.executor.states:
             self.real.executor.stop(stream.rid)
 
@@ -245,6 +251,18 @@ class Session:
             if running is not None:
                 self.metrics.running, self.metrics.waiting = running, waiting
             self.metrics.kv_usage = pool.used / pool.capacity
+
+    def _free_all(self) -> None:
+        """After a failed run: every request's pages go back to the real cache."""
+        executor, cache = self.real.executor, self.real.cache
+        for rid in list(executor.states):
+            executor.drop(rid)
+        for rid, table in list(cache.tables.items()):
+            if not cache.driven:
+                cache.free(rid)
+                continue
+            for page in reversed(list(table.pages)):  # a driven cache: the releases' order
+                cache.unref(rid, page)
 
     def _fail_all(self, exc: Exception) -> None:
         self.source.close()

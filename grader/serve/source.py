@@ -29,25 +29,23 @@ import math
 import threading
 import time
 
-from servesim.arrivals import Arrivals, trace_of
-from servesim.sequence import Phase, Sequence
+from servesim.arrivals import trace_of
+from servesim.livefeed import Feed, encode
+from servesim.sequence import Sequence
 from servesim.trace import Request
 
-# a disconnect stamped at its request's own arrival still cancels after it (cancelMs > 0)
-MIN_CANCEL_MS = 1e-6
 
-
-class LiveSource(Arrivals):
+class LiveSource(Feed):
     def __init__(self, name: str = "served", description: str = "requests served over HTTP"):
-        super().__init__(closed=None, trace=_EMPTY)
+        super().__init__()
         self.name, self.description = name, description
         self._lock = threading.Condition()
         self._inbox: list[tuple[str, object, float]] = []  # (kind, item, its stamp)
-        self._by_id: dict[str, Sequence] = {}
         self._t0 = time.monotonic()
         self._open = True  # accepting requests (False once closed)
         self._reading: set[str] = set()  # logged streams whose handler is not done
         self.on_left = None  # called with each request as it leaves (engine thread)
+        self.journal: list | None = None  # a child's engine follows these (``livefeed``)
 
     # -- the clock ---------------------------------------------------------------------------
 
@@ -107,17 +105,19 @@ class LiveSource(Arrivals):
     # -- the engine's side (``Arrivals``) ------------------------------------------------------
 
     def __bool__(self) -> bool:
-        self._drain()
+        items = self._drain()
         with self._lock:
-            return bool(self._heap) or self._open or bool(self._reading)
+            result = bool(self._heap) or self._open or bool(self._reading)
+        self._note("b", items, result)
+        return result
 
     def next_ms(self) -> float:
         """The next arrival handed over and not yet due; inf when none is known yet."""
-        self._drain()
-        return self._heap[0][0] if self._heap else math.inf
+        self._note("n", self._drain())
+        return self.next_known()
 
-    def pop_due(self, clock: float) -> Sequence | None:
-        self._drain()
+    def pop_due(self, clock: float):
+        self._note("p", self._drain())
         return super().pop_due(clock)
 
     def idle(self, clock: float, wake: float) -> float:
@@ -136,45 +136,27 @@ class LiveSource(Arrivals):
                 self._lock.wait((wake - now) / 1000.0 if known else None)
             first = min((stamp for *_, stamp in self._inbox), default=math.inf)
             now = self._now_ms()
-        return max(clock, min(now, first, wake if known else math.inf))
+        clock = max(clock, min(now, first, wake if known else math.inf))
+        if self.journal is not None:
+            self.journal.append(["i", clock])
+        return clock
 
     def left(self, seq: Sequence, at_ms: float) -> None:
         if self.on_left is not None:
             self.on_left(seq)
 
-    def sequence(self, rid: str) -> Sequence:
-        """The engine's sequence of request ``rid`` (engine thread only)."""
-        return self._by_id[rid]
-
     def realised(self, source, closed):
         return trace_of(self.name, self.description, self.sequences)
 
-    def _drain(self) -> None:
-        """Move what handlers handed over into the engine's queue (engine thread only)."""
+    def _drain(self) -> list:
+        """Move what handlers handed over into the engine's queue (engine thread only); the
+        items, in the order they were stamped."""
         with self._lock:
             inbox, self._inbox = self._inbox, []
-        for kind, item, stamp in inbox:
-            if kind == "request":
-                seq = Sequence.of(item, len(self.sequences))
-                self._by_id[seq.id] = seq
-                self._push(seq)
-            elif kind == "read":
-                seq = self._by_id[item]
-                seq.reads_ms = (*seq.reads_ms, stamp - seq.arrival_ms)
-            else:
-                self._cancel(*item)
+        for item in inbox:
+            self.apply(*item)
+        return inbox
 
-    def _cancel(self, rid: str, at_ms: float) -> None:
-        seq = self._by_id.get(rid)
-        if seq is None or seq.status is not None or seq.cancel_ms is not None:
-            return
-        seq.cancel_ms = max(at_ms - seq.arrival_ms, MIN_CANCEL_MS)
-        if seq.phase is not Phase.PENDING:  # admitted: the engine's cancel heap takes it
-            self.late_cancels.append(seq)
-
-
-class _NoRequests:
-    requests = ()
-
-
-_EMPTY = _NoRequests()
+    def _note(self, kind: str, items: list, *result) -> None:
+        if self.journal is not None:
+            self.journal.append([kind, encode(items), *result])
