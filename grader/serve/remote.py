@@ -52,7 +52,6 @@ class PolicyChild:
 
     def __init__(self, lab_dir: Path, files: dict[str, bytes], setup: dict, journal: list):
         self.setup, self.journal = setup, journal
-        self._sent = 0
         self._child = None
         self._started = threading.Event()
         self._done = threading.Event()
@@ -100,7 +99,8 @@ class PolicyChild:
 
     def ask(self, who: str) -> list:
         """Send the journal so far, then the child's next answer (``PolicyError`` if none)."""
-        pending, self._sent = self.journal[self._sent :], len(self.journal)
+        pending = self.journal[:]
+        del self.journal[:]  # sent: the server keeps none of a long session's journal
         try:
             self._write([json.dumps(entry) for entry in pending])
         except OSError:
