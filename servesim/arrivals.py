@@ -142,6 +142,7 @@ def trace_of(name: str, description: str, seqs) -> Trace:
             s.cancel_ms,
             s.prefix,
             s.read_bytes_per_s,
+            s.reads_ms,
         )
         for s in seqs
     )
@@ -172,4 +173,6 @@ def _request_json(r: Request) -> dict:
         doc["prefix"] = [{"id": sid, "tokens": tokens} for sid, tokens in r.prefix]
     if r.read_bytes_per_s is not None:
         doc["readBytesPerS"] = r.read_bytes_per_s
+    if r.reads_ms is not None:
+        doc["readsMs"] = list(r.reads_ms)
     return doc

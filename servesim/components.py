@@ -203,7 +203,14 @@ COMPONENTS: list[Component] = [
         lambda device, limits: device.streams,
         rules=(Rule("output buffers", "update_streams"),),
         part=Buffers,
-        request_fields=("readBytesPerS", "ackMs", "pausedMs", "bufferPeakBytes", "cancelReason"),
+        request_fields=(
+            "readBytesPerS",
+            "readsMs",
+            "ackMs",
+            "pausedMs",
+            "bufferPeakBytes",
+            "cancelReason",
+        ),
     ),
 ]
 

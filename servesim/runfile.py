@@ -118,6 +118,8 @@ def _request(seq, extended: bool) -> dict:
             entry["prefix"] = [{"id": sid, "tokens": n} for sid, n in seq.prefix]
         if seq.read_bytes_per_s is not None:
             entry["readBytesPerS"] = seq.read_bytes_per_s
+        if seq.reads_ms is not None:
+            entry["readsMs"] = list(seq.reads_ms)
         entry |= {
             "status": seq.status.value,
             "statusMs": seq.status_ms,
@@ -155,7 +157,7 @@ def _event(event, extended: bool, swaps: bool) -> dict:
     return entry
 
 
-LIFECYCLE_FIELDS = ("cancelMs", "prefix", "readBytesPerS")  # unit 09's request fields
+LIFECYCLE_FIELDS = ("cancelMs", "prefix", "readBytesPerS", "readsMs")  # unit 09's request fields
 
 
 def uses_lifecycle(run: dict) -> bool:

@@ -81,6 +81,7 @@ class Sequence:
     cancel_ms: float | None = None  # unit 09: the client cancels at arrival + cancel_ms
     prefix: tuple[tuple[str, int], ...] = ()  # unit 09: shared prompt segments (trace.py)
     read_bytes_per_s: float | None = None  # unit 09: the client's read rate (None: at once)
+    reads_ms: tuple[float, ...] | None = None  # a served stream's read log (readlog.py)
     paused: bool = False  # unit 09: its output buffer is full; not decoded until it drains
     cancel_reason: str | None = None  # "deadline", "client" or "stalled" (a paused stream)
     phase: Phase = Phase.PENDING
@@ -129,6 +130,7 @@ class Sequence:
             cancel_ms=request.cancel_ms,
             prefix=request.prefix,
             read_bytes_per_s=request.read_bytes_per_s,
+            reads_ms=request.reads_ms,
         )
 
     @property

@@ -4,8 +4,9 @@ tokens it generates and drained by its client, and the states a full buffer lead
 On a device with ``streamBufferBytes`` (``device.py``) every generated token is an event of
 ``streamEventBytes`` bytes that enters its request's buffer at the end of the step that made
 it. The client reads continuously at the trace's ``readBytesPerS`` (a fluid model, in closed
-form: between events the level falls linearly to 0; a request without a rate is read at once
-and its buffer stays empty). The rules, applied at every decision point of the engine after its
+form: between events the level falls linearly to 0), or at the times its ``readsMs`` log lists
+(a served stream's real reads, ``readlog.py``); a request with neither is read at once and its
+buffer stays empty. The rules, applied at every decision point of the engine after its
 arrivals, deadlines and client cancels:
 
 - A live request whose buffer cannot take another event (level + event > capacity) is
@@ -32,6 +33,7 @@ import math
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from . import readlog
 from .contract import GUARD
 from .sequence import Sequence, Status
 
@@ -62,18 +64,21 @@ def is_full(level: float, device) -> bool:
 
 @dataclass(slots=True)
 class Buffer:
-    """One request's output buffer, for a client that reads at ``rate`` bytes/s."""
+    """One request's output buffer, for a client that reads at ``rate`` bytes/s, or (``log``)
+    at the times its ``seq.reads_ms`` lists."""
 
     seq: Sequence
-    rate: float
-    level: float = 0.0  # right after the last event
+    rate: float | None
+    log: readlog.Logged | None = None  # a logged client (rate None)
+    level: float = 0.0  # right after the last event (a fluid reader's)
     last_ms: float = 0.0
     events: int = 0
     peak: float = 0.0
     resume_at: float = math.inf  # while paused: when it drains to the low mark
     stall_at: float = math.inf  # while paused: when its pause deadline passes
     pauses: list = field(default_factory=list)  # [start, end or None] per pause
-    drains: list = field(default_factory=list)  # (level, resume_at) at the start of each pause
+    # (level, resume_at, events) at the start of each pause: no event enters while it lasts
+    drains: list = field(default_factory=list)
 
     def __setattr__(self, name: str, value) -> None:
         """Refused while a policy runs (``contract.Guard``): policies read buffers."""
@@ -81,7 +86,24 @@ class Buffer:
             GUARD.refuse(f"{name} of the output buffer of request {self.seq.id!r}")
         _SET(self, name, value)
 
+    def held(self, now_ms: float) -> float:
+        """Bytes in the buffer at ``now_ms`` (at or after its last event)."""
+        if self.log is not None:
+            return self.log.held(self.events, now_ms)
+        return level_at(self.level, self.last_ms, self.rate, now_ms)
+
+    def drained_at(self, low: int) -> float:
+        """When the buffer, taking no more events, is down to ``low`` bytes (inf: a logged
+        client has not made that read yet)."""
+        if self.log is not None:
+            return self.log.drained_at(self.events, low)
+        return resume_ms(self.level, self.last_ms, self.rate, low)
+
     def add(self, at_ms: float, size: int) -> None:
+        if self.log is not None:  # a logged client's levels come from its log when asked
+            _SET(self, "last_ms", at_ms)
+            _SET(self, "events", self.events + 1)
+            return
         level = level_at(self.level, self.last_ms, self.rate, at_ms) + size
         _SET(self, "level", level)
         _SET(self, "last_ms", at_ms)
@@ -110,9 +132,12 @@ class Streams:
         _SET(self, name, value)
 
     def admit(self, seq: Sequence) -> None:
-        """A request admitted to the run: a buffer if its client reads at a finite rate."""
-        if seq.read_bytes_per_s is not None:
-            self._buffers[seq.id] = Buffer(seq, seq.read_bytes_per_s)
+        """A request admitted to the run: a buffer if its client reads at a finite rate or
+        logs its reads."""
+        if seq.read_bytes_per_s is not None or seq.reads_ms is not None:
+            rate = seq.read_bytes_per_s
+            log = None if rate is not None else readlog.Logged(seq, self.device.stream_event_bytes)
+            self._buffers[seq.id] = Buffer(seq, rate, log)
 
     def after_step(self, batch, end_ms: float) -> None:
         """The tokens the step ending at ``end_ms`` generated enter their buffers."""
@@ -125,8 +150,11 @@ class Streams:
 
     def update(self, clock: float, state) -> None:
         """At a decision point: paused streams resume or stall, full buffers pause."""
+        low = self.device.stream_low_mark_bytes
         for rid, buf in list(self._paused.items()):
             seq = buf.seq
+            if buf.log is not None:  # reads learnt since (a live source): the drain may be known
+                buf.resume_at = buf.drained_at(low)
             if seq.status is not None:  # left (a client cancel): its pause never ends
                 del self._paused[rid]
                 seq.paused = False
@@ -140,18 +168,18 @@ class Streams:
                 state.terminate(seq, Status.CANCELLED, clock, STALLED)
         device = self.device
         for buf in self._fresh:
-            if buf.seq.status is None and not buf.seq.paused and is_full(buf.level, device):
+            full = is_full(buf.held(buf.last_ms), device)
+            if buf.seq.status is None and not buf.seq.paused and full:
                 self._pause(buf, clock)
         self._fresh.clear()
 
     def _pause(self, buf: Buffer, clock: float) -> None:
         device = self.device
-        level = level_at(buf.level, buf.last_ms, buf.rate, clock)
-        buf.resume_at = resume_ms(level, clock, buf.rate, device.stream_low_mark_bytes)
+        buf.resume_at = buf.drained_at(device.stream_low_mark_bytes)
         deadline = device.stream_pause_deadline_ms
         buf.stall_at = math.inf if deadline is None else clock + deadline
         buf.pauses.append([clock, None])
-        buf.drains.append((level, buf.resume_at))
+        buf.drains.append((buf.held(clock), buf.resume_at, buf.events))
         buf.seq.paused = True
         self._paused[buf.seq.id] = buf
 
@@ -166,7 +194,7 @@ class Streams:
     def occupancy(self, rid: str, now_ms: float) -> float:
         """Bytes in ``rid``'s buffer at ``now_ms`` (0 for a client that reads at once)."""
         buf = self.buffers.get(rid)
-        return 0.0 if buf is None else level_at(buf.level, buf.last_ms, buf.rate, now_ms)
+        return 0.0 if buf is None else buf.held(now_ms)
 
     def violation(self, batch, now_ms: float) -> str | None:
         """The sentence for a batch that decodes or prefills a paused stream (None: none)."""
@@ -176,7 +204,7 @@ class Streams:
         for rid in (*batch.decode, *(chunk.id for chunk in batch.prefill)):
             if rid in paused:
                 buf, device = paused[rid], self.device
-                held = level_at(buf.level, buf.last_ms, buf.rate, now_ms)
+                held = buf.held(now_ms)
                 return (
                     f"'{rid}' is paused: its output buffer holds {held:.0f} of "
                     f"{device.stream_buffer_bytes} bytes, no room for another "
@@ -196,10 +224,16 @@ class Streams:
                 ack = seq.token_times_ms[-1] if done else None
                 out[seq.id] = {"ackMs": ack, "pausedMs": [], "bufferPeakBytes": 0}
                 continue
+            if buf.log is not None:
+                ack = buf.log.ack(buf.events) if done else None
+                peak = buf.log.peak(seq.token_times_ms)
+            else:
+                ack = ack_ms(buf.level, buf.last_ms, buf.rate) if done else None
+                peak = buf.peak
             out[seq.id] = {
-                "ackMs": ack_ms(buf.level, buf.last_ms, buf.rate) if done else None,
+                "ackMs": ack,
                 "pausedMs": [list(p) for p in buf.pauses],
-                "bufferPeakBytes": _number(buf.peak),
+                "bufferPeakBytes": _number(peak),
             }
         return out
 

@@ -20,6 +20,8 @@ first n tokens exactly when their segment lists agree up to n tokens, and the KV
 tokens can be shared (``prefixcache.py`` derives each full page's key from this).
 ``readBytesPerS`` (a number > 0): how fast the client reads the request's streamed output, on a
 device with an output buffer (``streaming.py``); without it the client reads at once.
+``readsMs`` (a served stream: a list of at most ``outputTokens`` times, in order): when, after
+arrival, its client read each streamed event (``readlog.py``); not with ``readBytesPerS``.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
+from . import readlog
 from .fields import unknown_field_message
 
 TRACE_FIELDS = ("name", "description", "requests")
@@ -37,6 +40,7 @@ REQUIRED_FIELDS = ("id", "arrivalMs", "inputTokens", "outputTokens")
 REQUEST_FIELDS = (
     *REQUIRED_FIELDS,
     *("maxOutputTokens", "deadlineMs", "tenant", "cancelMs", "prefix", "readBytesPerS"),
+    "readsMs",
 )
 SEGMENT_FIELDS = ("id", "tokens")
 _REQUEST_FIELDS = frozenset(REQUEST_FIELDS)
@@ -59,6 +63,7 @@ class Request(NamedTuple):
     cancel_ms: float | None = None  # unit 09: the client cancels at arrival + cancel_ms
     prefix: tuple[tuple[str, int], ...] = ()  # unit 09: shared prompt segments (id, tokens)
     read_bytes_per_s: float | None = None  # unit 09: the client's read rate (None: at once)
+    reads_ms: tuple[float, ...] | None = None  # a served stream's read log (readlog.py)
 
     @property
     def declared_output(self) -> int:
@@ -180,6 +185,12 @@ def _unit08(item: dict, where: str) -> dict:
         extra["tenant"] = value
     if "prefix" in item:
         extra["prefix"] = _prefix(item["prefix"], item["inputTokens"], where)
+    if "readsMs" in item:
+        if "readBytesPerS" in item:
+            raise TraceError(f"{where}: fields 'readsMs' and 'readBytesPerS' exclude each other")
+        if problem := readlog.valid(item["readsMs"], item["outputTokens"]):
+            raise TraceError(f"{where}: field 'readsMs' {problem}")
+        extra["reads_ms"] = tuple(float(v) for v in item["readsMs"])
     return extra
 
 

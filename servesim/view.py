@@ -156,6 +156,12 @@ class SchedulerView:
         reads at once)."""
         return 0.0 if self.streams is None else self.streams.occupancy(seq.id, self.now_ms)
 
+    def resume_ms(self, seq: Sequence) -> float:
+        """When paused ``seq``'s buffer drains to the low mark, where the engine resumes it: at a
+        trace's read rate, a closed form; for a served client, the time of the read that does
+        it, inf until that read has come (the engine also stops at each read and at stalls)."""
+        return self.streams.paused[seq.id].resume_at
+
     def sequence(self, rid: str) -> Sequence:
         """The arrived, unfinished sequence with id ``rid`` (KeyError if none)."""
         if self.live is not None:

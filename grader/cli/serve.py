@@ -47,7 +47,6 @@ def add_serve(commands) -> None:
 
 
 def _serve(args, extra: list[str]) -> int:
-    from servesim.runfile import dumps, write_atomic
     from servesim.usage import UsageError
 
     problem = _usage_problem(args)
@@ -60,8 +59,8 @@ def _serve(args, extra: list[str]) -> int:
         print(f"infralab serve: error: {exc}", file=sys.stderr)
         return 2
     from .. import reference
+    from ..sandbox import SandboxError
     from ..serve import setup
-    from ..serve.http import HOST, Server
     from ..serve.session import Session
 
     unit = load_unit(args.unit)
@@ -74,6 +73,38 @@ def _serve(args, extra: list[str]) -> int:
     session = Session(
         plan.profile, plan.spec, plan.real, plan.tokenizer, args.model, args.max_requests
     )
+    try:
+        child = _child(unit, plan, session)
+    except SandboxError as exc:
+        print(f"infralab serve: error: the policy's sandbox: {exc}", file=sys.stderr)
+        return 2
+    try:
+        return _serve_with(args, unit, plan, session)
+    finally:
+        if child is not None:
+            child.close()
+
+
+def _child(unit, plan, session):
+    """A SUBMISSION_DIR's policies in a sandboxed child that follows the session's engine
+    (``grader.serve.remote``); None for the reference."""
+    if plan.submission is None:
+        return None
+    from ..labfolder import built
+    from ..serve.remote import PolicyChild
+
+    session.source.journal = []
+    setup = plan.submission.setup(plan.profile, plan.spec)
+    files = plan.submission.files
+    plan.submission.child = PolicyChild(built(unit), files, setup, session.source.journal)
+    return plan.submission.child
+
+
+def _serve_with(args, unit, plan, session) -> int:
+    from servesim.runfile import dumps, write_atomic
+
+    from ..serve.http import HOST, Server
+
     try:
         server = Server(args.port, session)
     except OSError as exc:
@@ -97,11 +128,12 @@ def _serve(args, extra: list[str]) -> int:
             session.source.close()
     server.shutdown()
     server.server_close()  # waits for every handler to finish its reply
+    held = plan.real.cache.pool.used
     if session.error:
+        print(f"stopped; KV pages in use at exit: {held}", flush=True)
         print(f"infralab serve: error: {session.error}", file=sys.stderr)
         return 3
     run = session.document["runs"][0]
-    held = plan.real.cache.pool.used
     print(f"served {len(run['requests'])} requests; KV pages in use at exit: {held}")
     if args.run_file:
         write_atomic(Path(args.run_file), dumps(session.document))

@@ -24,9 +24,11 @@ END_S = 120
 
 
 class Served:
-    def __init__(self, folder: Path, unit: str, policy: str, *flags: str):
+    def __init__(self, folder: Path, unit: str, policy: str, *flags: str, submission=None):
+        """``submission``: a SUBMISSION_DIR served instead of the reference."""
         self.run_file = Path(folder) / "served.json"
-        argv = [sys.executable, "-m", "grader.cli", "serve", "--unit", unit, "--reference"]
+        served = "--reference" if submission is None else str(submission)
+        argv = [sys.executable, "-m", "grader.cli", "serve", "--unit", unit, served]
         argv += ["--policy", policy, "--port", "0", "--run-file", str(self.run_file), *flags]
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         self.proc = subprocess.Popen(

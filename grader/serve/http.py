@@ -10,10 +10,17 @@ headers are sent with its first piece of text, so a deadline or a rejection can 
 A client that goes away is seen either when a write fails or, while its handler waits for the
 engine, when its socket reads as closed (polled every ``POLL_S``): the handler then tells the
 session once (``Session.disconnect``), which makes it a client cancel at that time.
+
+A logged stream (``Stream.logged``: streamed, on a device with output buffers) is how a slow
+reader reaches the engine: its socket's send buffer is made small (``SEND_BUFFER``), so a write
+returns only once the client has read enough to make room, and the handler reports each token
+event as read when its write returned (``LiveSource.read``). A stalled stream's socket is shut
+down by the engine thread (``Stream.hangup``), which ends a write blocked on it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import queue
 import select
@@ -27,6 +34,7 @@ from .openai_api import CHAT, COMPLETIONS, ApiError, bad
 HOST = "127.0.0.1"
 POLL_S = 0.02
 MAX_BODY = 1 << 20
+SEND_BUFFER = 4096  # bytes asked for a logged stream's socket send buffer (Linux doubles it)
 GONE = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError, TimeoutError)
 
 
@@ -83,11 +91,20 @@ class Handler(BaseHTTPRequestHandler):
                 self._whole(session, stream)
         except GONE:
             session.disconnect(stream)
+        except OSError:  # the engine hung up a stalled stream's socket
+            session.disconnect(stream)
+        finally:
+            if stream.logged:
+                session.source.finished(stream.rid)
 
     # -- replies -----------------------------------------------------------------------------
 
     def _stream(self, session, stream) -> None:
         ask, model, started = stream.ask, session.model_name, False
+        if stream.logged:
+            sock = self.connection
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SEND_BUFFER)
+            stream.hangup = lambda: _shut(sock)
         while (event := self._next(session, stream)) is not None:
             kind, value = event
             if kind == "error" and not started:
@@ -96,8 +113,11 @@ class Handler(BaseHTTPRequestHandler):
             if not started:
                 self._start_events()
                 started = True
-            if kind == "text":
-                self._event(openai_api.chunk(ask, stream.rid, model, value, None))
+            if kind in ("text", "token"):
+                if value:
+                    self._event(openai_api.chunk(ask, stream.rid, model, value, None))
+                if kind == "token" and stream.logged:
+                    session.source.read(stream.rid)  # its write returned: the client took it
                 continue
             finish = value if kind == "done" else "abort"
             self._event(openai_api.chunk(ask, stream.rid, model, None, finish))
@@ -112,7 +132,7 @@ class Handler(BaseHTTPRequestHandler):
         pieces = []
         while (event := self._next(session, stream)) is not None:
             kind, value = event
-            if kind == "text":
+            if kind in ("text", "token"):
                 pieces.append(value)
             elif kind == "error":
                 self._error(value)
@@ -167,3 +187,9 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
+
+
+def _shut(sock: socket.socket) -> None:
+    """End both directions of ``sock`` (a stalled stream's); already closed is fine."""
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)

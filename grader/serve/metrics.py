@@ -9,6 +9,8 @@ up in the prefix cache at a request's first prefill, and those it held), and
 ``vllm:request_success_total`` (by ``finished_reason``); histograms
 ``vllm:time_to_first_token_seconds``, ``vllm:inter_token_latency_seconds`` and
 ``vllm:e2e_request_latency_seconds``. Latencies are the runner's clock, as in the run file.
+One gauge is the course's own (vLLM has no output-buffer pauses):
+``infralab:num_requests_paused``, the streams paused now by a full output buffer.
 
 The engine thread writes; handlers read ``render()``; one lock keeps a scrape consistent.
 """
@@ -50,6 +52,7 @@ class Metrics:
         self.lock = threading.Lock()
         self.running = self.waiting = 0
         self.kv_usage = 0.0
+        self.paused = None  # () -> the streams paused now (the engine's own count), once known
         self.counters = dict.fromkeys(COUNTERS, 0)
         self.finished: dict[str, int] = {}
         self.ttft = Histogram(
@@ -73,12 +76,14 @@ class Metrics:
 
     def render(self) -> str:
         label = self.label
+        paused = 0 if self.paused is None else self.paused()
         with self.lock:
             lines = []
             for name, kind, doc, value in (
                 ("vllm:num_requests_running", "gauge", "Requests in decode.", self.running),
                 ("vllm:num_requests_waiting", "gauge", "Requests waiting.", self.waiting),
                 ("vllm:kv_cache_usage_perc", "gauge", "KV cache usage, 0-1.", self.kv_usage),
+                ("infralab:num_requests_paused", "gauge", "Streams paused.", paused),
             ):
                 lines += [
                     f"# HELP {name} {doc}",

@@ -11,7 +11,11 @@ time plus the host's), so the engine's clock is the wall clock at every step end
 the source stamps arrivals and disconnects with. What is new per served request:
 
 - its prompt is its tokenized text (``Executor.add_request(prompt=...)``), its output the
-  model's greedy tokens, decoded and handed to its HTTP handler as they come (``Stream``);
+  model's greedy tokens, decoded and handed to its HTTP handler as they come (``Stream``), one
+  ``token`` event each;
+- on a device with output buffers a streamed request logs its client's reads: its handler
+  reports each token event the client took (``LiveSource.read``), and the engine's buffer
+  rules pause, resume and stall it from that log; a stalled stream's connection is hung up;
 - a stop string ends it at the token that completes it: the engine's ``outputTokens`` and the
   executor's become the tokens it has (``Executor.stop``), so it completes at that step;
 - when it leaves (``Arrivals.left``), its handler is told how: completed, rejected at
@@ -44,8 +48,12 @@ from .stops import StopCutter
 
 
 class Stream:
-    """One request's channel from the engine thread to its HTTP handler: ``events`` gets
-    ``("text", str)`` pieces, then ``("done", finish_reason)`` or ``("error", ApiError)``."""
+    """One request's channel from the engine thread to its HTTP handler: ``events`` gets one
+    ``("token", str)`` per token (the text it releases, maybe ""), ``("text", str)`` for text
+    held back until the end, then ``("done", finish_reason)`` or ``("error", ApiError)``.
+    ``logged``: its client's reads drive its output buffer (the handler reports each token
+    event it wrote, then that it is done); ``hangup``: set by the handler, called when the
+    engine gives up on the client (a stalled stream)."""
 
     def __init__(self, rid: str, ask: Ask, prompt_ids: list[int], decoder):
         self.rid, self.ask, self.prompt_ids = rid, ask, prompt_ids
@@ -55,6 +63,8 @@ class Stream:
         self.tokens = 0  # token ids received from the executor
         self.times: list[float] = []  # their times on the runner's clock (ms)
         self.arrival_ms = 0.0
+        self.logged = False
+        self.hangup = None
 
     @property
     def usage(self) -> tuple[int, int]:
@@ -75,6 +85,7 @@ class Session:
         self._lock = threading.Lock()
         self._numbers = itertools.count()
         self._step_start = 0.0
+        self._stops: dict[str, int] = {}  # this step's stop strings: id -> its outputTokens
         self.document: dict | None = None
         self.error: str | None = None
 
@@ -92,7 +103,11 @@ class Session:
                 raise _closed()
             rid = f"cmpl-{number:06d}"
             stream = self._streams[rid] = Stream(rid, ask, ids, self.tokenizer.decoder())
-            request = Request(rid, 0.0, len(ids), ask.max_tokens, None, ask.deadline_ms)
+            stream.logged = ask.stream and self.profile.streams
+            reads = () if stream.logged else None
+            request = Request(
+                rid, 0.0, len(ids), ask.max_tokens, deadline_ms=ask.deadline_ms, reads_ms=reads
+            )
             stamped = self.source.submit(request)
             if stamped is None:
                 del self._streams[rid]
@@ -142,6 +157,7 @@ class Session:
         except Exception as exc:  # a policy that breaks a rule, a device error: end the session
             self.error = f"{type(exc).__name__}: {exc}"
             self._fail_all(exc)
+            self._free_all()
             raise
         self.pages.finish(timeline.events)
         self._gauges(0, 0)
@@ -154,6 +170,9 @@ class Session:
 
     def _decide(self, view):
         self._step_start = view.now_ms
+        if self.metrics.paused is None and view.streams is not None:
+            streams = view.streams  # the engine's own buffers: their paused count, on scrape
+            self.metrics.paused = lambda: len(streams.paused)
         self._gauges(len(view.running), len(view.waiting))
         return self._policy(view)
 
@@ -172,11 +191,14 @@ class Session:
         measured = self.pages.execute(batch, context)
         took = max(self.source.now_ms() - self._step_start, measured)
         end = self._step_start + took  # what the engine computes: the tokens' time
+        self._stops = {}
         for rid in batch.ids:
             stream = self._streams[rid]
             for token in executor.generated(rid)[stream.tokens :]:
                 self._emit(stream, token, end)
         self._gauges(None, None)
+        if self.source.journal is not None:  # a policy's child follows the run (``remote``)
+            self.source.journal.append(["x", took, self._stops])
         return took
 
     def _emit(self, stream: Stream, token: int, end: float) -> None:
@@ -186,9 +208,7 @@ class Session:
         self.metrics.add("vllm:generation_tokens_total")
         stream.tokens += 1
         stream.times.append(end)
-        text = stream.cut.feed(stream.decoder.piece(token))
-        if text:
-            stream.events.put(("text", text))
+        stream.events.put(("token", stream.cut.feed(stream.decoder.piece(token))))
         if stream.cut.stopped and stream.tokens < stream.ask.max_tokens:
             self._stop_early(stream)
 
@@ -196,6 +216,7 @@ class Session:
         """A stop string matched: this step's token is the request's last (see the module)."""
         seq = self.source.sequence(stream.rid)
         seq.output_tokens = seq.generated + 1  # the engine hands out this step's token next
+        self._stops[stream.rid] = seq.output_tokens
         if stream.rid in self.real.executor.states:
             self.real.executor.stop(stream.rid)
 
@@ -220,6 +241,8 @@ class Session:
         else:
             reason = "abort"  # its client went, or its stream stalled: nobody reads a reply
             stream.events.put(("done", reason))
+            if seq.cancel_reason == "stalled" and stream.hangup is not None:
+                stream.hangup()  # a handler blocked writing to the client stops there
         self.metrics.finish(reason, e2e_s)
 
     def _gauges(self, running, waiting) -> None:
@@ -228,6 +251,18 @@ class Session:
             if running is not None:
                 self.metrics.running, self.metrics.waiting = running, waiting
             self.metrics.kv_usage = pool.used / pool.capacity
+
+    def _free_all(self) -> None:
+        """After a failed run: every request's pages go back to the real cache."""
+        executor, cache = self.real.executor, self.real.cache
+        for rid in list(executor.states):
+            executor.drop(rid)
+        for rid, table in list(cache.tables.items()):
+            if not cache.driven:
+                cache.free(rid)
+                continue
+            for page in reversed(list(table.pages)):  # a driven cache: the releases' order
+                cache.unref(rid, page)
 
     def _fail_all(self, exc: Exception) -> None:
         self.source.close()

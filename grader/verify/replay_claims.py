@@ -13,7 +13,7 @@ import math
 
 from servesim import rules
 from servesim.sequence import Phase, Status
-from servesim.streaming import STALLED, level_at
+from servesim.streaming import STALLED
 
 from .problems import EPS_MS, close_ms, fmt_ms
 from .replay_checks import short_id
@@ -76,7 +76,7 @@ def members(event: dict, where, seqs, reported, state) -> None:
             raise Refuted(
                 "decode while paused",
                 f"{where}: '{rid}' is paused since {fmt_ms(buf.pauses[-1][0])} (its output "
-                f"buffer holds {level_at(buf.level, buf.last_ms, buf.rate, start):.0f} of "
+                f"buffer holds {buf.held(start):.0f} of "
                 f"{device.stream_buffer_bytes} bytes) and may not run before it drains to the "
                 f"low mark at {fmt_ms(buf.resume_at)}",
                 start,

@@ -35,13 +35,21 @@ def check(seq, buf, record: dict, status: str, device) -> None:
             )
     elif seq.token_times_ms:
         times = seq.token_times_ms
-        ack = times[-1] if buf is None else ack_ms(buf.level, buf.last_ms, buf.rate)
-        if not _number(said) or not close_ms(said, ack):
+        if buf is None:
+            ack = times[-1]
+        elif buf.log is not None:
+            ack = buf.log.ack(buf.events)
+        else:
+            ack = ack_ms(buf.level, buf.last_ms, buf.rate)
+        agrees = said is None if ack is None else _number(said) and close_ms(said, ack)
+        if not agrees:
+            at = "never" if ack is None else f"at {fmt_ms(ack)}"
             raise Refuted(
-                "ack time",
-                f"'{rid}' reports ackMs {said!r}; its client reads its last event at {fmt_ms(ack)}",
+                "ack time", f"'{rid}' reports ackMs {said!r}; its client reads its last event {at}"
             )
-    peak, real = record.get("bufferPeakBytes"), 0.0 if buf is None else buf.peak
+    peak, real = record.get("bufferPeakBytes"), 0.0
+    if buf is not None:
+        real = buf.log.peak(seq.token_times_ms) if buf.log is not None else buf.peak
     if peak is None or abs(peak - real) > 1e-6 * max(1.0, real):
         raise Refuted(
             "buffer peak",
@@ -58,7 +66,7 @@ def check(seq, buf, record: dict, status: str, device) -> None:
 
 def _pauses(rid: str, pauses, drains, listed: list, buf, device) -> None:
     starts = sorted((p[0], n) for n, p in enumerate(listed) if _pair(p))
-    for (start, end), (level, resume_at) in zip(pauses, drains, strict=True):
+    for (start, end), (level, resume_at, events) in zip(pauses, drains, strict=True):
         match = _listed_at(listed, starts, start)
         if match is None:
             raise Refuted(
@@ -68,7 +76,10 @@ def _pauses(rid: str, pauses, drains, listed: list, buf, device) -> None:
                 start,
             )
         if _number(match[1]) and match[1] < resume_at and not close_ms(match[1], resume_at):
-            held = level_at(level, start, buf.rate, match[1])
+            if buf.log is not None:
+                held = buf.log.held(events, match[1])
+            else:
+                held = level_at(level, start, buf.rate, match[1])
             raise Refuted(
                 "resumed above low mark",
                 f"'{rid}' is listed as resuming at {fmt_ms(match[1])}, when its buffer still "
