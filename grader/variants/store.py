@@ -158,15 +158,17 @@ def _fill(unit: Unit, key: str, name: str, staging: Path) -> None:
     (staging / "traces" / "golden").mkdir(parents=True)
     variant = _as_variant(unit, staging, name)
     shutil.copyfile(labels.key_path(unit), labels.key_path(variant))
-    refused = []
+    refused, checked = [], None
     for draw in range(MAX_DRAWS):
         public = _write_draw(unit, key, draw, variant)
         if not unit.doc["variants"].get("strict"):
             break
         from . import strict
 
-        lost = strict.survivors(variant)
+        mutants = strict.list_mutants(variant)
+        lost = strict.survivors(variant, mutants)
         if not lost:
+            checked = len(mutants)
             break
         reason = f"mutant(s) {', '.join(lost)} lose no point on any hidden case"
         refused.append({"draw": draw, "reason": reason})
@@ -180,6 +182,7 @@ def _fill(unit: Unit, key: str, name: str, staging: Path) -> None:
     verdicts.judge_reference(variant)  # off the grading path: a batch recalls them
     marker = {"unit": unit.id, "hash": name, "public": sorted(public)}
     marker |= {"hidden": list(drawn.hidden_names(unit)), "draw": draw, "refused": refused}
+    marker["strictChecked"] = checked  # mutants each killed on the kept draw; None: not strict
     (staging / MARKER).write_text(json.dumps(marker, indent=1) + "\n", encoding="utf-8")
 
 
