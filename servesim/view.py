@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from operator import attrgetter
@@ -155,6 +156,14 @@ class SchedulerView:
         """Bytes in ``seq``'s output buffer now (0 without streaming, or for a client that
         reads at once)."""
         return 0.0 if self.streams is None else self.streams.occupancy(seq.id, self.now_ms)
+
+    def resume_ms(self, seq: Sequence) -> float:
+        """When the paused stream ``seq`` resumes: the time the engine itself computed when it
+        paused (``streaming.resume_ms``), so a ``Wait`` until then is always later than now
+        (a level recomputed from now could round to the low mark a moment early); inf when
+        ``seq`` is not paused."""
+        buf = None if self.streams is None else self.streams.paused.get(seq.id)
+        return math.inf if buf is None else buf.resume_at
 
     def sequence(self, rid: str) -> Sequence:
         """The arrived, unfinished sequence with id ``rid`` (KeyError if none)."""

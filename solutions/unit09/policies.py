@@ -251,13 +251,10 @@ def prefix_admit(view: SchedulerView, budget: int) -> Batch:
 
 
 def first_resume(view: SchedulerView) -> float:
-    """When the first paused stream's buffer drains to the low mark (given): from its level
-    now and its client's read rate. Call it only while ``view.paused`` is not empty."""
-    low = view.device.stream_low_mark_bytes
-    return min(
-        view.now_ms + (view.buffer_bytes(s) - low) * 1000.0 / s.read_bytes_per_s
-        for s in view.paused
-    )
+    """When the first paused stream's buffer drains to the low mark (given): the engine's own
+    time for each paused stream (``view.resume_ms``). Call it only while ``view.paused`` is not
+    empty."""
+    return min(view.resume_ms(s) for s in view.paused)
 
 
 def backpressure(view: SchedulerView, budget: int) -> Batch | Wait:
