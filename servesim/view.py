@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from operator import attrgetter
@@ -157,10 +158,13 @@ class SchedulerView:
         return 0.0 if self.streams is None else self.streams.occupancy(seq.id, self.now_ms)
 
     def resume_ms(self, seq: Sequence) -> float:
-        """When paused ``seq``'s buffer drains to the low mark, where the engine resumes it: at a
-        trace's read rate, a closed form; for a served client, the time of the read that does
-        it, inf until that read has come (the engine also stops at each read and at stalls)."""
-        return self.streams.paused[seq.id].resume_at
+        """When the paused stream ``seq`` resumes: the time the engine itself computed when it
+        paused, so a ``Wait`` until then is always later than now (a level recomputed from now
+        could round to the low mark a moment early). At a trace's read rate a closed form; for a
+        served client the time of the read that does it, inf until that read has come; inf when
+        ``seq`` is not paused."""
+        buf = None if self.streams is None else self.streams.paused.get(seq.id)
+        return math.inf if buf is None else buf.resume_at
 
     def sequence(self, rid: str) -> Sequence:
         """The arrived, unfinished sequence with id ``rid`` (KeyError if none)."""

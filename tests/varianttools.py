@@ -1,4 +1,4 @@
-"""Per-student variants in tests: one test secret and unit 08's variants, built once a process
+"""Per-student variants in tests: one test secret and the units' variants, built once a process
 (in the run's own variant cache, ``conftest.pytest_configure``)."""
 
 from __future__ import annotations
@@ -19,5 +19,10 @@ def write_secret(folder: Path) -> Path:
 
 
 @functools.cache
+def variant_of(unit_id: str, student: str = "s001") -> store.VariantUnit:
+    """``student``'s variant of ``unit_id`` under the test secret."""
+    return store.variant_unit(load_unit(unit_id), keys.variant_key(SECRET, student))
+
+
 def variant08(student: str = "s001") -> store.VariantUnit:
-    return store.variant_unit(load_unit("unit08"), keys.variant_key(SECRET, student))
+    return variant_of("unit08", student)

@@ -120,7 +120,7 @@ def build_autograder_zip(unit: Unit, dest: Path, variants=None) -> Path:
     return _write_zip(
         dest,
         [(name, path.read_bytes(), _mode(path, name)) for name, path in sorted(files.items())]
-        + [(name, data, 0o600 if "secret" in name else 0o644) for name, data in extra.items()],
+        + [(name, data, 0o644) for name, data in extra.items()],
     )
 
 

@@ -34,9 +34,15 @@ A spec is a mapping with ``name``, ``description`` and exactly one of:
             groups:                       # each such request draws one group by weight
               - {weight: 3, segments: [{id: sys0, tokens: 64}]}
               - {weight: 1, segments: [{id: sys0, tokens: 64}, {id: doc1, tokens: 40}]}
+          pin: [{request: 1, outputTokens: 1}]   # the N-th request's lengths, not drawn
 
         A group's segments are cut where the request's prompt ends (a segment left with no
         tokens is dropped), so ``inputTokens`` stays what its distribution drew.
+
+        ``pin`` replaces the lengths of the requests it names after they are drawn and before
+        the optional fields (which see the pinned lengths); it draws nothing, so every other
+        request is the one the seed gives. It is how a spec keeps a case that a graded check
+        needs in every draw (a variant's ``vary: {pin: {set: [...]}}``).
 
 A ``generate`` spec may also hold ``vary``: the fields a per-student variant draws again
 (``grader.variants.drawn``). This module ignores it, so the fixed trace stays as it was.
@@ -155,8 +161,17 @@ def generate_requests(gen: dict, where: str) -> list[dict]:
         }
         for n in range(count)
     ]
+    _pin(gen.get("pin", ()), requests, f"{where}.pin")
     _optional_fields(gen, requests, rng, where)
     return requests
+
+
+def _pin(pins, requests: list[dict], where: str) -> None:
+    for pin in pins:
+        if pin["request"] > len(requests):
+            raise SpecError(f"{where}: request {pin['request']} is past 'count' ({len(requests)})")
+        request = requests[pin["request"] - 1]
+        request.update({k: v for k, v in pin.items() if k != "request"})
 
 
 def _optional_fields(gen: dict, requests: list[dict], rng, where: str) -> None:

@@ -13,9 +13,12 @@ entry names (a dotted path into ``generate``)::
     vary:
       arrivals.ratePerMs: {min: 0.016, max: 0.024, step: 0.001}
       outputTokens.weights: {values: [[1, 1, 3, 3, 2], [2, 1, 2, 3, 2]]}
+      pin: {set: [{request: 1, outputTokens: 1}]}   # every variant; a field only variants have
 
-The fixed (non-variant) trace ignores ``vary``, so adding one changes no existing file. Every
-drawn trace is checked with the lab's own ``servesim.parse_trace``.
+``{set: value}`` draws nothing: it keeps in every draw a case that a graded check needs (the
+strict check would otherwise refuse the draws that lack it). The fixed (non-variant) trace
+ignores ``vary``, so adding one changes no existing file. Every drawn trace is checked with
+the lab's own ``servesim.parse_trace``.
 """
 
 from __future__ import annotations
@@ -89,7 +92,11 @@ def draw_spec(spec, key: str, where: str, draw: int = 0) -> dict:
     generate["seed"] = derived_seed(key, _label("hidden", name, draw))
     rng = random.Random(derived_seed(key, _label("vary", name, draw)))
     for path in sorted(vary):
-        _set(generate, path, draw_value(vary[path], rng, f"{where}: vary.{path}"), where)
+        entry = vary[path]
+        if isinstance(entry, dict) and "set" in entry:
+            _set(generate, path, copy.deepcopy(entry["set"]), where, new=True)
+        else:
+            _set(generate, path, draw_value(entry, rng, f"{where}: vary.{path}"), where)
     return drawn
 
 
@@ -109,12 +116,14 @@ def draw_value(entry, rng: random.Random, where: str):
     return value if isinstance(value, int) else round(value, 10)
 
 
-def _set(generate: dict, path: str, value, where: str) -> None:
+def _set(generate: dict, path: str, value, where: str, new: bool = False) -> None:
+    """Set ``path`` in ``generate``; only a ``set`` entry (``new``) may add a leaf, which the
+    spec schema then checks (a drawn entry naming no field is a typo)."""
     *parents, leaf = path.split(".")
     node = generate
     for part in parents:
         node = node.get(part) if isinstance(node, dict) else None
-    if not isinstance(node, dict) or leaf not in node:
+    if not isinstance(node, dict) or (leaf not in node and not new):
         raise SpecError(f"{where}: vary names '{path}', which is no field of 'generate'")
     node[leaf] = value
 

@@ -1,7 +1,7 @@
 """Whose variant a submission is graded against, and that variant as a unit.
 
     student_from_metadata(path) -> id    # Gradescope's /autograder/submission_metadata.json
-    graded_unit(unit, student, secret_file) -> Unit
+    graded_unit(unit, student, secret_file) -> Unit   # a bundle's shipped variant needs no secret
 
 Gradescope documents ``users`` as a list of ``{email, id, name}`` (its roster export adds the
 SID, and the metadata carries it as ``sid`` where the course set one); the roster id is that
@@ -41,7 +41,12 @@ def student_from_metadata(path: Path) -> str:
 
 
 def graded_unit(unit: Unit, student: str, secret_file: str | Path | None = None) -> Unit:
-    """The variant of ``student`` (made from the reference and cached on first use)."""
+    """The variant of ``student``: in a Gradescope bundle the one shipped for them (no secret
+    there, ``bundle.shipped_variant``), else made from the reference and cached on first use."""
+    from . import bundle
+
+    if bundle.ships_variants(unit):
+        return bundle.shipped_variant(unit, check_id(student, "student id"))
     return variant_for(unit, student, load_secret(secret_file))
 
 

@@ -36,7 +36,6 @@ from . import drawn
 CACHE_ENV = "INFRALAB_VARIANT_CACHE"
 MARKER = "variant.json"
 MAX_DRAWS = 5  # with variants.strict: draws refused in a row before the variant is an error
-SHIPPED = "shipped.json"  # a Gradescope bundle's class: sha256(key) -> variant folder
 
 
 def cache_root(unit: Unit) -> Path:
@@ -101,36 +100,14 @@ def variant_unit(unit: Unit, key: str) -> VariantUnit:
         raise UnitError("a variant has no variants of its own")
     if not varies(unit):
         raise UnitError(f"unit {unit.id} declares no variants (unit.yaml 'variants')")
-    shipped = _shipped(unit, key)
-    if shipped is not None:
-        return _as_variant(unit, shipped, shipped.name)
     name = variant_hash(unit, key)
     place = cache_root(unit) / unit.id / name
     if not (place / MARKER).is_file():
         _build(unit, key, name, place)
-    return _as_variant(unit, place, name)
+    return as_variant(unit, place, name)
 
 
-def key_digest(key: str) -> str:
-    return hashlib.sha256(key.encode()).hexdigest()
-
-
-def _shipped(unit: Unit, key: str) -> Path | None:
-    """In a Gradescope bundle (no solutions to build from): the variant made at home for this
-    key (``variants.bundle``); elsewhere None."""
-    index = cache_root(unit) / unit.id / SHIPPED
-    if not index.is_file():
-        return None
-    name = json.loads(index.read_text(encoding="utf-8")).get(key_digest(key))
-    if not isinstance(name, str) or not (index.parent / name / MARKER).is_file():
-        raise UnitError(
-            "this autograder holds no variant for the submission's student; staff must add "
-            "the student to the roster and upload the autograder again"
-        )
-    return index.parent / name
-
-
-def _as_variant(unit: Unit, folder: Path, name: str) -> VariantUnit:
+def as_variant(unit: Unit, folder: Path, name: str) -> VariantUnit:
     return VariantUnit(unit.id, unit.doc, unit.course_root, unit.config_dir, folder, name)
 
 
@@ -156,17 +133,19 @@ def _fill(unit: Unit, key: str, name: str, staging: Path) -> None:
     _copy(tree(unit.lab_dir), staging / "lab")
     _copy(tree(unit.traces_dir / "hidden"), staging / "traces" / "hidden")
     (staging / "traces" / "golden").mkdir(parents=True)
-    variant = _as_variant(unit, staging, name)
+    variant = as_variant(unit, staging, name)
     shutil.copyfile(labels.key_path(unit), labels.key_path(variant))
-    refused = []
+    refused, checked = [], None
     for draw in range(MAX_DRAWS):
         public = _write_draw(unit, key, draw, variant)
         if not unit.doc["variants"].get("strict"):
             break
         from . import strict
 
-        lost = strict.survivors(variant)
+        mutants = strict.list_mutants(variant)
+        lost = strict.survivors(variant, mutants)
         if not lost:
+            checked = len(mutants)
             break
         reason = f"mutant(s) {', '.join(lost)} lose no point on any hidden case"
         refused.append({"draw": draw, "reason": reason})
@@ -180,6 +159,7 @@ def _fill(unit: Unit, key: str, name: str, staging: Path) -> None:
     verdicts.judge_reference(variant)  # off the grading path: a batch recalls them
     marker = {"unit": unit.id, "hash": name, "public": sorted(public)}
     marker |= {"hidden": list(drawn.hidden_names(unit)), "draw": draw, "refused": refused}
+    marker["strictChecked"] = checked  # mutants each killed on the kept draw; None: not strict
     (staging / MARKER).write_text(json.dumps(marker, indent=1) + "\n", encoding="utf-8")
 
 

@@ -6,8 +6,9 @@
 A variant is checked mutant by mutant (``grader.traces.mutants``, graded in-process: mutants
 are staff code). A mutant is graded first on the hidden cases that killed it on the fixed set
 (the hints file, ``traces/<unit>/mutant-killers.json``, written by ``infralab trace mutants
---write-hints``), then, only if it survives those, on every other hidden case: the hints make
-the check fast, never its answer. A stale or missing hints file only makes it slower.
+--write-hints``), one at a time, then, only if it survives those, on every other hidden case:
+the hints make the check fast, never its answer. A stale or missing hints file only makes it
+slower.
 """
 
 from __future__ import annotations
@@ -59,7 +60,8 @@ def survivors(
     for mutant in list_mutants(variant) if mutants is None else mutants:
         first = [c for c in hints.get(mutant.name, ()) if c in hidden]
         rest = [c for c in hidden if c not in first]
-        if not any(_kills(variant, mutant, cases) for cases in (first, rest) if cases):
+        tries = [[case] for case in first] + [rest]  # one hint at a time: most kill at once
+        if not any(_kills(variant, mutant, cases) for cases in tries if cases):
             lost.append(mutant.name)
     return lost
 

@@ -11,6 +11,7 @@ from varianttools import SECRET, variant08, write_secret
 
 from grader.course import release
 from grader.units import load_unit
+from grader.variants import keys
 from grader.variants.roster import RosterError, read_roster
 
 BAD_ROSTERS = {
@@ -115,7 +116,8 @@ def test_every_variants_student_zip_holds_nothing_secret(student, tmp_path):
 def test_the_gradescope_bundle_grades_each_student_against_their_own_variant(tmp_path):
     """``release autograder --roster --secret`` ships the class's variants; on Gradescope the
     student comes from submission_metadata.json. The reference passes its variant; a student
-    outside the roster gets one clear line naming no hidden data; the secret is private."""
+    outside the roster gets one clear line naming no hidden data. The course secret never
+    leaves the TA's machine: neither it nor a student's key is in any file of the bundle."""
     roster, secret, out = tmp_path / "roster.csv", write_secret(tmp_path), tmp_path / "out"
     roster.write_text("id\ns001\n")
     done = infralab(
@@ -125,9 +127,13 @@ def test_the_gradescope_bundle_grades_each_student_against_their_own_variant(tmp
     assert done.returncode == 0, done.stderr
     root = tmp_path / "gs"
     with zipfile.ZipFile(out / "infra-lab-unit08-autograder.zip") as archive:
-        assert archive.getinfo("variant.secret").external_attr >> 16 == 0o600
         assert not [n for n in archive.namelist() if n.startswith("solutions/")]
+        assert not [n for n in archive.namelist() if "secret" in n]
+        blob = b"".join(archive.read(name) for name in archive.namelist())
         archive.extractall(root / "source")
+    key = keys.variant_key(SECRET, "s001")
+    for leaked in (SECRET, SECRET.hex().encode(), key.encode(), bytes.fromhex(key)):
+        assert leaked not in blob
     unit = load_unit("unit08")
     files = {n: (unit.solutions_dir / n).read_bytes() for n in unit.editable}
     mine = run_autograder(root, files, {"users": [{"email": "a@u.edu", "sid": "s001"}]})
