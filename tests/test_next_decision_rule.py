@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import copy
 
+import componenttools
 import pytest
-from servesim import Batch, DeviceProfile, PrefillChunk, Status, components, parse_trace, simulate
+from componenttools import greedy
+from servesim import DeviceProfile, Status, components, parse_trace, simulate
 from servesim.decision import Rule
 from servesim.features import Component, Part
 from servesim.runfile import build_run
@@ -51,14 +53,8 @@ RULE = Component(NAME, rules=(Rule(NAME, "evict"),), part=Eviction)
 
 @pytest.fixture
 def registered():
-    components.register(RULE)
-    yield
-    components.unregister(NAME)
-
-
-def greedy(view):
-    chunks = [PrefillChunk(s.id, s.remaining_prefill) for s in view.waiting]
-    return Batch(decode=[s.id for s in view.running], prefill=chunks)
+    with componenttools.registered(RULE):
+        yield
 
 
 def run_of() -> dict:

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import componenttools
 import pytest
+from componenttools import greedy
 from servesim import (
     Batch,
     DeviceProfile,
@@ -92,15 +94,8 @@ RULE = Component(
 
 @pytest.fixture
 def registered():
-    components.register(RULE)
-    yield
-    components.unregister(NAME)
-
-
-def greedy(view):
-    """Every running request decodes and every waiting one prefills the rest of its prompt."""
-    chunks = [PrefillChunk(s.id, s.remaining_prefill) for s in view.waiting]
-    return Batch(decode=[s.id for s in view.running], prefill=chunks)
+    with componenttools.registered(RULE):
+        yield
 
 
 def two_tenants(view):

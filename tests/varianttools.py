@@ -7,7 +7,7 @@ import functools
 from pathlib import Path
 
 from grader.units import load_unit
-from grader.variants import keys, store
+from grader.variants import drawn, keys, store
 
 SECRET = b"test-only-variant-secret-0123456789"
 
@@ -26,3 +26,21 @@ def variant_of(unit_id: str, student: str = "s001") -> store.VariantUnit:
 
 def variant08(student: str = "s001") -> store.VariantUnit:
     return variant_of("unit08", student)
+
+
+def assert_own_traces(unit, one, two) -> set[str]:
+    """Students ``one`` and ``two`` each draw their own version of every trace ``unit`` varies
+    (different from each other's and the fixed set's), and every other hidden trace stays the
+    fixed set's bytes. Returns the names of the hidden traces that stay."""
+    for name in drawn.hidden_names(unit):
+        texts = {(u.traces_dir / "hidden" / f"{name}.json").read_bytes() for u in (one, two, unit)}
+        assert len(texts) == 3, name
+    for name in drawn.public_names(unit):
+        texts = {(u.lab_dir / "traces" / f"{name}.json").read_bytes() for u in (one, two, unit)}
+        assert len(texts) == 3, name
+    kept = {p.name for p in (unit.traces_dir / "hidden").glob("*.json")}
+    kept -= {f"{name}.json" for name in drawn.hidden_names(unit)}
+    for name in kept:
+        fixed = (unit.traces_dir / "hidden" / name).read_bytes()
+        assert all((u.traces_dir / "hidden" / name).read_bytes() == fixed for u in (one, two))
+    return kept

@@ -10,11 +10,11 @@ import zipfile
 
 import pytest
 from releasetools import assert_nothing_secret, infralab
-from varianttools import SECRET, variant_of, write_secret
+from varianttools import SECRET, assert_own_traces, variant_of, write_secret
 
 from grader.course import release
 from grader.units import load_unit
-from grader.variants import drawn, keys, store
+from grader.variants import keys, store
 
 # unit -> (the varied public trace, a public case on it)
 UNITS = {
@@ -39,18 +39,7 @@ def test_the_builders_default_is_the_shipped_trace_byte_for_byte(unit_id):
 def test_each_student_draws_their_own_traces_and_the_rest_stay(unit_id):
     unit = load_unit(unit_id)
     one, two = variant_of(unit_id, "s001"), variant_of(unit_id, "s002")
-    for name in drawn.hidden_names(unit):
-        texts = {(u.traces_dir / "hidden" / f"{name}.json").read_bytes() for u in (one, two, unit)}
-        assert len(texts) == 3, name
-    for name in drawn.public_names(unit):
-        texts = {(u.lab_dir / "traces" / f"{name}.json").read_bytes() for u in (one, two, unit)}
-        assert len(texts) == 3, name
-    kept = {p.name for p in (unit.traces_dir / "hidden").glob("*.json")}
-    kept -= {f"{name}.json" for name in drawn.hidden_names(unit)}
-    assert kept
-    for name in kept:
-        fixed = (unit.traces_dir / "hidden" / name).read_bytes()
-        assert all((u.traces_dir / "hidden" / name).read_bytes() == fixed for u in (one, two))
+    assert assert_own_traces(unit, one, two)
     marker = json.loads((one.variant_dir / store.MARKER).read_text())
     assert marker["strictChecked"] and marker["draw"] == len(marker["refused"])
 
