@@ -22,6 +22,7 @@ import contextlib
 import os
 import shutil
 import tempfile
+from multiprocessing.util import Finalize
 from pathlib import Path
 
 from .units import CODE_ROOT, Unit, UnitError
@@ -129,13 +130,15 @@ _built: dict[tuple, Path] = {}  # (lab folder, packages, sources' stat) -> assem
 def built(unit: Unit) -> Path:
     """The unit's lab folder assembled in a private temp folder, once per process and state of
     its sources (a changed, added or removed source file makes a new one). The process that
-    built it removes it when it exits normally; forked workers inherit it and never remove it.
-    Read it, run it, copy it; never change it."""
+    built it removes it when it exits normally, a forked ``multiprocessing`` worker included
+    (its exit skips ``atexit`` but runs ``multiprocessing``'s finalizers); forked workers
+    inherit their parent's and never remove those. Read it, run it, copy it; never change it."""
     stamp = tuple((rel, *_stat(path)) for rel, path in _sources(unit).items())
     key = (str(unit.lab_dir), unit.engine_packages, stamp)
     if key not in _built:
         holder = Path(tempfile.mkdtemp(prefix=f"infralab-{unit.id}-"))
         atexit.register(_remove, holder, os.getpid())
+        Finalize(None, _remove, args=(holder, os.getpid()), exitpriority=0)
         _built[key] = assemble(unit, holder / "lab")
     return _built[key]
 

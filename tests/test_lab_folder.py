@@ -138,3 +138,24 @@ def test_no_engine_copy_is_committed_in_the_units_own_files(unit):
     }
     assert "simulate.py" in top
     assert not top & {"servesim", "realdevice", *unit.engine_packages}
+
+
+def _build_in_worker(unit_id: str, sent) -> None:
+    labfolder._built.clear()  # the parent's folders stay the parent's: this worker builds its own
+    sent.send(str(labfolder.built(load_unit(unit_id))))
+
+
+def test_a_forked_worker_removes_the_lab_folder_it_built_when_it_exits():
+    """A batch's forked worker builds a variant's lab folder (``cohort_workers._prepare``) and
+    exits through ``multiprocessing``, which skips ``atexit``: the folder still goes with it."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    receive, send = context.Pipe(duplex=False)
+    worker = context.Process(target=_build_in_worker, args=("unit07", send))
+    worker.start()
+    folder = Path(receive.recv())
+    worker.join()
+    assert worker.exitcode == 0
+    assert folder.name == "lab" and folder.parent.name.startswith("infralab-unit07-")
+    assert not folder.parent.exists()
