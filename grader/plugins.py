@@ -42,3 +42,15 @@ def load_file(path: Path) -> ModuleType:
         del sys.modules[name]
         raise
     return module
+
+
+def plugin_table(unit: Unit, name: str, shape: str) -> dict:
+    """The dict ``name`` of the plug-in named by ``notebook.answer_keys`` (``shape`` describes
+    it for the error message)."""
+    relative = unit.doc.get("notebook", {}).get("answer_keys")
+    if relative is None:
+        raise UnitError(f"unit {unit.id} has no notebook answer keys")
+    table = getattr(load_plugin(unit, relative, "answer-key plug-in"), name, None)
+    if not isinstance(table, dict):
+        raise UnitError(f"unit {unit.id}: {relative} must define {name} = {{{shape}}}")
+    return table

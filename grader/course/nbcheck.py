@@ -34,7 +34,7 @@ from pathlib import Path
 from .. import checkcache, reference
 from ..cases import load_grading
 from ..grading.grade import GradingError, grade_submission
-from ..plugins import load_plugin
+from ..plugins import plugin_table
 from ..units import CODE_ROOT, Unit, UnitError, load_unit
 
 KEYS_KIND = "answer-keys"  # the cache folder's kind (grader.checkcache)
@@ -62,18 +62,6 @@ def max_gap(times: list[float]) -> float | None:
     """Longest interval between consecutive token times (None for a single token)."""
     gaps = [later - earlier for earlier, later in itertools.pairwise(times)]
     return max(gaps) if gaps else None
-
-
-def plugin_table(unit: Unit, name: str, shape: str) -> dict:
-    """The dict ``name`` of the plug-in named by ``notebook.answer_keys`` (``shape`` describes
-    it for the error message)."""
-    relative = unit.doc.get("notebook", {}).get("answer_keys")
-    if relative is None:
-        raise UnitError(f"unit {unit.id} has no notebook answer keys")
-    table = getattr(load_plugin(unit, relative, "answer-key plug-in"), name, None)
-    if not isinstance(table, dict):
-        raise UnitError(f"unit {unit.id}: {relative} must define {name} = {{{shape}}}")
-    return table
 
 
 def answer_keys(unit: Unit) -> dict[str, Callable[[Unit], dict]]:

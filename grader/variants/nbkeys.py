@@ -27,6 +27,7 @@ from functools import cached_property
 from pathlib import Path
 
 from ..labfolder import tree
+from ..plugins import plugin_table
 from ..units import Unit, UnitError
 from . import drawn
 from .identity import variant_for
@@ -60,8 +61,6 @@ def varied_files(unit: Unit) -> set[str]:
 def reads_varied(unit: Unit, case: str) -> bool:
     """Whether the key of ``case`` may read a trace the unit varies (yes unless ``TRACES``
     names the case and none of its traces varies)."""
-    from ..course.nbcheck import plugin_table
-
     try:
         declared = plugin_table(unit, "TRACES", "case: (trace, ...)")
     except UnitError:  # no TRACES table: every key is taken to read every trace

@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 from ..compact import is_compact, token_times
-from ..device import DeviceProfile
+from ..device import DeviceProfile, _camel
 from ..recorded import Recorded
 from ..trace import REQUEST_FIELDS, parse_trace
 from .columns import LEFT, Columns, StepList, left_early, of_steps
@@ -241,7 +241,9 @@ def _replay(run: dict) -> Picture:
 
 def _recorded(run: dict) -> Recorded:
     """The state machine on the run's device and requests, admitting as the run says."""
-    device = DeviceProfile.from_json(run["device"], source="the run's device")
+    known = {_camel(f.name) for f in fields(DeviceProfile)}  # another field is drawn, not stepped
+    doc = {k: v for k, v in run["device"].items() if k in known}
+    device = DeviceProfile.from_json(doc, source="the run's device")
     if device.kv_pages is None:
         device = replace(device, kv_pages=_NEVER_REACHED)
     requests = [{k: v for k, v in r.items() if k in REQUEST_FIELDS} for r in run["requests"]]
