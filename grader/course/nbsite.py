@@ -16,12 +16,14 @@ after checking exactly that.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
 import stat
 import sys
 import tempfile
+import time
 from importlib import metadata
 from pathlib import Path
 
@@ -32,6 +34,7 @@ ROOT_DISTRIBUTION = "ipykernel"
 MOUNT = "/opt/infralab/site-packages"  # where the copy appears in the kernel's sandbox
 PREFIX = "infralab-kernel-site-"
 SKIPPED = ("direct_url.json", "RECORD", "INSTALLER", "REQUESTED")  # install-time records
+STALE_S = 24 * 3600  # a copy unused this long is another checkout's or an older one's
 
 
 def closure(root: str = ROOT_DISTRIBUTION) -> list[metadata.Distribution]:
@@ -122,13 +125,18 @@ def _ours(path: Path) -> bool:
 
 
 def site_copy() -> Path:
-    """The folder the kernel binds at ``MOUNT``, made now if this set of versions has none."""
+    """The folder the kernel binds at ``MOUNT``, made now if this set of versions has none.
+    Each use marks it used (its modification time); copies of ours unused for ``STALE_S`` (made
+    for another checkout's or an older set of versions) are removed, since the scratch folder
+    is usually memory."""
     dists = closure()
     base = Path(scratch_dir() or tempfile.gettempdir())
     final = base / f"{PREFIX}{copy_key(dists)}"
+    sweep_unused(base, final)
     if final.exists() or final.is_symlink():
         if not _ours(final):
             raise SandboxError(f"{final} is not a folder of ours that only we can write")
+        os.utime(final)
         return final
     staging = Path(tempfile.mkdtemp(prefix=f".{PREFIX}", dir=base))
     try:
@@ -145,3 +153,16 @@ def site_copy() -> Path:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
     return final
+
+
+def sweep_unused(base: Path, keep: Path) -> None:
+    """Remove the copies in ``base``, ``keep`` aside, that are ours and unused for ``STALE_S``."""
+    now = time.time()
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(base):
+            path = Path(entry.path)
+            if not entry.name.startswith(PREFIX) or path == keep:
+                continue
+            with contextlib.suppress(OSError):
+                if _ours(path) and now - path.lstat().st_mtime > STALE_S:
+                    shutil.rmtree(path)

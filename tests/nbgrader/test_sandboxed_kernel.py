@@ -266,6 +266,21 @@ def test_a_copy_that_would_name_the_checkout_is_refused(tmp_path):
         nbsite.build(nbsite.closure("traitlets"), copy)
 
 
+def test_copies_unused_for_a_day_go_and_the_one_in_use_stays(tmp_path):
+    """The scratch folder is usually memory: each checkout or set of versions makes its own
+    copy (68 MB), and one left by another checkout no longer stays until the machine restarts."""
+    keep, old, recent = (tmp_path / f"{nbsite.PREFIX}{n}" for n in ("keep", "old", "recent"))
+    other = tmp_path / "not-a-copy"
+    for folder in (keep, old, recent, other):
+        (folder / "pkg").mkdir(parents=True)
+        os.chmod(folder, 0o755)
+    day_ago = time.time() - nbsite.STALE_S - 60
+    for folder in (keep, old, other):
+        os.utime(folder, (day_ago, day_ago))
+    nbsite.sweep_unused(tmp_path, keep)
+    assert keep.is_dir() and recent.is_dir() and other.is_dir() and not old.exists()
+
+
 FLOOD = [
     # 64 MiB printed in 64 KiB pieces, each its own message
     'import sys\nfor _ in range(1024):\n    sys.stdout.write("x" * 65535 + "\\n")\n'
