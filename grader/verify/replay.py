@@ -20,18 +20,10 @@ from servesim.recorded import Recorded
 from . import replay_claims as claims
 from . import replay_streams
 from .problems import EPS_MS, ProblemKind, close_ms, fmt_ms
-from .replay_checks import Where, check_token_times, describe_batch, requests_match_trace
+from .replay_checks import Where
 from .replay_pages import PageClaims
 
 BAD = ProblemKind.INVALID_SCHEDULE
-
-__all__ = [
-    "Replay",
-    "check_token_times",
-    "describe_batch",
-    "replay_events",
-    "requests_match_trace",
-]
 
 
 @dataclass
