@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from servesim import rules
 from servesim.recorded import Recorded
 from servesim.sequence import Phase, Sequence
 
@@ -51,6 +50,7 @@ class Shared:
     rank: dict[str, int]  # arrival order, ties in trace order
     holding: dict[str, Sequence]  # holders of KV, in their (re)admission order
     running_ids: set[str]  # first token out, on the device
+    reserved: int  # the engine's tally: pages reserved by the holders (0 without kvPages)
     budget: int | None
     max_active: int | None
     kv_pages: int | None
@@ -91,8 +91,7 @@ class Shared:
         return {rid for rid in step.chunks if not self.holds(rid)}
 
     def reservation_pages(self, rid: str) -> int:
-        seq = self.seqs[rid]
-        return self.pages_for(seq.input_tokens + seq.max_output_tokens)
+        return self.pages_for(self.seqs[rid].reservation_tokens)
 
 
 def first_divergence(got_events: list, want_events: list) -> int | None:
@@ -137,9 +136,10 @@ def shared_state(trace, profile, want_run: dict, upto: int, limits: dict | None)
         rank=rank,
         holding=dict(state.holding),
         running_ids={s.id for s in state.running},
+        reserved=state.tally.reserved,
         budget=limits.get("budget"),
         max_active=profile.max_active,
         kv_pages=profile.kv_pages,
-        pages_for=lambda tokens: rules.pages_for(profile, tokens),
+        pages_for=profile.pages_for,
         tenants={r.id: r.tenant for r in trace.requests},
     )
