@@ -43,38 +43,44 @@ def _check_members(batch: Batch, view: SchedulerView, live, limits: bool) -> tup
     """``check_batch`` for a batch of the right types: what each member asks is allowed."""
     for rid in batch.preempt:
         if rid not in live or not live[rid].holds_kv:
-            raise PolicyError(f"preempt of '{rid}' {_at(view)}: it holds no KV cache")
+            raise PolicyError(f"preempt of '{rid}' {_at(view)}: it holds no KV cache", "preempt")
     for rid in batch.swap_out:
         if rid not in live or live[rid].phase is not _DECODE:
             raise PolicyError(
-                f"swap out of '{rid}' {_at(view)}: only a running sequence can be swapped"
+                f"swap out of '{rid}' {_at(view)}: only a running sequence can be swapped",
+                "swapOut",
             )
     for rid in batch.swap_in:
         if rid not in live or live[rid].phase is not _SWAPPED:
-            raise PolicyError(f"swap in of '{rid}' {_at(view)}: it is not swapped out")
+            raise PolicyError(f"swap in of '{rid}' {_at(view)}: it is not swapped out", "swapIn")
     for rid in batch.decode:
         seq = live.get(rid)
         if seq is None or seq.phase is not _DECODE:  # only a swapped one swapped in may decode
             phase = None if seq is None else seq.phase
             if phase is _SWAPPED and rid not in batch.swap_in:
                 raise PolicyError(
-                    f"decode of '{rid}' {_at(view)}: it is swapped out (swap it in first)"
+                    f"decode of '{rid}' {_at(view)}: it is swapped out (swap it in first)",
+                    "decode while swapped out",
                 )
             if phase is not _SWAPPED:
-                raise PolicyError(f"decode of '{rid}' {_at(view)}: it is not running")
+                raise PolicyError(
+                    f"decode of '{rid}' {_at(view)}: it is not running", "decode before first token"
+                )
     starts = []
     for chunk in batch.prefill:
         seq = live.get(chunk.id)
         if seq is None or seq.phase is not _PREFILL:
             raise PolicyError(
-                f"prefill of '{chunk.id}' {_at(view)}: it has not arrived or needs no prefill"
+                f"prefill of '{chunk.id}' {_at(view)}: it has not arrived or needs no prefill",
+                "prefill before arrival" if seq is None else "prefill beyond inputTokens",
             )
         cached = _cached(chunk, seq, view)
         ok = isinstance(chunk.tokens, int) and 1 <= chunk.tokens <= seq.remaining_prefill - cached
         if not ok:
             raise PolicyError(
                 f"prefill of '{chunk.id}' {_at(view)}: {chunk.tokens!r} tokens, "
-                f"must be 1..{seq.remaining_prefill - cached}"
+                f"must be 1..{seq.remaining_prefill - cached}",
+                "prefill beyond inputTokens",
             )
         starts.append(seq.prefilled + cached)
     problem = view.violation(batch) if limits else None
@@ -90,11 +96,14 @@ def _cached(chunk, seq: Sequence, view: SchedulerView) -> int:
     if cached == 0:
         return 0
     if type(cached) is not int or cached < 0 or cached % view.device.page_tokens:
-        raise PolicyError(f"prefill of '{chunk.id}' {_at(view)}: cached must be whole pages")
+        raise PolicyError(
+            f"prefill of '{chunk.id}' {_at(view)}: cached must be whole pages", "prefix hit"
+        )
     if not view.device.prefix_caching or seq.prefilled:
         raise PolicyError(
             f"prefill of '{chunk.id}' {_at(view)}: cached positions need a device with "
-            "prefixCaching and a sequence that starts its prefill"
+            "prefixCaching and a sequence that starts its prefill",
+            "prefix hit",
         )
     return cached
 

@@ -98,9 +98,7 @@ class PrefixPages(Part):
         try:
             pool.apply_batch(batch.decode, prefixcache.chunks_of(batch), batch.preempt, state)
         except prefixcache.PoolError as exc:
-            refused = PolicyError(f"batch: {exc}")
-            refused.limit = exc.limit  # the page rule it breaks (the trusted replay names it)
-            raise refused from None
+            raise PolicyError(f"batch: {exc}", exc.limit) from None
 
     def settle(self, done: list) -> None:
         self.state.tally.pages = self.pool.in_use

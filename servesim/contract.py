@@ -23,7 +23,13 @@ from .batch import Batch, PrefillChunk
 
 
 class PolicyError(RuntimeError):
-    """The policy returned something the device cannot run; the message says what."""
+    """The policy returned something the device cannot run; the message says what, and
+    ``limit`` (None: a broken contract) names the rule it breaks as the trusted replay names a
+    run file's claim that breaks it (``preempt``, ``swapIn``, ``prefix hit``, ...)."""
+
+    def __init__(self, message: str, limit: str | None = None):
+        super().__init__(message)
+        self.limit = limit
 
 
 @dataclass(slots=True)

@@ -117,22 +117,40 @@ class Recorded:
         context = step_context(batch, self.state.live) if self.needs_context or moved else {}
         return self.device.work_ms(batch, context), context
 
-    def step(self, batch: Batch, start: float, end: float) -> tuple[str, str] | None:
-        """Run ``batch`` from ``start`` to ``end`` and fire the decision point at its end; or,
-        if the rules refuse it, ``(rule, sentence)`` (the state must not be stepped again)."""
+    def check(self, batch: Batch, start: float) -> tuple[str, str] | None:
+        """``(rule, sentence)`` if the rules refuse ``batch`` at ``start`` before it runs (the
+        engine's own checks, and a paused stream's), else None."""
         state = self.state
         view = state.view(start, self.previous)
-        try:  # the engine's checks; the prefix cache refuses what it cannot serve as it runs
+        streams = state.streams
+        try:
+            if streams is not None and (paused := streams.violation(batch, start)):
+                raise PolicyError(paused, "decode while paused")
             check_batch(batch, view, known=self.source.ids, limits=False)
             for check in self.part_checks:
                 if (refused := check(batch, view)) is not None:
                     raise PolicyError(refused)
-            broken = view.broken_limit(batch, trial=False)
-            if broken is not None:
-                return broken
-            state.run_step(batch, start, end)
+            return view.broken_limit(batch, trial=False)
         except PolicyError as exc:
-            return getattr(exc, "limit", "events[]"), str(exc).removeprefix("batch: ")
+            return _named(exc)
+
+    def step(self, batch: Batch, start: float, end: float) -> tuple[str, str] | None:
+        """Check ``batch``, run it from ``start`` to ``end`` and fire the decision point at its
+        end; or, if the rules refuse it, ``(rule, sentence)`` (the state must not be stepped
+        again)."""
+        return self.check(batch, start) or self.apply(batch, start, end)
+
+    def apply(self, batch: Batch, start: float, end: float) -> tuple[str, str] | None:
+        """``step`` for a batch ``check`` passed: the prefix cache may still refuse it as it
+        runs."""
+        try:
+            self.state.run_step(batch, start, end)
+        except PolicyError as exc:
+            return _named(exc)
         self.previous = batch
         self.fire(end, None)
         return None
+
+
+def _named(exc: PolicyError) -> tuple[str, str]:
+    return exc.limit or "events[]", str(exc).removeprefix("batch: ")

@@ -211,7 +211,11 @@ def test_replay_rejects_a_swap_in_of_what_never_went_out():
 
     found = problems(forged(device(), never_out), device())
     named = [p for p in found if p.statistic == "swapIn"]
-    assert named and "'A' is not swapped out" in named[0].message
+    assert (
+        named
+        and "swap in of 'A' at " in named[0].message
+        and "it is not swapped out" in named[0].message
+    )
     assert named[0].kind is ProblemKind.INVALID_SCHEDULE
 
 
@@ -221,7 +225,7 @@ def test_replay_rejects_a_decode_of_a_swapped_out_sequence():
 
     found = problems(forged(device(), never_back), device())
     assert found[0].statistic == "decode while swapped out"
-    assert "'A' is swapped out" in found[0].message
+    assert "decode of 'A' at 14.50 ms: it is swapped out" in found[0].message
 
 
 def test_replay_rejects_a_swap_out_of_a_sequence_that_is_not_running():

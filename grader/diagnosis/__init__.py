@@ -70,7 +70,7 @@ def _first(entries: list[Entry], checks: dict, pair) -> Entry | None:
 
 def diagnose_schedule(unit, case, trace_doc, device: dict, limits, run: dict, golden_run: dict):
     """The kind of the first step where ``run`` (verified) departs from ``golden_run``."""
-    from servesim import DeviceProfile, parse_trace, rules
+    from servesim import DeviceProfile, parse_trace
 
     from . import schedule, state
 
@@ -80,7 +80,7 @@ def diagnose_schedule(unit, case, trace_doc, device: dict, limits, run: dict, go
         return Diagnosis(who, "the token times differ from the reference's", None)
     trace = parse_trace(trace_doc, source="trace")
     profile = DeviceProfile.from_json(device, source="device")
-    shared = state.shared_state(trace, profile, rules, golden_run, k, limits)
+    shared = state.shared_state(trace, profile, golden_run, k, limits)
     events_got, events_want = run["events"], golden_run["events"]
     pair = schedule.StepPair(
         shared,

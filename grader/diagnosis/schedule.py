@@ -59,7 +59,7 @@ def _overtaken(pair: StepPair) -> list[tuple[str, str]]:
 @check("ties-out-of-order")
 def ties_out_of_order(pair: StepPair) -> bool:
     """Requests that arrived at the same moment started out of trace order."""
-    arrival = {rid: st.spec.arrival_ms for rid, st in pair.shared.reqs.items()}
+    arrival = {rid: seq.arrival_ms for rid, seq in pair.shared.seqs.items()}
     pairs = _overtaken(pair)
     return bool(pairs) and all(arrival[a] == arrival[b] for a, b in pairs)
 
@@ -121,7 +121,7 @@ def reservation_did_not_fit(pair: StepPair) -> bool:
     if shared.kv_pages is None:
         return False
     extra = pair.got_starts - pair.want_starts
-    held = sum(shared.reservation_pages(rid) for rid in shared.admitted)
+    held = shared.reserved
     for rid in sorted(pair.got_starts, key=shared.rank.__getitem__):
         held += shared.reservation_pages(rid)
         if rid in extra and held > shared.kv_pages:
@@ -136,7 +136,7 @@ def exact_fit_left_waiting(pair: StepPair) -> bool:
     shared = pair.shared
     if shared.kv_pages is None or not pair.got_starts < pair.want_starts:
         return False
-    held = sum(shared.reservation_pages(rid) for rid in shared.admitted)
+    held = shared.reserved
     for rid in sorted(pair.want_starts, key=shared.rank.__getitem__):
         held += shared.reservation_pages(rid)
         if rid not in pair.got_starts:

@@ -1,18 +1,20 @@
 """The state both runs share at their first divergence, and the two steps taken from it.
 
 The engine is deterministic: two runs of one case that took the same steps so far are in the
-same state. So the diagnosis replays the reference's steps up to the first step where the
-submission's verified run departs (``first_divergence``, which compares decode sets, prefill
-chunks and preemptions), and compares the two steps taken from that one state: what the
-submission's policy decided beside what the reference's decided. Request state comes from the
-replay's own ``ReqState``; a request has left once its reported ``statusMs`` is past.
+same state. So the diagnosis drives servesim's own state machine (``servesim.recorded``) with
+the reference's steps up to the first step where the submission's verified run departs
+(``first_divergence``, which compares decode sets, prefill chunks and preemptions), and
+compares the two steps taken from that one state: what the submission's policy decided beside
+what the reference's decided. Every request's state is the engine's own ``Sequence``.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
-from .reqstate import ReqState
+from servesim.recorded import Recorded
+from servesim.sequence import Phase, Sequence
 
 
 @dataclass(frozen=True)
@@ -41,14 +43,14 @@ class Step:
 
 @dataclass
 class Shared:
-    """Every request's state just before the divergent step, plus the case's caps."""
+    """Every request's state just before the divergent step (the engine's), plus the case's
+    caps."""
 
-    reqs: dict[str, ReqState]
+    seqs: dict[str, Sequence]  # every request of the trace, as the state machine left it
     rank: dict[str, int]  # arrival order, ties in trace order
-    arrived: set[str]  # arrived by the step's start and not rejected
-    left: set[str]  # completed or cancelled by the step's start
-    admitted: dict[str, int]  # holders: index of the step that (re)started their prefill
-    preempted: set[str]  # preempted earlier and not restarted since: they wait to resume
+    holding: dict[str, Sequence]  # holders of KV, in their (re)admission order
+    running_ids: set[str]  # first token out, on the device
+    reserved: int  # the engine's tally: pages reserved by the holders (0 without kvPages)
     budget: int | None
     max_active: int | None
     kv_pages: int | None
@@ -56,40 +58,40 @@ class Shared:
     tenants: dict[str, str] = field(default_factory=dict)
 
     def holds(self, rid: str) -> bool:
-        return rid in self.admitted
+        return rid in self.holding
 
     def running(self) -> set[str]:
-        """Holders with a first token that need more tokens: the decode candidates."""
+        """The decode candidates: first token out, on the device."""
+        return set(self.running_ids)
+
+    @property
+    def preempted(self) -> set[str]:
+        """Preempted earlier and not restarted since: they wait to resume."""
         return {
-            rid
-            for rid in self.admitted
-            if self.reqs[rid].decoding and len(self.reqs[rid].times) < self.output(rid)
+            s.id for s in self.seqs.values() if s.status is None and s.recomputes and not s.holds_kv
         }
 
-    def output(self, rid: str) -> int:
-        return self.reqs[rid].spec.output_tokens
-
     def waiting_fresh(self) -> list[str]:
-        """Arrived requests that never started, in arrival order."""
+        """Arrived requests that wait with no KV and no token yet, in arrival order."""
         out = [
-            rid
-            for rid in self.arrived - self.left
-            if rid not in self.admitted and not self.reqs[rid].times
+            s.id
+            for s in self.seqs.values()
+            if s.phase is Phase.PREFILL and not s.holds_kv and not s.token_times_ms
         ]
         return sorted(out, key=self.rank.__getitem__)
 
     def fresh_starts(self, step: Step) -> set[str]:
         """Requests that ``step`` starts for the first time (a chunk of a request that holds no
         KV starts it: at position 0, or after the positions it claims from a prefix cache)."""
-        return {rid for rid in step.chunks if rid not in self.admitted and not self.reqs[rid].times}
+        seqs = self.seqs
+        return {rid for rid in step.chunks if not self.holds(rid) and not seqs[rid].token_times_ms}
 
     def restarts(self, step: Step) -> set[str]:
         """Requests that ``step`` (re)starts from their first token: new ones and victims."""
         return {rid for rid in step.chunks if not self.holds(rid)}
 
     def reservation_pages(self, rid: str) -> int:
-        spec = self.reqs[rid].spec
-        return self.pages_for(spec.input_tokens + spec.declared_output)
+        return self.pages_for(self.seqs[rid].reservation_tokens)
 
 
 def first_divergence(got_events: list, want_events: list) -> int | None:
@@ -103,54 +105,41 @@ def first_divergence(got_events: list, want_events: list) -> int | None:
     return None
 
 
-def shared_state(trace, profile, rules, want_run: dict, upto: int, limits: dict | None) -> Shared:
-    """Replay the reference's first ``upto`` steps; the state at the start of step ``upto``."""
-    events = want_run["events"]
-    reqs = {r.id: ReqState(r) for r in trace.requests}
+def shared_state(trace, profile, want_run: dict, upto: int, limits: dict | None) -> Shared:
+    """The engine's state at the start of the reference's step ``upto``, reached by driving it
+    with the reference's first ``upto`` steps and its rejections at arrival."""
+    limits = limits or {}
+    rejected = [r["id"] for r in want_run["requests"] if r.get("status") == "rejected"]
+    run = Recorded(
+        trace,
+        profile,
+        budget=limits.get("budget"),
+        queue_cap=limits.get("queueCap"),
+        rejected=rejected,
+    )
+    events, clock = want_run["events"], 0.0
+    run.fire(clock, (clock, clock))  # the start
+    for event in events[:upto]:
+        start = event["startMs"]
+        run.gap(clock, start)
+        run.reach(clock, start)
+        if run.step(run.batch_of(event), start, event["endMs"]) is not None:
+            break  # a verified reference never is refused; stop where the rules did
+        clock = event["endMs"]
+    start = events[upto]["startMs"] if upto < len(events) else math.inf
+    run.gap(clock, start)
+    run.reach(clock, start)
+    state = run.state
     rank = {r.id: n for n, r in enumerate(sorted(trace.requests, key=lambda r: r.arrival_ms))}
-    statuses = {
-        r["id"]: (r.get("status", "completed"), r.get("statusMs", r.get("finishMs")))
-        for r in want_run["requests"]
-    }
-    admitted: dict[str, int] = {}
-    preempted: set[str] = set()
-    for k, event in enumerate(events[:upto]):
-        for rid in event.get("preempt", ()):
-            reqs[rid].preempt(rules)
-            admitted.pop(rid, None)
-            preempted.add(rid)
-        for chunk in event["prefill"]:
-            cached = chunk.get("cached", 0)  # positions taken from a prefix cache (a start)
-            if chunk["fromToken"] == cached:
-                admitted[chunk["id"]] = k
-                preempted.discard(chunk["id"])
-            reqs[chunk["id"]].prefilled += cached
-            reqs[chunk["id"]].prefill(chunk["tokens"], event["endMs"], rules)
-        for rid in event["decode"]:
-            reqs[rid].decode(event["endMs"])
-    start = events[upto]["startMs"] if upto < len(events) else float("inf")
-    left = {
-        rid
-        for rid, (status, at) in statuses.items()
-        if status in ("completed", "cancelled") and at is not None and at <= start
-    }
-    for rid in left:
-        admitted.pop(rid, None)
-    arrived = {
-        r.id
-        for r in trace.requests
-        if r.arrival_ms <= start and statuses.get(r.id, ("completed",))[0] != "rejected"
-    }
     return Shared(
-        reqs=reqs,
+        seqs=run.seqs,
         rank=rank,
-        arrived=arrived,
-        left=left,
-        admitted=admitted,
-        preempted=preempted,
-        budget=(limits or {}).get("budget"),
+        holding=dict(state.holding),
+        running_ids={s.id for s in state.running},
+        reserved=state.tally.reserved,
+        budget=limits.get("budget"),
         max_active=profile.max_active,
         kv_pages=profile.kv_pages,
-        pages_for=lambda tokens: rules.pages_for(profile, tokens),
+        pages_for=profile.pages_for,
         tenants={r.id: r.tenant for r in trace.requests},
     )

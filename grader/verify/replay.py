@@ -20,18 +20,10 @@ from servesim.recorded import Recorded
 from . import replay_claims as claims
 from . import replay_streams
 from .problems import EPS_MS, ProblemKind, close_ms, fmt_ms
-from .replay_checks import Where, check_token_times, describe_batch, requests_match_trace
+from .replay_checks import Where
 from .replay_pages import PageClaims
 
 BAD = ProblemKind.INVALID_SCHEDULE
-
-__all__ = [
-    "Replay",
-    "check_token_times",
-    "describe_batch",
-    "replay_events",
-    "requests_match_trace",
-]
 
 
 @dataclass
@@ -140,15 +132,17 @@ class _Walk:
         if self.timing == "virtual" and due is not None:
             self.hold(self._check_idle, due, start, where)
         self.run.reach(prev_end, start)
-        claims.members(event, where, self.seqs, self.reported, self.state)
-        batch = self.run.batch_of(event)
-        end = self._end(k, event, where, batch)
-        self._check_page_ops()
+        claims.members(event, where, self.seqs, self.reported)
         for check in self.rule_checks:  # each component's own claims of the event
             for name, sentence in check(event, self.specs, self.profile):
                 raise claims.Refuted(name, f"{where}: {sentence}", start)
-        refused = self.run.step(batch, start, end)
-        if refused is not None:
+        batch = self.run.batch_of(event)
+        if (refused := self.run.check(batch, start)) is not None:
+            raise claims.Refuted(refused[0], f"{where}: {refused[1]}", start)
+        claims.chunk_starts(event, where, self.seqs)
+        end = self._end(k, event, where, batch)
+        self._check_page_ops()
+        if (refused := self.run.apply(batch, start, end)) is not None:
             raise claims.Refuted(refused[0], f"{where}: {refused[1]}", start)
         if self.pages is not None:
             self.noting = (event, where)
@@ -197,9 +191,7 @@ class _Walk:
         for rid, seq in self.seqs.items():
             status = self.reported[rid][0]
             if streams is not None:
-                buf = streams.buffers.get(rid)
-                self.hold(
-                    replay_streams.check, seq, buf, self.records.get(rid, {}), status, self.profile
-                )
+                record = self.records.get(rid, {})
+                self.hold(replay_streams.check, seq, streams, record, status, self.profile)
         for rid, seq in self.seqs.items():
             self.hold(claims.outcome, seq, self.reported[rid][0])

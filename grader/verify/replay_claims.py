@@ -38,8 +38,8 @@ def reported_statuses(requests, trace) -> dict[str, tuple[str, float | None]]:
 
 
 def log_checks(k: int, event: dict, prev_end: float, where, known) -> None:
-    """The log's own rules: index, finite times, no overlap, no empty submission, members that
-    are requests of the trace, each once."""
+    """The log's own rules: index, finite times, no overlap, members that are requests of the
+    trace."""
     start = event["startMs"]
     if event["index"] != k:
         raise Refuted("events[].index", f"event #{k} has index {event['index']}", start)
@@ -51,38 +51,21 @@ def log_checks(k: int, event: dict, prev_end: float, where, known) -> None:
             f"{where} starts before the previous submission ends ({fmt_ms(prev_end)})",
             start,
         )
-    ids = [*event["decode"], *(c["id"] for c in event["prefill"])]
-    if not ids:
-        raise Refuted("events[]", f"event #{k} at {fmt_ms(start)} is an empty submission", start)
-    swap_in = event.get("swapIn", [])
-    members = [*ids, *event.get("preempt", []), *event.get("swapOut", [])]
-    members += [rid for rid in swap_in if rid not in set(event["decode"])]
-    unknown = next((i for i in [*members, *swap_in] if i not in known), None)
-    if unknown is not None:
+    named = (*event["decode"], *(c["id"] for c in event["prefill"]), *event.get("preempt", []))
+    named += (*event.get("swapOut", []), *event.get("swapIn", []))
+    unknown = next((rid for rid in named if rid not in known), None)
+    if unknown is not None:  # an empty batch or a request named twice: ``Recorded.check``
         raise Refuted("events[]", f"{where} names unknown request '{short_id(unknown)}'", start)
-    if len(set(members)) != len(members) or len(set(swap_in)) != len(swap_in):
-        raise Refuted("events[]", f"{where} holds a request twice", start)
 
 
-def members(event: dict, where, seqs, reported, state) -> None:
-    """What each member of the event asks, against its state in the engine now."""
+def members(event: dict, where, seqs, reported) -> None:
+    """The claims of the event's members that its batch does not carry (what the batch asks of
+    each is the engine's own check: ``Recorded.check``): none was reported rejected or has
+    left, and no chunk starts before its arrival."""
     start = event["startMs"]
-    swap_out, swap_in = event.get("swapOut", []), event.get("swapIn", [])
     chunks, decode = event["prefill"], event["decode"]
-    paused = state.streams.paused if state.streams is not None else {}
-    for rid in (*decode, *(c["id"] for c in chunks)):
-        if rid in paused:
-            buf, device = paused[rid], state.device
-            raise Refuted(
-                "decode while paused",
-                f"{where}: '{rid}' is paused since {fmt_ms(buf.pauses[-1][0])} (its output "
-                f"buffer holds {buf.held(start):.0f} of "
-                f"{device.stream_buffer_bytes} bytes) and may not run before it drains to the "
-                f"low mark at {fmt_ms(buf.resume_at)}",
-                start,
-            )
-    preempt = event.get("preempt", [])
-    for rid in (*preempt, *swap_out, *swap_in, *decode, *(c["id"] for c in chunks)):
+    named = (*event.get("preempt", []), *event.get("swapOut", []), *event.get("swapIn", []))
+    for rid in (*named, *decode, *(c["id"] for c in chunks)):
         if reported[rid][0] == "rejected":
             raise Refuted("status", f"{where}: '{rid}' is reported rejected at arrival", start)
         if seqs[rid].status is not None:
@@ -91,82 +74,41 @@ def members(event: dict, where, seqs, reported, state) -> None:
                 f"{where}: '{rid}' has already left the system (completed or cancelled)",
                 start,
             )
-    for rid in preempt:
-        if not seqs[rid].holds_kv:
-            raise Refuted("preempt", f"{where}: '{rid}' holds no KV cache", start)
-    for rid in swap_out:
-        if seqs[rid].phase is not Phase.DECODE:
-            raise Refuted(
-                "swapOut",
-                f"{where}: '{rid}' is not running (only a running sequence can be swapped out)",
-                start,
-            )
-    for rid in swap_in:
-        if seqs[rid].phase is not Phase.SWAPPED:
-            raise Refuted("swapIn", f"{where}: '{rid}' is not swapped out", start)
     for chunk in chunks:
-        _chunk(chunk, seqs[chunk["id"]], where, start, state.device)
-    for rid in decode:
-        phase = seqs[rid].phase
-        if phase is Phase.SWAPPED and rid not in swap_in:
+        seq = seqs[chunk["id"]]
+        if start < seq.arrival_ms - EPS_MS:
             raise Refuted(
-                "decode while swapped out",
-                f"{where}: '{rid}' is swapped out (its cache is on the host pool)",
-                start,
-            )
-        if phase is not Phase.DECODE and phase is not Phase.SWAPPED:
-            raise Refuted(
-                "decode before first token",
-                f"{where}: '{rid}' has no first token yet (its prefill is not done)",
+                "prefill before arrival",
+                f"{where}: '{seq.id}' arrives at {fmt_ms(seq.arrival_ms)}",
                 start,
             )
 
 
-def _chunk(chunk: dict, seq, where, start: float, device) -> None:
-    if start < seq.arrival_ms - EPS_MS:
-        raise Refuted(
-            "prefill before arrival",
-            f"{where}: '{seq.id}' arrives at {fmt_ms(seq.arrival_ms)}",
-            start,
-        )
-    cached = chunk.get("cached", 0)
-    if cached and (not device.prefix_caching or seq.prefilled):
-        raise Refuted(
-            "prefix hit",
-            f"{where}: '{seq.id}' takes {cached} positions from a prefix cache, but only a "
-            "sequence that starts its prefill on a device with prefixCaching can",
-            start,
-        )
-    if chunk["fromToken"] != seq.prefilled + cached:
-        raise Refuted(
-            "prefill order",
-            f"{where}: '{seq.id}' has {seq.prefilled + cached} prompt tokens prefilled, the "
-            f"chunk starts at token {chunk['fromToken']}",
-            start,
-        )
-    target = seq.prefill_target or seq.input_tokens
-    if seq.prefilled + cached + chunk["tokens"] > target:
-        what = "prompt" if target == seq.input_tokens else "prompt and emitted"
-        raise Refuted(
-            "prefill beyond inputTokens",
-            f"{where}: '{seq.id}' has only {target} {what} tokens",
-            start,
-        )
+def chunk_starts(event: dict, where, seqs) -> None:
+    """Each chunk of a batch the engine accepts starts where its prefill stands now."""
+    for chunk in event["prefill"]:
+        seq, cached = seqs[chunk["id"]], chunk.get("cached", 0)
+        if chunk["fromToken"] != seq.prefilled + cached:
+            raise Refuted(
+                "prefill order",
+                f"{where}: '{seq.id}' has {seq.prefilled + cached} prompt tokens prefilled, the "
+                f"chunk starts at token {chunk['fromToken']}",
+                event["startMs"],
+            )
 
 
 def leave(seq, reported, window, state, record: dict) -> None:
     """``seq`` has just left by the rules (rejected, cancelled, stalled); the run must say so.
-    ``window``: ``(after, until)`` while the device idles (a client cancel seen there may be
-    reported anywhere from its time to ``until``), None at a step end."""
+    ``window``: ``(after, until)`` while the device idles (a client cancel or a rule's cancel
+    seen there may be reported from its time to ``until``), None at a step end."""
     status, at = reported
-    rid, clock = seq.id, seq.status_ms
+    rid, clock, reason = seq.id, seq.status_ms, seq.cancel_reason
     if seq.status is Status.REJECTED:
         if status == "rejected":
             return
         if rules.never_fits(state.device, seq.input_tokens, seq.max_output_tokens):
             raise Refuted(
-                "kvPages",
-                f"'{rid}' could never fit the page pool: it must be rejected at arrival",
+                "kvPages", f"'{rid}' could never fit the page pool: it must be rejected at arrival"
             )
         raise Refuted(
             "queueCap",
@@ -176,63 +118,40 @@ def leave(seq, reported, window, state, record: dict) -> None:
         )
     if seq.status is not Status.CANCELLED:
         return
-    reason = seq.cancel_reason
-    if reason == "deadline" and (status != "cancelled" or not close_ms(at, clock)):
+    seen = window is not None and reason not in ("deadline", STALLED)  # while idling
+    due = seq.arrival_ms + seq.cancel_ms if reason == "client" else clock
+    if seen:
+        since = due if reason == "client" else window[0]
+        ok = at is not None and since - EPS_MS <= at <= window[1] + EPS_MS
+        when = f"between {fmt_ms(since)} and the next step's start ({fmt_ms(window[1])})"
+    else:
+        ok, when = close_ms(at, clock), f"at {fmt_ms(clock)}"
+        when += ", the first step end after it" if reason == "client" else ""
+    if status == "cancelled" and ok and (reason != STALLED or record.get("cancelReason") == reason):
+        return
+    if reason == "deadline":
+        deadline = fmt_ms(seq.arrival_ms + seq.deadline_ms)
         raise Refuted(
             "deadline",
-            f"'{rid}' has no first token at {fmt_ms(clock)}, past its deadline "
-            f"({fmt_ms(seq.arrival_ms + seq.deadline_ms)}): it must be cancelled there",
+            f"'{rid}' has no first token at {fmt_ms(clock)}, past its deadline ({deadline}): "
+            "it must be cancelled there",
             clock,
         )
-    if reason == "client":
-        due = seq.arrival_ms + seq.cancel_ms
-        if window is None:
-            ok = status == "cancelled" and close_ms(at, clock)
-            when = f"at {fmt_ms(clock)}, the first step end after it"
-        else:
-            until = window[1]
-            ok = status == "cancelled" and at is not None and due - EPS_MS <= at
-            ok = ok and at <= until + EPS_MS
-            when = f"between {fmt_ms(due)} and the next step's start ({fmt_ms(until)})"
-        if not ok:
-            raise Refuted(
-                "cancel",
-                f"the client of '{rid}' cancels at {fmt_ms(due)}: it must be reported "
-                f"cancelled {when}",
-                clock if window is None else window[1],
-            )
-    if reason not in ("deadline", "client", STALLED):  # a registered component's rule
-        _cancelled_by_rule(rid, reason, status, at, clock, window)
     if reason == STALLED:
         buf = state.streams.buffers[rid]
-        said = record.get("cancelReason")
-        if status != "cancelled" or at is None or not close_ms(at, clock) or said != STALLED:
-            raise Refuted(
-                "stalled stream not cancelled",
-                f"'{rid}' has been paused since {fmt_ms(buf.pauses[-1][0])}, past its pause "
-                f"deadline at {fmt_ms(buf.stall_at)}, with its buffer above the low mark: it "
-                f'must be reported cancelled ("stalled") at {fmt_ms(clock)}',
-                clock,
-            )
-
-
-def _cancelled_by_rule(rid, reason, status, at, clock: float, window) -> None:
-    """A request that a component's rule cancels at ``clock`` is reported cancelled there (or,
-    at a decision point while idling, between the last step end and the next step start)."""
-    if window is None:
-        ok = status == "cancelled" and close_ms(at, clock)
-        when = f"at {fmt_ms(clock)}"
-    else:
-        ok = status == "cancelled" and at is not None and window[0] - EPS_MS <= at
-        ok = ok and at <= window[1] + EPS_MS
-        when = f"between {fmt_ms(window[0])} and {fmt_ms(window[1])}"
-    if not ok:
         raise Refuted(
-            "status",
-            f"'{rid}' is cancelled by the rule {reason!r} at {fmt_ms(clock)}: it must be "
-            f"reported cancelled {when}",
+            "stalled stream not cancelled",
+            f"'{rid}' has been paused since {fmt_ms(buf.pauses[-1][0])}, past its pause "
+            f"deadline at {fmt_ms(buf.stall_at)}, with its buffer above the low mark: it "
+            f'must be reported cancelled ("stalled") at {fmt_ms(clock)}',
             clock,
         )
+    cause = f"the client of '{rid}' cancels at {fmt_ms(due)}"
+    if reason != "client":  # a registered component's rule
+        cause = f"'{rid}' is cancelled by the rule {reason!r} at {fmt_ms(clock)}"
+    field = "cancel" if reason == "client" else "status"
+    at_ms = window[1] if seen and reason == "client" else clock
+    raise Refuted(field, f"{cause}: it must be reported cancelled {when}", at_ms)
 
 
 def outcome(seq, status: str) -> None:

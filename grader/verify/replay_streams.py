@@ -12,18 +12,20 @@ from __future__ import annotations
 
 import bisect
 
-from servesim.streaming import STALLED, ack_ms, level_at
+from servesim.sequence import Status
+from servesim.streaming import STALLED, level_at
 
 from .problems import EPS_MS, close_ms, fmt_ms
 from .replay_claims import Refuted
 
 
-def check(seq, buf, record: dict, status: str, device) -> None:
+def check(seq, streams, record: dict, status: str, device) -> None:
     """One request's stream record (``pausedMs``, ``ackMs``, ``bufferPeakBytes``,
-    ``cancelReason``) against its output buffer in the engine (None: read at once)."""
-    rid = seq.id
-    pauses, drains = (buf.pauses, buf.drains) if buf is not None else ([], [])
-    _pauses(rid, pauses, drains, record.get("pausedMs") or [], buf, device)
+    ``cancelReason``) against the one the engine's output buffers write for it."""
+    rid, buf = seq.id, streams.buffers.get(seq.id)
+    ours = streams.records((seq,))[rid]
+    drains = buf.drains if buf is not None else []
+    _pauses(rid, ours["pausedMs"], drains, record.get("pausedMs") or [], buf, device)
     stalled = seq.cancel_reason == STALLED
     said = record.get("ackMs")
     if status != "completed" or stalled:
@@ -33,23 +35,15 @@ def check(seq, buf, record: dict, status: str, device) -> None:
                 f"'{rid}' did not complete, so its stream is not complete: its ackMs must be "
                 f"null, not {said!r}",
             )
-    elif seq.token_times_ms:
-        times = seq.token_times_ms
-        if buf is None:
-            ack = times[-1]
-        elif buf.log is not None:
-            ack = buf.log.ack(buf.events)
-        else:
-            ack = ack_ms(buf.level, buf.last_ms, buf.rate)
+    elif seq.status is Status.COMPLETED:
+        ack = ours["ackMs"]
         agrees = said is None if ack is None else _number(said) and close_ms(said, ack)
         if not agrees:
             at = "never" if ack is None else f"at {fmt_ms(ack)}"
             raise Refuted(
                 "ack time", f"'{rid}' reports ackMs {said!r}; its client reads its last event {at}"
             )
-    peak, real = record.get("bufferPeakBytes"), 0.0
-    if buf is not None:
-        real = buf.log.peak(seq.token_times_ms) if buf.log is not None else buf.peak
+    peak, real = record.get("bufferPeakBytes"), ours["bufferPeakBytes"]
     if peak is None or abs(peak - real) > 1e-6 * max(1.0, real):
         raise Refuted(
             "buffer peak",

@@ -28,13 +28,8 @@ import math
 import servesim
 
 from .problems import EPS_MS, Collector, Problem, ProblemKind, same_value
-from .replay import (
-    Replay,
-    check_token_times,
-    describe_batch,
-    replay_events,
-    requests_match_trace,
-)
+from .replay import Replay, replay_events
+from .replay_checks import check_token_times, describe_batch, requests_match_trace
 from .statcheck import REQUEST_STATS, check_statistics
 
 # the names other modules and tests import from here

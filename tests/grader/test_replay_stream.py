@@ -61,7 +61,9 @@ def test_replay_decode_while_paused(example_run):
     roomy = dataclasses.replace(EXAMPLE, stream_buffer_bytes=1024 * KIB)  # never pauses
     _, forged = run_of(trace, roomy)
     found = reasons(forged, trace, EXAMPLE)  # claimed for the 64 KiB buffer of the case
-    assert "decode while paused" in found and "'S0' is paused since 7968.75" in str(found)
+    assert "decode while paused" in found and "at 7968.75 ms (decode [S0]): 'S0' is paused" in str(
+        found
+    )
 
 
 def test_replay_pause_not_recorded(example_run):

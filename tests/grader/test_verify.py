@@ -230,3 +230,19 @@ def replace_k(device, k: int):
     from dataclasses import replace
 
     return replace(device, max_active=k)
+
+
+@pytest.mark.parametrize("forgery", ["empty", "twice"])
+def test_empty_or_doubled_submission_is_named(mixed, unit, forgery):
+    """The engine's own batch check names both (the replay has no copy of it)."""
+    trace, device, run = copy.deepcopy(mixed)
+    event = next(e for e in run["events"] if e["decode"])
+    if forgery == "empty":
+        event["decode"], event["prefill"] = [], []
+    else:
+        event["decode"].append(event["decode"][0])
+    problems = verify_run(restat(run), trace, device)
+    named = [p for p in problems if p.statistic == "events[]"]
+    assert named and named[0].kind is ProblemKind.INVALID_SCHEDULE
+    said = "empty batch" if forgery == "empty" else "appears twice"
+    assert f"event #{event['index']} at " in named[0].message and said in named[0].message
