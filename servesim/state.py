@@ -181,8 +181,7 @@ class EngineState:
                 self._hold(seq, start_ms)
             self.waiting.mark_started(seq)
             if chunk.cached:  # a prefix hit: those positions are in the cache already
-                seq.prefilled += chunk.cached
-                seq.prefix_hit_tokens += chunk.cached
+                seq.take_hit(chunk.cached)
             if tally.pages_kept:
                 tally.pages += rules.pages_added(device, seq.context_tokens, chunk.tokens)
             if seq.take_prefill(chunk.tokens, end):
