@@ -178,8 +178,8 @@ def _copy_statuses(virtual: Timeline, seqs, events) -> None:
 
 
 def _hand_out_tokens(batch, by_id, end: float) -> None:
-    """The engine's token rule (``Sequence.take_prefill``/``take_decode``/``drop_cache``), prefix
-    hits included (``EngineState.run_step``)."""
+    """The engine's token rule on the virtual run's batch: ``Sequence``'s own ``drop_cache``,
+    ``take_hit``, ``take_prefill`` and ``take_decode``, in ``EngineState.run_step``'s order."""
     for rid in batch.preempt:
         by_id[rid].drop_cache()
     for rid in batch.swap_out:
@@ -187,8 +187,7 @@ def _hand_out_tokens(batch, by_id, end: float) -> None:
     for chunk in batch.prefill:
         seq = by_id[chunk.id]
         if chunk.cached:  # a prefix hit: those positions come from the cache
-            seq.prefilled += chunk.cached
-            seq.prefix_hit_tokens += chunk.cached
+            seq.take_hit(chunk.cached)
         seq.take_prefill(chunk.tokens, end)
     for rid in batch.decode:
         by_id[rid].take_decode(end)

@@ -44,14 +44,20 @@ class _Source(Arrivals):
 class Recorded:
     """``trace`` on ``device`` under ``budget`` and ``queue_cap``, the requests in ``rejected``
     refused at arrival, stepped by ``step``. ``left(seq)`` is called as each request leaves
-    (completed, rejected or cancelled), while ``window`` says where the decision point lies."""
+    (completed, rejected or cancelled), while ``window`` says where the decision point lies.
+    ``count_pages``: the state sums the pages held (``state.step_pages``) on a device without
+    a page limit too (what the viewer draws), which no rule reads there."""
 
-    def __init__(self, trace, device, *, budget=None, queue_cap=None, rejected=(), left=None):
+    def __init__(
+        self, trace, device, *, budget=None, queue_cap=None, rejected=(), left=None,
+        count_pages=False,
+    ):  # fmt: skip
         self.device, self.rejected = device, frozenset(rejected)
         self.source = source = _Source(trace, left)
         self.state = state = EngineState(
-            device, source, budget, queue_cap=queue_cap, admit=self._admits
-        )
+            device, source, budget, queue_cap=queue_cap, admit=self._admits,
+            count_pages=count_pages,
+        )  # fmt: skip
         self.seqs = {seq.id: seq for seq in source.sequences}  # trace order
         self.point = decision.hooks((state, *state.parts), state.rules)
         self.part_checks = state.hooks("check")

@@ -176,6 +176,11 @@ class Sequence:
         self.prefill_target = rules.recompute_target(self.input_tokens, self.generated)
         self.prefilled = self.decodes = 0
 
+    def take_hit(self, cached: int) -> None:
+        """A prefix hit: ``cached`` positions found in the prefix cache count as prefilled."""
+        self.prefilled += cached
+        self.prefix_hit_tokens += cached
+
     def take_prefill(self, tokens: int, end_ms: float) -> bool:
         """``tokens`` more of the prefill target, in a step ending at ``end_ms``; True when the
         chunk completes the target and so emits the next token."""

@@ -45,6 +45,7 @@ class EngineState:
         *,
         queue_cap: int | None = None,
         admit=None,
+        count_pages: bool = False,
     ):
         self.device = device
         self.arrivals = arrivals
@@ -61,7 +62,9 @@ class EngineState:
         handle = weakref.proxy(self)  # a part keeps this, so no cycle outlives the run
         self.parts = [c.part(handle) for c in self.components if c.part is not None]
         self.rules = tuple(rule for c in self.components for rule in c.rules)
-        self.tally = Tally(pages_kept=device.kv_pages is not None or self.pool is not None)
+        # pages are summed where a limit reads them, or where the caller shows them (the viewer)
+        kept = count_pages or device.kv_pages is not None or self.pool is not None
+        self.tally = Tally(pages_kept=kept)
         self.tally.changes = 0  # counted: each step, each request that leaves
         self._starts = 0  # prefills begun so far (Sequence.prefill_start)
         self.step_pages = 0  # pages held right after the last step, before its finished left
@@ -178,8 +181,7 @@ class EngineState:
                 self._hold(seq, start_ms)
             self.waiting.mark_started(seq)
             if chunk.cached:  # a prefix hit: those positions are in the cache already
-                seq.prefilled += chunk.cached
-                seq.prefix_hit_tokens += chunk.cached
+                seq.take_hit(chunk.cached)
             if tally.pages_kept:
                 tally.pages += rules.pages_added(device, seq.context_tokens, chunk.tokens)
             if seq.take_prefill(chunk.tokens, end):

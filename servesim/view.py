@@ -191,7 +191,9 @@ class SchedulerView:
         if not (capped or batch.swap_out or device.host_pages):  # no limit it could break
             return None
         sequence = self.sequence if self.live is None else self.live.__getitem__
-        pages = self.device.kv_pages is not None
+        # with a prefix cache the pool counts its pages (a dry run, or the step itself): the
+        # sum below would be thrown away, so no decode's growth is priced for it
+        pages = device.kv_pages is not None and self.pool is None
 
         def caches(ids):
             return [sequence(rid).context_tokens for rid in ids]

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 from ..compact import is_compact, token_times
@@ -183,8 +183,8 @@ def replay(run: dict) -> Picture:
 def _replay(run: dict) -> Picture:
     """A full entry, its steps driven through the state machine (``recorded.Recorded``) with the
     run's own decisions: each step's queue and paused streams are the engine's when its batch
-    is applied, its pages the engine's count right after it (a pool no run reaches stands in
-    for a device without a page limit, so that the pages are counted)."""
+    is applied, its pages the engine's count right after it (summed on a device without a page
+    limit too: ``count_pages``)."""
     device = run["device"]
     events = run["events"]
     steps = [
@@ -244,15 +244,10 @@ def _recorded(run: dict) -> Recorded:
     known = {_camel(f.name) for f in fields(DeviceProfile)}  # another field is drawn, not stepped
     doc = {k: v for k, v in run["device"].items() if k in known}
     device = DeviceProfile.from_json(doc, source="the run's device")
-    if device.kv_pages is None:
-        device = replace(device, kv_pages=_NEVER_REACHED)
     requests = [{k: v for k, v in r.items() if k in REQUEST_FIELDS} for r in run["requests"]]
     trace = parse_trace({"name": "run", "requests": requests}, source="the run's requests")
     rejected = [r["id"] for r in run["requests"] if r.get("status") == "rejected"]
-    return Recorded(trace, device, rejected=rejected)
-
-
-_NEVER_REACHED = 2**62
+    return Recorded(trace, device, rejected=rejected, count_pages=True)
 
 
 def _lane(r: dict) -> Lane:
