@@ -6,12 +6,13 @@ from __future__ import annotations
 import base64
 import pickle
 
+from varianttools import SECRET, variant_of
+
 from grader.cases import load_grading
 from grader.course import golden
 from grader.course.golden import GoldenState
 from grader.units import load_unit
 from grader.variants import fixedset, keys, store, verdicts
-from tests.varianttools import SECRET, variant_of
 
 
 def test_a_variant_builds_only_the_cases_on_redrawn_traces(tmp_path, monkeypatch):
