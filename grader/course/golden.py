@@ -239,11 +239,12 @@ def _freshness(path: Path, expected: dict) -> tuple[GoldenState, str]:
     return GoldenState.OK, ""
 
 
-def write_golden(unit: Unit) -> list[Path]:
-    """Regenerate every golden file that is missing or differs; remove orphans. Returns changes."""
-    grading = load_grading(unit)
-    built = build_all(unit, list(grading.cases))
-    docs = {golden_path(unit, c): _text(doc) for c, doc in zip(grading.cases, built, strict=True)}
+def write_golden(unit: Unit, given: dict[str, str] | None = None) -> list[Path]:
+    """Rewrite each missing or differing golden file (``given``: id -> text known); drop orphans."""
+    given, cases = given or {}, list(load_grading(unit).cases)
+    todo = [c for c in cases if c.id not in given]
+    built = dict(zip((c.id for c in todo), map(_text, build_all(unit, todo)), strict=True))
+    docs = {golden_path(unit, c): given.get(c.id) or built[c.id] for c in cases}
     changed = []
     for path, text in docs.items():
         if not path.is_file() or path.read_text(encoding="utf-8") != text:
@@ -253,7 +254,7 @@ def write_golden(unit: Unit) -> list[Path]:
         if path not in docs:
             path.unlink()
             changed.append(path)
-    if any(c.hidden for c in grading.cases):
+    if any(c.hidden for c in cases):
         changed += [p for p in [labels.write_key(unit)] if p is not None]
     return changed
 

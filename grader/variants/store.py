@@ -31,7 +31,7 @@ from ..course import golden, labels, starter
 from ..jsonio import write_text_atomic
 from ..labfolder import lab_files, tree
 from ..units import Unit, UnitError
-from . import drawn
+from . import drawn, fixedset
 
 CACHE_ENV = "INFRALAB_VARIANT_CACHE"
 MARKER = "variant.json"
@@ -87,6 +87,7 @@ def _inputs(unit: Unit) -> list[tuple[str, Path]]:
     for sub in ("specs", "hidden"):
         files += [(f"{sub}/{r}", p) for r, p in tree(unit.traces_dir / sub).items()]
     files.append(("labels", labels.key_path(unit)))
+    files += [(f"golden/{r}", p) for r, p in tree(unit.traces_dir / "golden").items()]
     files += [(f"solutions/{n}", unit.solutions_dir / n) for n in unit.editable]
     if unit.doc.get("variants", {}).get("strict"):  # which draw is kept depends on them
         files += [(f"mutants/{r}", p) for r, p in tree(unit.mutants_dir).items()]
@@ -138,7 +139,7 @@ def _fill(unit: Unit, key: str, name: str, staging: Path) -> None:
     shutil.copyfile(labels.key_path(unit), labels.key_path(variant))
     refused, checked = [], None
     for draw in range(MAX_DRAWS):
-        public = _write_draw(unit, key, draw, variant)
+        public, same = _write_draw(unit, key, draw, variant)
         if not unit.doc["variants"].get("strict"):
             break
         from . import strict
@@ -157,17 +158,20 @@ def _fill(unit: Unit, key: str, name: str, staging: Path) -> None:
         )
     from . import verdicts
 
-    verdicts.judge_reference(variant)  # off the grading path: a batch recalls them
+    # cases on traces not redrawn: the fixed set's verdicts, judged once for every variant
+    kept = verdicts.fixed_entries(unit, fixedset.unvaried_cases(unit), place_of_fixed(unit))
+    verdicts.judge_reference(variant, {c: entry for c, entry in kept.items() if c in same})
     marker = {"unit": unit.id, "hash": name, "public": sorted(public)}
     marker |= {"hidden": list(drawn.hidden_names(unit)), "draw": draw, "refused": refused}
     marker["strictChecked"] = checked  # mutants each killed on the kept draw; None: not strict
     (staging / MARKER).write_text(json.dumps(marker, indent=1) + "\n", encoding="utf-8")
 
 
-def _write_draw(unit: Unit, key: str, draw: int, variant: VariantUnit) -> dict[str, str]:
+def _write_draw(unit: Unit, key: str, draw: int, variant: VariantUnit) -> tuple[dict, list]:
     """Draw ``draw`` of the variant's traces, its snapshots and golden files, written into its
     folder (atomically: a redraw gives each file a new inode, so no reader's memo of the
-    refused draw survives); the public traces drawn."""
+    refused draw survives); the public traces drawn and the ids of the cases whose trace is
+    the fixed set's (their golden files are the fixed set's, ``fixedset``)."""
     public = drawn.public_traces(unit, key, draw)
     for trace, text in public.items():
         write_text_atomic(variant.lab_dir / "traces" / f"{trace}.json", text)
@@ -177,8 +181,15 @@ def _write_draw(unit: Unit, key: str, draw: int, variant: VariantUnit) -> dict[s
         if spec["trace"] in public:
             path = variant.lab_dir / "tests" / "expected" / f"{spec['id']}.json"
             write_text_atomic(path, starter.snapshot_text(variant, spec))
-    golden.write_golden(variant)
-    return public
+    same = fixedset.same_cases(unit, variant)
+    golden.write_golden(variant, fixedset.golden_texts(unit, variant, same))
+    return public, same
+
+
+def place_of_fixed(unit: Unit) -> Path:
+    """Where the fixed set's reference verdicts are kept for the variants (one file per state
+    of every input, as a variant's folder)."""
+    return cache_root(unit) / unit.id / f"fixed-{variant_hash(unit, '')}.verdicts"
 
 
 def _copy(files: dict[str, Path], dest: Path) -> None:
