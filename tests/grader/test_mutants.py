@@ -44,7 +44,7 @@ def test_mutant_loses_points_on_a_hidden_case(mutant_results, name):
     result = mutant_results[name]
     assert result.killed_by_hidden, f"{name} survives every hidden case"
     assert result.report.score < result.report.max_score
-    statuses = {result.status(case) for case in result.killed_by}
+    statuses = {result.status(case) for case in result.killed_by_hidden}
     assert statuses == {EXPECTED[name]}
 
 

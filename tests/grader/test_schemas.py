@@ -7,6 +7,7 @@ import json
 import pytest
 import yaml
 
+from grader.cases import load_grading
 from grader.cli import main
 from grader.schema import SCHEMA_DIR, SchemaError, validate
 from grader.units import CODE_ROOT, UnitError, load_unit
@@ -75,7 +76,9 @@ def test_units_lists_the_repository_units(capsys):
     lines = capsys.readouterr().out.splitlines()
     on_disk = sorted(p.parent.name for p in (CODE_ROOT / "labs").glob("*/unit.yaml"))
     assert [line.split()[0] for line in lines] == on_disk
-    assert "cases 24 (16 hidden)" in lines[on_disk.index("unit07")]
+    cases = load_grading(load_unit("unit07")).cases
+    hidden = sum(case.hidden for case in cases)
+    assert f"cases {len(cases)} ({hidden} hidden)" in lines[on_disk.index("unit07")]
 
 
 @pytest.mark.parametrize(
