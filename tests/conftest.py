@@ -7,6 +7,7 @@ the machine (it changes something other tests read, or it measures time), and sa
 
 import os
 import shutil
+import signal
 import tempfile
 
 import pytest
@@ -26,6 +27,23 @@ def pytest_configure(config):
         if not os.environ.get(env):  # xdist workers inherit the controller's
             _OWN_CACHE.append(tempfile.mkdtemp(prefix=prefix))
             os.environ[env] = _OWN_CACHE[-1]
+
+
+@pytest.fixture(autouse=True)
+def _signals_left_as_found():
+    """Fail a test that leaves this process's SIGINT/SIGTERM handling changed (a handler, SIG_IGN
+    or a blocked mask), after restoring it. An ignored or blocked signal survives ``exec``: every
+    process a later test starts in this worker would inherit it, and a test that interrupts a
+    batch with Ctrl-C would wait in vain."""
+    watched = (signal.SIGINT, signal.SIGTERM)
+    before = [signal.getsignal(s) for s in watched], signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    yield
+    after = [signal.getsignal(s) for s in watched], signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    if after != before:
+        for sig, handler in zip(watched, before[0], strict=True):
+            signal.signal(sig, handler)
+        signal.pthread_sigmask(signal.SIG_SETMASK, before[1])
+        pytest.fail(f"the test left signal handling changed: {before} -> {after}")
 
 
 def pytest_unconfigure(config):

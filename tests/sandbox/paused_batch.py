@@ -11,6 +11,7 @@ most one per other worker that was running then.
 
 from __future__ import annotations
 
+import signal
 import sys
 import time
 from pathlib import Path
@@ -23,6 +24,10 @@ WAIT_S = 300  # only a bound for a test that never interrupts; the interrupt end
 
 def main(argv: list[str]) -> int:
     after, marker, grade_args = int(argv[0]), Path(argv[1]), argv[2:]
+    # A terminal's foreground job: Ctrl-C interrupts it, even where whoever started this
+    # process ignored or blocked SIGINT (both survive exec).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     graded = []
 
     def pause_at_the_known_point(name: str) -> None:

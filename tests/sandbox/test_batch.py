@@ -115,7 +115,10 @@ def test_sigint_midway_then_rerun_gives_the_same_csv(unit, tmp_path):
             time.sleep(0.05)
         assert paused.exists(), log.read_text()[-3000:]
         os.killpg(child.pid, signal.SIGINT)  # what Ctrl-C does
-        child.wait(timeout=60)
+        try:
+            child.wait(timeout=60)  # a bound for a batch that ignores Ctrl-C
+        except subprocess.TimeoutExpired:
+            pytest.fail("the batch did not end after SIGINT:\n" + log.read_text()[-3000:])
     finally:
         if child.poll() is None:
             os.killpg(child.pid, signal.SIGKILL)
