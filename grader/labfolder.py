@@ -17,14 +17,12 @@ standard library (``tests/test_starter.py``).
 
 from __future__ import annotations
 
-import atexit
-import contextlib
 import os
 import shutil
 import tempfile
-from multiprocessing.util import Finalize
 from pathlib import Path
 
+from .tempfolders import TempFolders
 from .units import CODE_ROOT, Unit, UnitError
 
 LEFT_OUT = frozenset({"__pycache__", ".pytest_cache", "runs", ".hypothesis"})  # never shipped
@@ -124,31 +122,26 @@ def assemble(unit: Unit, dest: Path) -> Path:
     return dest
 
 
-_built: dict[tuple, Path] = {}  # (lab folder, packages, sources' stat) -> assembled folder
+_built = TempFolders("infralab-lab-", keep=4)  # (lab folder, packages, sources' stat) -> it
 
 
 def built(unit: Unit) -> Path:
     """The unit's lab folder assembled in a private temp folder, once per process and state of
-    its sources (a changed, added or removed source file makes a new one). The process that
-    built it removes it when it exits normally, a forked ``multiprocessing`` worker included
-    (its exit skips ``atexit`` but runs ``multiprocessing``'s finalizers); forked workers
-    inherit their parent's and never remove those. Read it, run it, copy it; never change it."""
+    its sources (a changed, added or removed source file makes a new one). A course unit's stays
+    for the process's life; of the per-student variants' (``Unit.per_student``: a class makes
+    or grades one per student), the four newest. The process that built one removes it when it
+    is evicted and when the process exits, a forked ``multiprocessing`` worker included
+    (``grader.tempfolders``). Read it, run it, copy it, while grading that unit; never change
+    it."""
     stamp = tuple((rel, *_stat(path)) for rel, path in _sources(unit).items())
     key = (str(unit.lab_dir), unit.engine_packages, stamp)
-    if key not in _built:
-        holder = Path(tempfile.mkdtemp(prefix=f"infralab-{unit.id}-"))
-        atexit.register(_remove, holder, os.getpid())
-        Finalize(None, _remove, args=(holder, os.getpid()), exitpriority=0)
-        _built[key] = assemble(unit, holder / "lab")
-    return _built[key]
+    found = _built.get(key)
+    if found is None:
+        fill = lambda holder: assemble(unit, holder / "lab")  # noqa: E731
+        found = _built.make(key, fill, f"infralab-{unit.id}-", pinned=not unit.per_student)
+    return found
 
 
 def _stat(path: str) -> tuple[int, int, int]:
     info = os.stat(path)
     return info.st_mtime_ns, info.st_size, info.st_mode
-
-
-def _remove(holder: Path, owner: int) -> None:
-    if os.getpid() == owner:
-        with contextlib.suppress(OSError):
-            shutil.rmtree(holder)

@@ -44,6 +44,7 @@ class Unit:
     doc: dict  # the whole unit.yaml, for the parts a single tool needs
     course_root: Path = field(default_factory=course_root)
     config_dir: Path | None = None  # the folder of unit.yaml (default labs/<id>)
+    per_student = False  # one student's variant of it (``grader.variants``): a class has many
 
     @property
     def unit_dir(self) -> Path:

@@ -141,7 +141,7 @@ def test_no_engine_copy_is_committed_in_the_units_own_files(unit):
 
 
 def _build_in_worker(unit_id: str, sent) -> None:
-    labfolder._built.clear()  # the parent's folders stay the parent's: this worker builds its own
+    labfolder._built.forget()  # the parent's folders stay the parent's: this worker builds its own
     sent.send(str(labfolder.built(load_unit(unit_id))))
 
 

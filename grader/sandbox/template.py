@@ -26,16 +26,15 @@ made (the case folder on another file system), the template's files are copied.
 
 from __future__ import annotations
 
-import atexit
 import importlib.util
 import os
 import py_compile
 import shutil
 import stat
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..tempfolders import TempFolders
 from .host import TEMPLATE_PREFIX, hold_folder, scratch_dir
 
 LEFT_OUT = ("tests", "runs")  # folders never copied into a case folder
@@ -51,22 +50,25 @@ class Template:
     files: tuple[str, ...]  # relative, sources and bytecode
 
 
-_templates: dict[str, Template] = {}  # absolute lab folder -> its template
+# absolute lab folder -> its template; the four newest kept (a batch graded on per-student
+# variants warms one lab per student)
+_templates = TempFolders(TEMPLATE_PREFIX, keep=4, place=scratch_dir, hold=hold_folder)
 
 
 def warm(lab_dir: Path) -> None:
-    """Build the template of ``lab_dir`` (once per process) in a private temp folder that the
-    process that built it removes when it exits normally (SIGTERM included: ``launch``); forked
-    workers inherit it and never remove it; should the process be killed outright, the next
-    grader process removes it (``host.sweep_folders``)."""
+    """Build the template of ``lab_dir`` (once per process, while it is among the four newest)
+    in a private temp folder, held so that no sweep takes it (``host.sweep_folders``). The
+    process that built it removes it when it is evicted and when the process exits (SIGTERM
+    included: ``launch``; a forked ``multiprocessing`` worker too); forked workers inherit it and
+    never remove it; should the process be killed outright, the next grader process removes it
+    (``host.sweep_folders``)."""
     key = os.path.abspath(lab_dir)
-    if key in _templates:
-        return
-    holder = Path(tempfile.mkdtemp(prefix=TEMPLATE_PREFIX, dir=scratch_dir()))
-    hold_folder(holder)  # for this process's life and its workers'
-    atexit.register(_remove, holder, os.getpid())
-    root = holder / "lab"
-    shutil.copytree(key, root, ignore=IGNORED)
+    if _templates.get(key) is None:
+        _templates.make(key, lambda holder: _build(key, holder / "lab"))
+
+
+def _build(lab_dir: str, root: Path) -> Template:
+    shutil.copytree(lab_dir, root, ignore=IGNORED)
     for source in sorted(root.rglob("*.py")):
         relative = source.relative_to(root)
         target = root / importlib.util.cache_from_source(str(relative))
@@ -83,12 +85,12 @@ def warm(lab_dir: Path) -> None:
         else:
             files.append(relative)
             path.chmod(path.stat().st_mode & READ_ONLY)
-    _templates[key] = Template(str(root), tuple(folders), tuple(files))
+    return Template(str(root), tuple(folders), tuple(files))
 
 
 def forget() -> None:
-    """Drop every template of this process (tests; the folders go at exit)."""
-    _templates.clear()
+    """Drop every template of this process from its table (tests; the folders go at exit)."""
+    _templates.forget()
 
 
 def lay_out(case: Path, lab_dir: Path, provided: set[str]) -> None:
@@ -116,8 +118,3 @@ def lay_out(case: Path, lab_dir: Path, provided: set[str]) -> None:
                 raise
             place = shutil.copy2
             place(here + name, there + name)
-
-
-def _remove(holder: Path, owner: int) -> None:
-    if os.getpid() == owner:
-        shutil.rmtree(holder, ignore_errors=True)

@@ -50,6 +50,7 @@ class VariantUnit(Unit):
 
     variant_dir: Path | None = None
     variant_hash: str = ""
+    per_student = True
 
     @cached_property
     def lab_dir(self) -> Path:

@@ -53,7 +53,7 @@ def test_a_case_cannot_alter_the_lab_of_later_submissions(unit, mode, solution):
     template.forget()
     template.warm(built(unit))
     try:
-        root = Path(template._templates[str(built(unit))].root)
+        root = Path(template._templates.get(str(built(unit))).root)
         before = _snapshot(root)
         trace = unit.lab_dir / "traces" / "mixed.json"
         runs = [sandbox.CaseRun(trace, ["--policy", "fcfs"])]

@@ -29,7 +29,7 @@ WRITE_BITS = stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH
 def warmed():
     template.forget()
     template.warm(LAB)
-    yield template._templates[str(LAB)]
+    yield template._templates.get(str(LAB))
     template.forget()
 
 
