@@ -31,19 +31,28 @@ def pytest_configure(config):
 
 @pytest.fixture(autouse=True)
 def _signals_left_as_found():
-    """Fail a test that leaves this process's SIGINT/SIGTERM handling changed (a handler, SIG_IGN
-    or a blocked mask), after restoring it. An ignored or blocked signal survives ``exec``: every
-    process a later test starts in this worker would inherit it, and a test that interrupts a
-    batch with Ctrl-C would wait in vain."""
-    watched = (signal.SIGINT, signal.SIGTERM)
-    before = [signal.getsignal(s) for s in watched], signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    """Fail a test that leaves SIGINT or SIGTERM ignored or blocked in this process where it
+    found them not (restoring them first). Both survive ``exec``: every process a later test
+    starts in this worker would inherit them, and a test that interrupts a batch with Ctrl-C
+    would wait in vain. (A Python handler does not survive ``exec``: not checked.)"""
+    before = _exec_inherited_signals()
     yield
-    after = [signal.getsignal(s) for s in watched], signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    after = _exec_inherited_signals()
     if after != before:
-        for sig, handler in zip(watched, before[0], strict=True):
-            signal.signal(sig, handler)
+        for sig, ignored in before[0].items():
+            if ignored:
+                signal.signal(sig, signal.SIG_IGN)
+            elif after[0][sig]:
+                signal.signal(
+                    sig, signal.default_int_handler if sig == signal.SIGINT else signal.SIG_DFL
+                )
         signal.pthread_sigmask(signal.SIG_SETMASK, before[1])
-        pytest.fail(f"the test left signal handling changed: {before} -> {after}")
+        pytest.fail(f"the test left signals ignored or blocked: {before} -> {after}")
+
+
+def _exec_inherited_signals() -> tuple[dict, set]:
+    ignored = {s: signal.getsignal(s) is signal.SIG_IGN for s in (signal.SIGINT, signal.SIGTERM)}
+    return ignored, signal.pthread_sigmask(signal.SIG_BLOCK, [])
 
 
 def pytest_unconfigure(config):
