@@ -5,7 +5,9 @@ run itself).
 
 - ``replay``: the virtual device decides the schedule; every one of its submissions is then run
   for real, in order, and the times are rebuilt from the measured durations (a submission starts
-  when the previous one ends, or when the last of its requests arrives if that is later).
+  when the previous one ends, or when the last of its requests arrives if that is later). The
+  state machine (``servesim.recorded``), stepped again with the virtual batches, says what each
+  submission's requests have cached and when a cancelled request leaves.
 - ``live``: the engine itself runs with the real device behind its ``execute`` hook, so the
   policy decides on a clock that advances by measured durations; arrivals come from the trace
   on that same clock. The schedule may then differ from the virtual one; the entry says where.
@@ -26,11 +28,13 @@ measured clock (its run file passes the grader's verification with measured timi
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from servesim.engine import Event, Timeline, simulate
+from servesim.engine import Timeline, simulate, step_context
+from servesim.recorded import Recorded
 from servesim.runfile import build_run
 from servesim.sequence import Sequence, Status
 
@@ -95,41 +99,68 @@ def run_replay(trace, spec: PolicyRun, profile, real: RealDevice, *, fault=None)
     trace = virtual.trace  # a closed loop's requests exist only once the virtual run made them
     real.add_requests(trace.requests)
     first = len(real.submissions)
-    seqs = [Sequence.of(request, order) for order, request in enumerate(trace.requests)]
-    by_id = {seq.id: seq for seq in seqs}
-    leave_after = _cancels_by_step(virtual)
+    contexts, leave_after = _stepped(virtual, profile, spec.simulate_options)
+    arrival = {request.id: request.arrival_ms for request in trace.requests}
     driven = profile.prefix_caching
     if driven:
         drive(real)
     for rid in leave_after.get(-1, ()):
         real.executor.drop(rid)  # cancelled before any step: it never held a page
     events, previous_end = [], 0.0
-    for ev in virtual.events:
+    for ev, context in zip(virtual.events, contexts, strict=True):
         before, after = pageops.split(ev.page_ops, ev.batch.preempt) if driven else ([], [])
         pageops.apply(real.cache, before)
-        context = {rid: by_id[rid].context_tokens for rid in (*ev.batch.ids, *ev.batch.moved)}
         measured = real.execute(ev.batch, context)
-        start = max(previous_end, *(by_id[rid].arrival_ms for rid in ev.batch.ids))
-        end = start + measured
-        _hand_out_tokens(ev.batch, by_id, end)
-        events.append(
-            Event(ev.index, start, end, ev.work_ms, ev.batch, ev.prefill_from, ev.page_ops)
-        )
+        start = max(previous_end, *(arrival[rid] for rid in ev.batch.ids))
+        events.append(replace(ev, start_ms=start, end_ms=start + measured, marks=None))
         for rid in leave_after.get(ev.index, ()):
             real.executor.drop(rid)  # a cancelled request's KV pages go back to the pool
         if driven:  # the pages of those that finished or were cancelled, once, as the engine
             pageops.apply(real.cache, after)
             pageops.check(real.cache, engine.after(ev.index), ev.index)
             real.submissions[-1] = replace(real.submissions[-1], pages_held=real.cache.pool.used)
-        previous_end = end
-    _copy_statuses(virtual, seqs, events)
-    timeline = Timeline(tuple(seqs), tuple(events), virtual.trace, virtual.streams)
+        previous_end = start + measured
+    timeline = Timeline(_retimed(virtual, events), tuple(events), virtual.trace, virtual.streams)
     run = build_run(spec.name, spec.params, profile, timeline, fault, **spec.run_options)
     annotate(run, events, real.submissions[first:], profile)
     for entry, ev in zip(run["events"], virtual.events, strict=True):
         entry["virtualStartMs"], entry["virtualEndMs"] = ev.start_ms, ev.end_ms
     run["realDevice"] = {**real.describe(), "mode": "replay"}
     return run, trace
+
+
+def _stepped(virtual: Timeline, profile, options: dict) -> tuple[list[dict], dict[int, list[str]]]:
+    """The virtual run's steps driven again through the state machine (``servesim.recorded``):
+    each step's cached positions before it runs (what the real device is given), and the index
+    of the step after which each cancelled request left (-1: before the first)."""
+    budget, queue_cap = options.get("budget"), options.get("queue_cap")
+    rejected = [seq.id for seq in virtual.sequences if seq.status is Status.REJECTED]
+    leave: dict[int, list[str]] = {}
+    after = [-1]  # the last step applied: a request leaves at its end or in the wait after it
+
+    def left(seq) -> None:
+        if seq.status is Status.CANCELLED:
+            leave.setdefault(after[0], []).append(seq.id)
+
+    driven = Recorded(
+        virtual.trace, profile, budget=budget, queue_cap=queue_cap, rejected=rejected, left=left
+    )
+    contexts, previous_end = [], 0.0
+    driven.fire(0.0, (0.0, 0.0))
+    for ev in virtual.events:
+        driven.gap(previous_end, ev.start_ms)
+        driven.reach(previous_end, ev.start_ms)
+        contexts.append(step_context(ev.batch, driven.state.live))
+        after[0] = ev.index
+        if (refused := driven.step(ev.batch, ev.start_ms, ev.end_ms)) is not None:
+            raise RuntimeError(f"step {ev.index} of the virtual run: {refused[1]}")
+        previous_end = ev.end_ms
+    driven.gap(previous_end, math.inf)
+    driven.reach(previous_end, math.inf)
+    return contexts, leave
+
+
+RUNNERS = {"replay": run_replay, "live": run_live}
 
 
 def _tail_features(trace, profile) -> bool:
@@ -146,51 +177,27 @@ def drive(real: RealDevice) -> None:
     real.cache.driven = True
 
 
-def _cancels_by_step(virtual: Timeline) -> dict[int, list[str]]:
-    """Index of the step after which each cancelled request left (-1: before the first): a
-    cancel is seen at the decision point that ends a step or an idle wait after it."""
+def _retimed(virtual: Timeline, events) -> tuple[Sequence, ...]:
+    """The virtual run's requests, each moved onto the measured clock: a time the virtual run
+    gave after step k (a token at its end, a cancel at its end or in the wait after it) is the
+    same time after the measured step k; a rejection stays at arrival."""
     ends = [ev.end_ms for ev in virtual.events]
-    leave: dict[int, list[str]] = {}
-    for seq in virtual.sequences:
-        if seq.status is Status.CANCELLED:
-            leave.setdefault(bisect_right(ends, seq.status_ms) - 1, []).append(seq.id)
-    return leave
 
+    def measured(ms: float) -> float:
+        step = bisect_right(ends, ms) - 1
+        return ms if step < 0 else events[step].end_ms + (ms - ends[step])
 
-RUNNERS = {"replay": run_replay, "live": run_live}
-
-
-def _copy_statuses(virtual: Timeline, seqs, events) -> None:
-    """Each request leaves as it did on the virtual device, at the measured time: completion at
-    its last token, rejection at arrival, cancellation at the end of the same submission."""
-    ends = [ev.end_ms for ev in virtual.events]
-    for seq, done in zip(seqs, virtual.sequences, strict=True):
-        seq.status, seq.cancel_reason = done.status, done.cancel_reason
+    seqs = []
+    for done in virtual.sequences:
+        times = [measured(ms) for ms in done.token_times_ms]
         if done.status is Status.COMPLETED:
-            seq.status_ms = seq.token_times_ms[-1]
-        elif done.status is Status.CANCELLED:  # at that step's measured end, or after its wait
-            step = bisect_right(ends, done.status_ms) - 1
-            after = events[step].end_ms if step >= 0 else 0.0
-            idle = done.status_ms - (ends[step] if step >= 0 else 0.0)
-            seq.status_ms = after + idle
+            status_ms = times[-1]
+        elif done.status is Status.CANCELLED:
+            status_ms = measured(done.status_ms)
         else:
-            seq.status_ms = seq.arrival_ms
-
-
-def _hand_out_tokens(batch, by_id, end: float) -> None:
-    """The engine's token rule on the virtual run's batch: ``Sequence``'s own ``drop_cache``,
-    ``take_hit``, ``take_prefill`` and ``take_decode``, in ``EngineState.run_step``'s order."""
-    for rid in batch.preempt:
-        by_id[rid].drop_cache()
-    for rid in batch.swap_out:
-        by_id[rid].swaps += 1  # the cache moves, its positions stay
-    for chunk in batch.prefill:
-        seq = by_id[chunk.id]
-        if chunk.cached:  # a prefix hit: those positions come from the cache
-            seq.take_hit(chunk.cached)
-        seq.take_prefill(chunk.tokens, end)
-    for rid in batch.decode:
-        by_id[rid].take_decode(end)
+            status_ms = done.arrival_ms
+        seqs.append(replace(done, token_times_ms=times, status_ms=status_ms))
+    return tuple(seqs)
 
 
 def annotate(run: dict, events, submissions, profile) -> None:

@@ -1,8 +1,9 @@
-"""The page rules are written once, in ``servesim``: the trusted replay drives the engine's own
-state (``servesim.state.EngineState``, whose prefix cache and tallies count the pages) and
-the live runner applies a step to its copy of the prefix cache as the engine does
-(``BlockPool.apply_batch``). Neither calls the rule functions underneath them itself, so a page
-rule that changes in ``servesim`` changes for both."""
+"""The page and token rules are written once, in ``servesim``: the trusted replay drives the
+engine's own state (``servesim.state.EngineState``, whose prefix cache and tallies count the
+pages), the live runner applies a step to its copy of the prefix cache as the engine does
+(``BlockPool.apply_batch``), and its replay mode steps the virtual run's batches through
+``servesim.recorded.Recorded``. None calls the rule functions underneath them itself, so a
+rule that changes in ``servesim`` changes for all."""
 
 from __future__ import annotations
 
@@ -15,9 +16,11 @@ REPO = Path(__file__).resolve().parents[2]
 DRIVERS = [
     *sorted((REPO / "grader" / "verify").glob("replay*.py")),
     REPO / "realdevice" / "livepages.py",
+    REPO / "realdevice" / "runner.py",
 ]
 # what a driver would call if it applied the page rules itself instead of driving servesim's code
 RULES = {"pages_for", "pages_added", "occupancy_after", "Occupancy", "step_ops", "apply_step"}
+RULES |= {"take_prefill", "take_decode", "take_hit", "drop_cache"}  # a request's token rules
 
 
 def _names(path: Path) -> set[str]:
@@ -44,3 +47,4 @@ def test_the_replay_and_the_live_runner_drive_servesims_page_code():
     recorded = _names(REPO / "servesim" / "recorded.py")
     assert {"EngineState", "run_step", "check_batch"} <= recorded  # ...its checks and its step
     assert "apply_batch" in _names(REPO / "realdevice" / "livepages.py")
+    assert {"Recorded", "gap", "step"} <= _names(REPO / "realdevice" / "runner.py")
