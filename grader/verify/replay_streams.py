@@ -35,14 +35,11 @@ def check(seq, streams, record: dict, status: str, device) -> None:
                 f"'{rid}' did not complete, so its stream is not complete: its ackMs must be "
                 f"null, not {said!r}",
             )
-    elif seq.status is Status.COMPLETED:
-        ack = ours["ackMs"]
-        agrees = said is None if ack is None else _number(said) and close_ms(said, ack)
-        if not agrees:
-            at = "never" if ack is None else f"at {fmt_ms(ack)}"
-            raise Refuted(
-                "ack time", f"'{rid}' reports ackMs {said!r}; its client reads its last event {at}"
-            )
+    elif seq.status is Status.COMPLETED and not close_ms(said, ack := ours["ackMs"]):
+        at = "never" if ack is None else f"at {fmt_ms(ack)}"
+        raise Refuted(
+            "ack time", f"'{rid}' reports ackMs {said!r}; its client reads its last event {at}"
+        )
     peak, real = record.get("bufferPeakBytes"), ours["bufferPeakBytes"]
     if peak is None or abs(peak - real) > 1e-6 * max(1.0, real):
         raise Refuted(
@@ -59,7 +56,8 @@ def check(seq, streams, record: dict, status: str, device) -> None:
 
 
 def _pauses(rid: str, pauses, drains, listed: list, buf, device) -> None:
-    starts = sorted((p[0], n) for n, p in enumerate(listed) if _pair(p))
+    pairs = (n for n, p in enumerate(listed) if isinstance(p, (list, tuple)) and len(p) == 2)
+    starts = sorted((listed[n][0], n) for n in pairs if _number(listed[n][0]))
     for (start, end), (level, resume_at, events) in zip(pauses, drains, strict=True):
         match = _listed_at(listed, starts, start)
         if match is None:
@@ -81,7 +79,7 @@ def _pauses(rid: str, pauses, drains, listed: list, buf, device) -> None:
                 f"bytes), which it reaches at {fmt_ms(resume_at)}",
                 match[1],
             )
-        if not _same_end(match[1], end):
+        if not close_ms(match[1], end):  # both None: the pause never ends
             raise Refuted(
                 "pause record",
                 f"'{rid}' pauses from {fmt_ms(start)} to "
@@ -104,17 +102,6 @@ def _listed_at(listed: list, starts: list, start: float):
     if at < len(starts) and close_ms(starts[at][0], start):
         return listed[starts[at][1]]
     return None
-
-
-def _pair(item) -> bool:
-    return isinstance(item, (list, tuple)) and len(item) == 2 and _number(item[0])
-
-
-def _same_end(listed, end: float | None) -> bool:
-    """A listed pause end against the rules' (None: the pause never ends)."""
-    if listed is None or end is None:
-        return listed is None and end is None
-    return _number(listed) and close_ms(listed, end)
 
 
 def _number(value) -> bool:
