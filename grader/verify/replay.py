@@ -133,7 +133,7 @@ class _Walk:
     def step(self, k: int, event: dict, prev_end: float) -> float:
         """Hold one event against the rules and apply it; return its true end."""
         where, start = Where(k, event), event["startMs"]
-        claims.log_checks(k, event, prev_end if k else -math.inf, where, self.seqs)
+        claims.log_checks(k, event, prev_end if k else -math.inf, where)
         due = self.run.gap(prev_end, start)
         if self.timing == "virtual" and due is not None:
             self.hold(self._check_idle, due, start, where)
