@@ -46,29 +46,22 @@ def replay_events(
     timing,
     found,
     replay,
-    requests=None,
+    requests,
     limits=None,
     wait_ms: float = 0.0,
 ) -> None:
     """Drive the engine's state with ``events`` in order, hold each claim against the rules,
     and rebuild every request's token times into ``replay``.
 
-    ``requests`` (the run's request entries) supply the reported statuses and stream records;
-    without them every request must complete. ``limits`` are the engine's limits the run must
-    keep (``budget`` B, ``queueCap``): the grader passes the case's, never the run file's.
-    ``wait_ms``: how long the device may idle past the arrival of the oldest request that has
-    not started (a batcher's wait window; 0: never while a request is live).
+    ``requests`` (the run's request entries, the trace's in its order: ``requests_match_trace``)
+    supply the reported statuses (none: completed) and stream records. ``limits`` are the
+    engine's limits the run must keep (``budget`` B, ``queueCap``): the grader passes the
+    case's, never the run file's. ``wait_ms``: how long the device may idle past the arrival
+    of the oldest request that has not started (a batcher's wait window; 0: never while a
+    request is live).
     """
     walk = _Walk(trace, profile, timing, requests, limits or {}, wait_ms, found)
-    try:
-        prev_end = 0.0  # the engine's clock starts at 0
-        walk.run.fire(prev_end, (prev_end, prev_end))  # the start
-        for k, event in enumerate(events):
-            prev_end = walk.step(k, event, prev_end)
-            replay.ends.append(prev_end)
-        walk.close(prev_end)
-    except claims.Refuted as refuted:
-        found.add(BAD, refuted.field, refuted.sentence, refuted.at_ms)
+    walk.hold(walk.walk, events, replay.ends)
     seqs = walk.seqs.values()
     replay.token_times = {s.id: list(s.token_times_ms) for s in seqs}
     replay.recomputes = {s.id: (s.recomputes, s.recomputed_tokens) for s in seqs}
@@ -81,8 +74,11 @@ class _Walk:
 
     def __init__(self, trace, profile, timing, requests, limits, wait_ms, found):
         self.profile, self.timing, self.wait_ms, self.found = profile, timing, wait_ms, found
-        self.reported = reported = claims.reported_statuses(requests, trace)
-        self.records = {q["id"]: q for q in requests or () if isinstance(q, dict) and "id" in q}
+        self.records = {q["id"]: q for q in requests}
+        self.reported = reported = {  # id -> (status, statusMs) as the run reports them
+            rid: (q["status"], q.get("statusMs")) if "status" in q else ("completed", None)
+            for rid, q in self.records.items()
+        }
         self.run = Recorded(
             trace,
             profile,
@@ -105,8 +101,18 @@ class _Walk:
         except claims.Refuted as refuted:
             self.found.add(BAD, refuted.field, refuted.sentence, refuted.at_ms)
 
+    def walk(self, events, ends: list) -> None:
+        """Step through ``events`` from the engine's start (clock 0), each true end into
+        ``ends``, then hold the outcomes."""
+        prev_end = 0.0
+        self.run.fire(prev_end, (prev_end, prev_end))  # the start
+        for k, event in enumerate(events):
+            prev_end = self.step(k, event, prev_end)
+            ends.append(prev_end)
+        self.close(prev_end)
+
     def _left(self, seq) -> None:
-        record, window = self.records.get(seq.id, {}), self.run.window
+        record, window = self.records[seq.id], self.run.window
         self.hold(claims.leave, seq, self.reported[seq.id], window, self.state, record)
 
     def _check_idle(self, due: float, start: float, where) -> None:
@@ -127,7 +133,7 @@ class _Walk:
     def step(self, k: int, event: dict, prev_end: float) -> float:
         """Hold one event against the rules and apply it; return its true end."""
         where, start = Where(k, event), event["startMs"]
-        claims.log_checks(k, event, prev_end if k else -math.inf, where, self.seqs)
+        claims.log_checks(k, event, prev_end if k else -math.inf, where)
         due = self.run.gap(prev_end, start)
         if self.timing == "virtual" and due is not None:
             self.hold(self._check_idle, due, start, where)
@@ -149,12 +155,14 @@ class _Walk:
         return end
 
     def _end(self, k: int, event: dict, where, batch) -> float:
+        """The event's true end: its own in measured timing, else the device rules' (an
+        ``endMs`` that differs is a wrong statistic, not a broken rule)."""
         start, profile = event["startMs"], self.profile
-        work, context = self.run.work(batch)
         if self.timing != "virtual":
             if event["endMs"] < start:
                 raise claims.Refuted("events[].endMs", f"{where} ends before it starts", start)
             return event["endMs"]
+        work, context = self.run.work(batch)
         end = start + profile.overhead_ms + work
         if not close_ms(event["endMs"], end):
             terms = rules.transfer_terms(profile, batch, context) if batch.moved else None
@@ -179,19 +187,16 @@ class _Walk:
         """The page changes the noted event lists (from its start to the next step's), against
         the prefix cache's own."""
         if self.noting is not None:
-            event, where = self.noting
-            self.hold(self.pages.check, event, where, self.state.pool.log)
+            self.hold(self.pages.check, *self.noting, self.state.pool.log)
 
     def close(self, prev_end: float) -> None:
         """The decision points after the last step, then every request's outcome and record."""
         self.run.gap(prev_end, math.inf)
         self.run.reach(prev_end, math.inf)
         self._check_page_ops()
-        streams = self.state.streams
-        for rid, seq in self.seqs.items():
-            status = self.reported[rid][0]
-            if streams is not None:
-                record = self.records.get(rid, {})
+        if (streams := self.state.streams) is not None:
+            for rid, seq in self.seqs.items():
+                status, record = self.reported[rid][0], self.records[rid]
                 self.hold(replay_streams.check, seq, streams, record, status, self.profile)
         for rid, seq in self.seqs.items():
             self.hold(claims.outcome, seq, self.reported[rid][0])

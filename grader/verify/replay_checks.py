@@ -11,26 +11,25 @@ BAD = ProblemKind.INVALID_SCHEDULE
 
 
 def requests_match_trace(requests: list[dict], trace, found: Collector) -> bool:
-    expected = [(r.id, r.arrival_ms, r.input_tokens, r.output_tokens) for r in trace.requests]
-    if len(requests) != len(expected):
+    """The run lists the trace's requests in trace order, each with its id, arrivalMs,
+    inputTokens and outputTokens (what the replay reads a request's reported status by)."""
+    specs = trace.requests
+    if len(requests) != len(specs):
         found.add(  # the run's own count is not quoted: it is the file's to choose
-            BAD, "requests", f"the run does not list the trace's {len(expected)} requests"
+            BAD, "requests", f"the run does not list the trace's {len(specs)} requests"
         )
         return False
-    for number, (req, (rid, arrival, n_in, n_out)) in enumerate(
-        zip(requests, expected, strict=False), 1
-    ):
-        same = (
-            req.get("id") == rid
-            and close_ms(req.get("arrivalMs"), arrival)
-            and req.get("inputTokens") == n_in
-            and req.get("outputTokens") == n_out
-        )
-        if not same:
+    for number, (req, spec) in enumerate(zip(requests, specs, strict=True), 1):
+        if not (
+            req.get("id") == spec.id
+            and close_ms(req.get("arrivalMs"), spec.arrival_ms)
+            and (req.get("inputTokens"), req.get("outputTokens"))
+            == (spec.input_tokens, spec.output_tokens)
+        ):
             found.add(
                 BAD,
                 "requests",
-                f"request #{number} of the run is not request '{rid}' of the trace "
+                f"request #{number} of the run is not request '{spec.id}' of the trace "
                 "(id, arrivalMs, inputTokens and outputTokens must match, in trace order)",
             )
             return False
@@ -46,7 +45,9 @@ class Where:
     event: dict
 
     def __str__(self) -> str:
-        return f"event #{self.k} at {fmt_ms(self.event['startMs'])} ({describe_event(self.event)})"
+        ev = self.event
+        what = describe_batch(ev.get("decode", []), ev.get("prefill", []), ev.get("preempt"))
+        return f"event #{self.k} at {fmt_ms(ev['startMs'])} ({what})"
 
 
 SHOWN_MEMBERS = 6  # members of one kind a description lists before "and N more"
@@ -62,10 +63,6 @@ def short_id(rid) -> str:
 def _listed(ids: list) -> str:
     shown = ", ".join(short_id(i) for i in ids[:SHOWN_MEMBERS])
     return shown + (f", and {len(ids) - SHOWN_MEMBERS} more" if len(ids) > SHOWN_MEMBERS else "")
-
-
-def describe_event(event: dict) -> str:
-    return describe_batch(event.get("decode", []), event.get("prefill", []), event.get("preempt"))
 
 
 def describe_batch(decode: list[str], prefill: list[dict], preempt=None) -> str:

@@ -27,19 +27,8 @@ class Refuted(Exception):
         self.field, self.sentence, self.at_ms = field, sentence, at_ms
 
 
-def reported_statuses(requests, trace) -> dict[str, tuple[str, float | None]]:
-    """``id -> (status, statusMs)`` as the run reports them; a run without statuses says every
-    request completes."""
-    reported = {r.id: ("completed", None) for r in trace.requests}
-    for req in requests or ():
-        if isinstance(req, dict) and req.get("id") in reported and "status" in req:
-            reported[req["id"]] = (req["status"], req.get("statusMs"))
-    return reported
-
-
-def log_checks(k: int, event: dict, prev_end: float, where, known) -> None:
-    """The log's own rules: index, finite times, no overlap, members that are requests of the
-    trace."""
+def log_checks(k: int, event: dict, prev_end: float, where) -> None:
+    """The log's own rules: index, finite times, no overlap."""
     start = event["startMs"]
     if event["index"] != k:
         raise Refuted("events[].index", f"event #{k} has index {event['index']}", start)
@@ -51,21 +40,19 @@ def log_checks(k: int, event: dict, prev_end: float, where, known) -> None:
             f"{where} starts before the previous submission ends ({fmt_ms(prev_end)})",
             start,
         )
-    named = (*event["decode"], *(c["id"] for c in event["prefill"]), *event.get("preempt", []))
-    named += (*event.get("swapOut", []), *event.get("swapIn", []))
-    unknown = next((rid for rid in named if rid not in known), None)
-    if unknown is not None:  # an empty batch or a request named twice: ``Recorded.check``
-        raise Refuted("events[]", f"{where} names unknown request '{short_id(unknown)}'", start)
 
 
 def members(event: dict, where, seqs, reported) -> None:
     """The claims of the event's members that its batch does not carry (what the batch asks of
-    each is the engine's own check: ``Recorded.check``): none was reported rejected or has
-    left, and no chunk starts before its arrival."""
+    each, an empty batch or a request named twice included, is the engine's own check:
+    ``Recorded.check``): each is a request of the trace, none was reported rejected or has
+    left, and no chunk starts before its arrival (the engine's clock starts at 0, so its own
+    check passes a chunk of an event that starts before 0 and a request that arrives at 0)."""
     start = event["startMs"]
-    chunks, decode = event["prefill"], event["decode"]
     named = (*event.get("preempt", []), *event.get("swapOut", []), *event.get("swapIn", []))
-    for rid in (*named, *decode, *(c["id"] for c in chunks)):
+    for rid in (*named, *event["decode"], *(c["id"] for c in event["prefill"])):
+        if rid not in seqs:
+            raise Refuted("events[]", f"{where} names unknown request '{short_id(rid)}'", start)
         if reported[rid][0] == "rejected":
             raise Refuted("status", f"{where}: '{rid}' is reported rejected at arrival", start)
         if seqs[rid].status is not None:
@@ -74,7 +61,7 @@ def members(event: dict, where, seqs, reported) -> None:
                 f"{where}: '{rid}' has already left the system (completed or cancelled)",
                 start,
             )
-    for chunk in chunks:
+    for chunk in event["prefill"]:
         seq = seqs[chunk["id"]]
         if start < seq.arrival_ms - EPS_MS:
             raise Refuted(
@@ -103,9 +90,7 @@ def leave(seq, reported, window, state, record: dict) -> None:
     seen there may be reported from its time to ``until``), None at a step end."""
     status, at = reported
     rid, clock, reason = seq.id, seq.status_ms, seq.cancel_reason
-    if seq.status is Status.REJECTED:
-        if status == "rejected":
-            return
+    if seq.status is Status.REJECTED and status != "rejected":
         if rules.never_fits(state.device, seq.input_tokens, seq.max_output_tokens):
             raise Refuted(
                 "kvPages", f"'{rid}' could never fit the page pool: it must be rejected at arrival"

@@ -12,6 +12,8 @@ exactly the changes the engine's prefix cache made when the replay drove it (``p
 
 from __future__ import annotations
 
+from collections import Counter
+
 from .replay_claims import Refuted
 
 
@@ -19,9 +21,8 @@ class PageClaims:
     """The run's own count of page references, built from the ``pageOps`` it lists."""
 
     def __init__(self):
-        self.holds: set[tuple] = set()  # (id, page, generation) held, as the run says
-        self.released: set[tuple] = set()
-        self.refs: dict[int, int] = {}
+        self.held: dict[tuple, bool] = {}  # (id, page, generation) -> held now, as the run says
+        self.refs: Counter = Counter()  # page -> references
         self.generation: dict[int, int] = {}
 
     def check(self, event: dict, where, ours: list) -> None:
@@ -30,8 +31,7 @@ class PageClaims:
         if not isinstance(listed, list):
             raise Refuted("page events", f"{where} does not list its pageOps", at)
         for op in listed:
-            problem = self._apply(op)
-            if problem is not None:
+            if (problem := self._apply(op)) is not None:
                 raise Refuted(problem[0], f"{where}: {problem[1]}", at)
         if listed != ours:
             raise Refuted("page events", f"{where}: its pageOps are not the cache's changes", at)
@@ -42,33 +42,27 @@ class PageClaims:
         if not (isinstance(op, list) and len(op) == 5 and op[0] in ("take", "hit", "release")):
             return "page events", f"{op!r} is not [op, id, page, generation, refs]"
         kind, rid, page, generation, refs = op
-        held = (rid, page, generation)
+        held, release = (rid, page, generation), kind == "release"
         if kind == "take":
-            if self.refs.get(page, 0) or generation <= self.generation.get(page, 0):
+            if self.refs[page] or generation <= self.generation.get(page, 0):
                 return (
                     "page events",
                     f"page {page} is taken while in use or without a new generation",
                 )
             self.generation[page] = generation
-        elif kind == "release" and held not in self.holds:
+        elif release and not self.held.get(held):
             if generation != self.generation.get(page):
                 return "stale page event", f"'{rid}' releases page {page} of an old generation"
-            if held in self.released:
+            if held in self.held:  # held once, released since
                 return "page released twice", f"'{rid}' releases page {page} again"
             return "page events", f"'{rid}' releases page {page}, which it does not hold"
-        if kind == "release":
-            self.holds.discard(held)
-            self.released.add(held)
-            self.refs[page] -= 1
-        else:
-            self.holds.add(held)
-            self.released.discard(held)
-            self.refs[page] = self.refs.get(page, 0) + 1
-        if refs != self.refs[page]:
-            if kind == "release" and refs == 0:
-                return (
-                    "shared page freed while referenced",
-                    f"page {page} is freed while {self.refs[page]} requests still hold it",
-                )
-            return "page events", f"page {page} has {self.refs[page]} references, not {refs}"
-        return None
+        self.held[held] = not release
+        self.refs[page] += -1 if release else 1
+        if refs == self.refs[page]:
+            return None
+        if release and refs == 0:
+            return (
+                "shared page freed while referenced",
+                f"page {page} is freed while {self.refs[page]} requests still hold it",
+            )
+        return "page events", f"page {page} has {self.refs[page]} references, not {refs}"

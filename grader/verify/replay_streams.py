@@ -35,14 +35,11 @@ def check(seq, streams, record: dict, status: str, device) -> None:
                 f"'{rid}' did not complete, so its stream is not complete: its ackMs must be "
                 f"null, not {said!r}",
             )
-    elif seq.status is Status.COMPLETED:
-        ack = ours["ackMs"]
-        agrees = said is None if ack is None else _number(said) and close_ms(said, ack)
-        if not agrees:
-            at = "never" if ack is None else f"at {fmt_ms(ack)}"
-            raise Refuted(
-                "ack time", f"'{rid}' reports ackMs {said!r}; its client reads its last event {at}"
-            )
+    elif seq.status is Status.COMPLETED and not close_ms(said, ack := ours["ackMs"]):
+        at = "never" if ack is None else f"at {fmt_ms(ack)}"
+        raise Refuted(
+            "ack time", f"'{rid}' reports ackMs {said!r}; its client reads its last event {at}"
+        )
     peak, real = record.get("bufferPeakBytes"), ours["bufferPeakBytes"]
     if peak is None or abs(peak - real) > 1e-6 * max(1.0, real):
         raise Refuted(
@@ -59,16 +56,21 @@ def check(seq, streams, record: dict, status: str, device) -> None:
 
 
 def _pauses(rid: str, pauses, drains, listed: list, buf, device) -> None:
-    starts = sorted((p[0], n) for n, p in enumerate(listed) if _pair(p))
+    """Each pause of the rules (``pauses``, with its buffer's ``drains``) listed at its start
+    (found by bisection in the valid pairs' starts: a long list costs no scan per pause), with
+    its end; then as many listed as there are."""
+    pairs = (n for n, p in enumerate(listed) if isinstance(p, (list, tuple)) and len(p) == 2)
+    starts = sorted((listed[n][0], n) for n in pairs if _number(listed[n][0]))
     for (start, end), (level, resume_at, events) in zip(pauses, drains, strict=True):
-        match = _listed_at(listed, starts, start)
-        if match is None:
+        at = bisect.bisect_left(starts, (start - EPS_MS, -1))  # the earliest-listed nearest
+        if at == len(starts) or not close_ms(starts[at][0], start):
             raise Refuted(
                 "pause not recorded",
                 f"'{rid}' pauses at {fmt_ms(start)} (its output buffer cannot take another "
                 "event), but its pausedMs does not list that pause",
                 start,
             )
+        match = listed[starts[at][1]]
         if _number(match[1]) and match[1] < resume_at and not close_ms(match[1], resume_at):
             if buf.log is not None:
                 held = buf.log.held(events, match[1])
@@ -81,7 +83,7 @@ def _pauses(rid: str, pauses, drains, listed: list, buf, device) -> None:
                 f"bytes), which it reaches at {fmt_ms(resume_at)}",
                 match[1],
             )
-        if not _same_end(match[1], end):
+        if not close_ms(match[1], end):  # both None: the pause never ends
             raise Refuted(
                 "pause record",
                 f"'{rid}' pauses from {fmt_ms(start)} to "
@@ -94,27 +96,6 @@ def _pauses(rid: str, pauses, drains, listed: list, buf, device) -> None:
             f"'{rid}' pauses {len(pauses)} times, but its pausedMs lists a different number "
             "of pauses",
         )
-
-
-def _listed_at(listed: list, starts: list, start: float):
-    """The listed pause that starts at ``start`` (the earliest-listed of the nearest start), by
-    bisection in ``starts`` (each valid pair's start and position, sorted): a long list costs
-    no scan per pause."""
-    at = bisect.bisect_left(starts, (start - EPS_MS, -1))
-    if at < len(starts) and close_ms(starts[at][0], start):
-        return listed[starts[at][1]]
-    return None
-
-
-def _pair(item) -> bool:
-    return isinstance(item, (list, tuple)) and len(item) == 2 and _number(item[0])
-
-
-def _same_end(listed, end: float | None) -> bool:
-    """A listed pause end against the rules' (None: the pause never ends)."""
-    if listed is None or end is None:
-        return listed is None and end is None
-    return _number(listed) and close_ms(listed, end)
 
 
 def _number(value) -> bool:

@@ -84,6 +84,21 @@ def test_prefill_before_arrival(unit):
     assert "arrives at 5.00 ms" in problems[0].message
 
 
+def test_a_first_event_before_the_engines_start_is_named_prefill_before_arrival(mixed, unit):
+    """The engine's clock starts at 0, so its own batch check admits A (arriving at 0) before an
+    event that claims to start earlier: the replay's own arrival claim names it."""
+    trace, device, run = copy.deepcopy(mixed)
+    first = run["events"][0]
+    assert first["prefill"][0]["id"] == "A" and by_id(run, "A")["arrivalMs"] == 0
+    first["startMs"], first["endMs"] = first["startMs"] - 0.5, first["endMs"] - 0.5
+    problems = verify_run(restat(run), trace, device)
+    assert problems[0].statistic == "prefill before arrival"
+    assert (
+        "event #0 at -0.50 ms" in problems[0].message
+        and "'A' arrives at 0.00 ms" in problems[0].message
+    )
+
+
 def test_prefill_beyond_input_tokens(mixed, unit):
     trace, device, run = copy.deepcopy(mixed)
     run["events"][0]["prefill"][0]["tokens"] += 1
