@@ -20,8 +20,8 @@ from servesim.recorded import Recorded
 from . import replay_claims as claims
 from . import replay_streams
 from .problems import EPS_MS, ProblemKind, close_ms, fmt_ms
-from .replay_checks import Where
 from .replay_pages import PageClaims
+from .wording import Where
 
 BAD = ProblemKind.INVALID_SCHEDULE
 

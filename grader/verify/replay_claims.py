@@ -16,7 +16,7 @@ from servesim.sequence import Phase, Status
 from servesim.streaming import STALLED
 
 from .problems import EPS_MS, close_ms, fmt_ms
-from .replay_checks import short_id
+from .wording import short_id
 
 
 class Refuted(Exception):

@@ -29,8 +29,9 @@ import servesim
 
 from .problems import EPS_MS, Collector, Problem, ProblemKind, same_value
 from .replay import Replay, replay_events
-from .replay_checks import check_token_times, describe_batch, requests_match_trace
+from .replay_checks import check_token_times, requests_match_trace
 from .statcheck import REQUEST_STATS, check_statistics
+from .wording import describe_batch
 
 # the names other modules and tests import from here
 __all__ = [

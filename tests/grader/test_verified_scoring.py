@@ -26,7 +26,7 @@ from grader.units import load_unit
 from grader.verify import ProblemKind
 from grader.verify.normalise import oversize
 from grader.verify.problems import Collector
-from grader.verify.replay_checks import describe_batch
+from grader.verify.wording import describe_batch
 
 UNIT08 = load_unit("unit08")
 GRADING08 = load_grading(UNIT08)
