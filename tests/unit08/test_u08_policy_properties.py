@@ -93,10 +93,12 @@ def test_paged_preempts_without_deadlock_or_double_tokens(trace, setup):
 
 
 def test_crowded_traces_do_preempt():
-    """The strategy above is not vacuous: most crowded examples make paged preempt."""
+    """The strategy above is not vacuous: most crowded examples make paged preempt. The draws
+    are fixed (``derandomize``): with fresh random ones each run, 30 examples gave 10 to 26
+    preemptions over 12 seeds, and 5 once, which failed a whole-suite run."""
     found = []
 
-    @settings(max_examples=30, deadline=None, database=None)
+    @settings(max_examples=100, deadline=None, database=None, derandomize=True)
     @given(trace=requests(crowded=True), setup=setups("paged", crowded=True))
     def sample(trace, setup):
         found.append(run_any(trace, "paged", *setup)["summary"]["recomputes"] > 0)
