@@ -26,7 +26,7 @@ class PrefillChunk:
         fields = self.__dict__
         fields["id"], fields["tokens"], fields["cached"] = id, tokens, cached
 
-    def __repr__(self) -> str:  # as before unit 09 when nothing is cached
+    def __repr__(self) -> str:  # as before the prefix cache when nothing is cached
         cached = f", cached={self.cached!r}" if self.cached else ""
         return f"PrefillChunk(id={self.id!r}, tokens={self.tokens!r}{cached})"
 

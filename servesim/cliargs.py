@@ -50,7 +50,7 @@ def build_parser(lab: LabConfig, prog: str = "simulate.py") -> argparse.Argument
     seen = set()
     for spec in lab.policies:
         for param, meta in spec.params.items():
-            if param in seen:  # several policies share a parameter (unit 08's budget)
+            if param in seen:  # several policies share a parameter (a budget)
                 continue
             seen.add(param)
             parser.add_argument(

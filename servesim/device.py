@@ -44,8 +44,8 @@ class DeviceProfile:
     swap_ms_per_page: float = 0.0  # moving one KV page between device and host, either way
     swap_sync_ms: float = 0.0  # per sequence swapped out or in (the chapter's C_s is two of them)
     host_pages: int = 0  # pages of the host pool swapped-out sequences wait in (0: no swap)
-    prefix_caching: bool = False  # unit 09: shared-prefix pages, vLLM's way (prefixcache.py)
-    stream_buffer_bytes: int | None = None  # unit 09: per-request output buffer (None: off)
+    prefix_caching: bool = False  # shared-prefix pages, vLLM's way (prefixcache.py)
+    stream_buffer_bytes: int | None = None  # output buffers: bytes per request (None: off)
     stream_event_bytes: int = 256  # what one generated token's event takes in the buffer
     stream_low_mark_bytes: int = 0  # a paused stream resumes at or below this level
     stream_pause_deadline_ms: float | None = None  # a stream paused this long is cancelled

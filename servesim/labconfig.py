@@ -17,7 +17,7 @@ class PolicySpec:
     name: str
     function: str
     params: dict  # name -> {"default", "min", "help"}
-    admit: str | None = None  # unit 08: the function called at every arrival (the challenge)
+    admit: str | None = None  # admission: the function called at every arrival
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ class LabConfig:
     policies: tuple[PolicySpec, ...]
     public_traces: tuple[str, ...]
     folder: Path
-    extended_runs: bool = False  # lab.json "runFile": "extended" (unit 08's run-file fields)
+    extended_runs: bool = False  # lab.json "runFile": "extended" (every outcome, limits)
     parts: tuple[LabPart, ...] = ()
 
     @property

@@ -127,7 +127,7 @@ def _request(seq, extended: bool) -> dict:
             "recomputedTokens": seq.recomputed_tokens,
         }
     entry["tokenTimesMs"] = list(seq.token_times_ms)
-    # unit 07 entries carry metrics whenever there are tokens, whatever built the timeline
+    # a plain (not extended) entry has metrics whenever there are tokens, whatever made them
     completed = seq.status is Status.COMPLETED if extended else bool(seq.token_times_ms)
     if completed:
         entry |= request_metrics(seq.arrival_ms, seq.token_times_ms)
@@ -150,14 +150,15 @@ def _event(event, extended: bool, swaps: bool) -> dict:
         entry["preempt"] = list(event.batch.preempt)
     if swaps:
         entry |= {"swapOut": list(event.batch.swap_out), "swapIn": list(event.batch.swap_in)}
-    if event.page_ops is not None:  # a prefix cache (unit 09): its reference changes
+    if event.page_ops is not None:  # a prefix cache: its reference changes
         entry["pageOps"] = [list(op) for op in event.page_ops]
     if event.marks:  # the fields a component owns (``features.Component.event_fields``)
         entry |= event.marks
     return entry
 
 
-LIFECYCLE_FIELDS = ("cancelMs", "prefix", "readBytesPerS", "readsMs")  # unit 09's request fields
+# the request fields of client cancels, the prefix cache and output buffers
+LIFECYCLE_FIELDS = ("cancelMs", "prefix", "readBytesPerS", "readsMs")
 
 
 def uses_lifecycle(run: dict) -> bool:
@@ -171,7 +172,7 @@ def uses_lifecycle(run: dict) -> bool:
 
 def _chunk(chunk, start: int) -> dict:
     entry = {"id": chunk.id, "fromToken": start, "tokens": chunk.tokens}
-    if chunk.cached:  # a prefix hit (unit 09): the positions before fromToken came from the cache
+    if chunk.cached:  # a prefix hit: the positions before fromToken came from the cache
         entry["cached"] = chunk.cached
     return entry
 

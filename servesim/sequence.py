@@ -78,11 +78,11 @@ class Sequence:
     max_output_tokens: int = 0  # declared maximum (0: the same as output_tokens)
     deadline_ms: float | None = None
     tenant: str = ""
-    cancel_ms: float | None = None  # unit 09: the client cancels at arrival + cancel_ms
-    prefix: tuple[tuple[str, int], ...] = ()  # unit 09: shared prompt segments (trace.py)
-    read_bytes_per_s: float | None = None  # unit 09: the client's read rate (None: at once)
+    cancel_ms: float | None = None  # client cancels: the client leaves at arrival + cancel_ms
+    prefix: tuple[tuple[str, int], ...] = ()  # prefix cache: shared prompt segments (trace.py)
+    read_bytes_per_s: float | None = None  # output buffers: the client's read rate (None: at once)
     reads_ms: tuple[float, ...] | None = None  # a served stream's read log (readlog.py)
-    paused: bool = False  # unit 09: its output buffer is full; not decoded until it drains
+    paused: bool = False  # output buffers: its buffer is full; not decoded until it drains
     cancel_reason: str | None = None  # "deadline", "client" or "stalled" (a paused stream)
     phase: Phase = Phase.PENDING
     status: Status | None = None

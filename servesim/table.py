@@ -135,7 +135,7 @@ def render(trace_name: str, runs: list[dict]) -> str:
         lines.append(LEGEND)
     for run in runs:
         s = run["summary"]
-        if "completed" in s:  # extended run files (unit 08) count every outcome
+        if "completed" in s:  # extended run files count every outcome
             lines.append(
                 f"{_label(run)}: {s['completed']} completed, {s['rejected']} rejected, "
                 f"{s['cancelled']} cancelled; {s['recomputes']} preemptions, "

@@ -60,9 +60,9 @@ class Request(NamedTuple):
     max_output_tokens: int | None = None  # None: the same as output_tokens
     deadline_ms: float | None = None
     tenant: str = ""
-    cancel_ms: float | None = None  # unit 09: the client cancels at arrival + cancel_ms
-    prefix: tuple[tuple[str, int], ...] = ()  # unit 09: shared prompt segments (id, tokens)
-    read_bytes_per_s: float | None = None  # unit 09: the client's read rate (None: at once)
+    cancel_ms: float | None = None  # client cancels: the client leaves at arrival + cancel_ms
+    prefix: tuple[tuple[str, int], ...] = ()  # prefix cache: shared prompt segments (id, tokens)
+    read_bytes_per_s: float | None = None  # output buffers: the client's read rate (None: at once)
     reads_ms: tuple[float, ...] | None = None  # a served stream's read log (readlog.py)
 
     @property
