@@ -188,3 +188,35 @@ def test_page_opens_is_the_single_decode_page_rule(page):
                 j for j in range(1, steps + 1) if rules.pages_added(device, cached + j - 1, 1)
             ]
             assert list(rules.page_opens(device, cached, steps)) == single
+
+
+def test_a_stretch_stops_where_the_page_pool_refuses_a_step():
+    """A forged run decodes two requests past an 8-page pool (their 4th page each, at decode
+    49): stepping singly refuses that step; a stretch runs exactly the steps before it, and the
+    step itself is refused with the same rule."""
+    from servesim import parse_trace
+    from servesim.batch import Batch, PrefillChunk
+    from servesim.recorded import Recorded
+
+    rows = [{"id": rid, "arrivalMs": 0, "inputTokens": 16, "outputTokens": 100} for rid in "AB"]
+    device = DeviceProfile(kv_pages=8, page_tokens=16)
+    ends = [float(n + 1) for n in range(100)]
+    prefill = Batch((), (PrefillChunk("A", 16), PrefillChunk("B", 16)))
+    decode = Batch(("A", "B"), ())
+    refusals = []
+    for stretches in (False, True):
+        driven = Recorded(parse_trace({"requests": rows}), device)
+        driven.fire(0.0, (0.0, 0.0))
+        assert driven.step(prefill, 0.0, ends[0]) is None
+        n = 1
+        while True:
+            if stretches:
+                got = driven.stretch(decode, ends[n - 1], ends, n, len(ends))
+                refused, n = got.refused, n + got.steps
+            else:
+                refused = driven.step(decode, ends[n - 1], ends[n])
+                n += refused is None
+            if refused is not None:
+                refusals.append((n, refused[0], driven.state.tally.pages))
+                break
+    assert refusals[0] == refusals[1] == (49, "kvPages", 8)
