@@ -220,3 +220,33 @@ def test_a_stretch_stops_where_the_page_pool_refuses_a_step():
                 refusals.append((n, refused[0], driven.state.tally.pages))
                 break
     assert refusals[0] == refusals[1] == (49, "kvPages", 8)
+
+
+def _one_at_a_time(view):
+    """Decode whatever runs; else prefill the queue's head whole (requests wait meanwhile)."""
+    from servesim.batch import Batch, PrefillChunk
+
+    if view.running:
+        return Batch(tuple(seq.id for seq in view.running), ())
+    head = view.waiting[0]
+    return Batch((), (PrefillChunk(head.id, head.remaining_prefill),))
+
+
+def test_stretches_stop_at_arrivals_deadlines_and_client_cancels():
+    """While A decodes alone, B's deadline passes and C's client cancels: both leave at the
+    step end the rules name, which a stretch must not pass over."""
+    from servesim import parse_trace, simulate
+    from servesim.runfile import build_run
+
+    rows = [
+        {"id": "A", "arrivalMs": 0, "inputTokens": 4, "outputTokens": 60},
+        {"id": "B", "arrivalMs": 1, "inputTokens": 4, "outputTokens": 5, "deadlineMs": 10},
+        {"id": "C", "arrivalMs": 2, "inputTokens": 4, "outputTokens": 5, "cancelMs": 20.1},
+        {"id": "D", "arrivalMs": 30.5, "inputTokens": 4, "outputTokens": 5},
+    ]
+    device = DeviceProfile(decode_batch_ms=1.0)
+    timeline = simulate(parse_trace({"requests": rows}), _one_at_a_time, device)
+    run = build_run("one", {}, device, timeline, None, extended=True)
+    status = {r["id"]: r.get("status") for r in run["requests"]}
+    assert status["B"] == status["C"] == "cancelled", status
+    assert compare(run) > 10
