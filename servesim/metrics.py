@@ -9,6 +9,8 @@ Percentiles use the nearest-rank method.
 from __future__ import annotations
 
 import math
+from itertools import islice
+from operator import sub
 
 PERCENTILES = (50, 90, 99)
 
@@ -16,7 +18,7 @@ PERCENTILES = (50, 90, 99)
 def request_metrics(arrival_ms: float, token_times_ms: list[float]) -> dict:
     """The per-request fields of the run file, computed from its token times."""
     first, last = token_times_ms[0], token_times_ms[-1]
-    itl = [b - a for a, b in zip(token_times_ms, token_times_ms[1:])]
+    itl = list(map(sub, islice(token_times_ms, 1, None), token_times_ms))  # u_j - u_{j-1}
     count = len(token_times_ms)
     return {
         "firstTokenMs": first,
