@@ -6,7 +6,8 @@ the caller says, each later one where the one before ended, step j ends at ``end
 (non-decreasing). Such steps change nothing but the members' decode counts, token times and
 pages, and the state's count of changes, as long as
 
-- no member emits its last token (a finish changes the running list: a single step's work);
+- no member emits its last token before the last step (the last step is a single step's
+  work, ``EngineState.run_step``: its finishes leave as after any step);
 - the page pool's limit holds after every step (each decode's page: ``rules.page_opens``);
 - every decision point inside the stretch (the ends of steps 1 .. k - 1) is quiet: each
   switched-on rule's executor says until when it does nothing (``quiet_until``: the next
@@ -59,7 +60,7 @@ class Stretches:
         members = [live.get(rid) for rid in batch.decode]
         if any(seq is None or seq.phase is not _DECODE for seq in members):
             return 0
-        k = min(stop - at, min(seq.remaining_output for seq in members) - 1)
+        k = min(stop - at, *(seq.remaining_output for seq in members))
         if k < 1:
             return 0
         until = min((quiet() for quiet in self.stops), default=math.inf)
@@ -75,21 +76,25 @@ class Stretches:
         return k
 
     def run(self, batch: Batch, ends, at: int, k: int) -> list[int]:
-        """Apply the stretch of ``k`` steps that ``length`` allows: each member decodes ``k``
-        times and gets the tokens at ``ends[at : at + k]``. Returns the steps (1 .. k) at which
-        a page opens, one entry per page (empty where the state counts no pages); the state's
-        ``step_pages`` is the count after the last."""
+        """Apply the stretch of ``k`` (>= 2) steps that ``length`` allows: each member decodes
+        ``k - 1`` times at once, getting the tokens at ``ends[at : at + k - 1]``, then the last
+        step runs as a single one (``EngineState.run_step``: a member may finish there).
+        Returns the steps (1 .. k) at which a page opens, one entry per page (empty where the
+        state counts no pages); the state's ``step_pages`` is the count after the last."""
         state = self.state
         live, device, tally = state.live, state.device, state.tally
-        times = ends[at : at + k]
+        quiet = k - 1
+        times = ends[at : at + quiet]
         opens: list[int] = []
-        tally.changes += k  # one per step, as ``run_step`` counts them
+        tally.changes += quiet  # one per step, as ``run_step`` counts them
         for rid in batch.decode:
             seq = live[rid]
             if tally.pages_kept:
-                opens.extend(rules.page_opens(device, seq.context_tokens, k))
-            _SET(seq, "decodes", seq.decodes + k)
+                opens.extend(rules.page_opens(device, seq.context_tokens, quiet))
+            _SET(seq, "decodes", seq.decodes + quiet)
             _EXTEND(seq.token_times_ms, times)
         tally.pages += len(opens)
-        state.step_pages = tally.pages
+        before = tally.pages
+        state.run_step(batch, ends[at + k - 2], ends[at + k - 1])
+        opens += [k] * (state.step_pages - before)
         return opens

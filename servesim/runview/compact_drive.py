@@ -3,14 +3,15 @@ recorded decisions (``recorded.Recorded``), without listing its steps.
 
 The compact tables name every step's batch: its chunks, preemptions and swaps, and its decode
 set, which changes only where a request joins it (a prefill that ended, a swap-in) or leaves
-it (its last token, a preemption, a swap-out): ``_DecodeSets``. A step whose batch differs from
-the step before, or that starts after an idle gap, runs alone (``Recorded.step``, with the
-decision points of the gap before it, as the full entry's reader runs every step); the plain
-decode steps between two such steps repeat one batch and run as stretches (``Recorded.stretch``:
-as many steps at once as the rules allow, ``servesim.stretch``). Each step's queue, pages and
-firsts are the state's, as for a full entry (``model``); the lanes' figures are the metrics of
-the state's token times (``compact.with_tokens``). ``tests/test_view.py`` holds the picture
-equal to the full entry's, and ``tests/test_view_pages.py`` to the engine's.
+it (its last token, a preemption, a swap-out): ``_DecodeSets``. A step with a chunk or a move,
+or that starts after an idle gap, runs alone (``Recorded.step``, after the decision points of
+the gap before it, as the full entry's reader runs every step); the decode steps between two
+such steps repeat one batch until the decode set changes and run as stretches
+(``Recorded.stretch``: as many steps at once as the rules allow, ``servesim.stretch``). Each
+step's queue, pages and firsts are the state's, as for a full entry (``model``); the lanes'
+figures are the metrics of the state's token times (``metrics``). ``tests/test_view.py``
+holds the picture equal to the expanded entry's (which ``tests/test_view_pages.py`` holds to
+the engine's).
 """
 
 from __future__ import annotations
@@ -19,11 +20,13 @@ from itertools import accumulate
 from operator import le, lt
 
 from ..batch import Batch, PrefillChunk
-from ..compact import request_records, step_starts, with_tokens
+from ..compact import request_records, step_starts
+from ..metrics import ttft_and_max_itl
 from .columns import LEFT, Columns, decode_change, left_early
 from .driving import firsts, lane_fields, recorded
 
 MOVES = ("preempts", "swapOuts", "swapIns")  # the compact tables of a batch's moves
+_NONE = ((), (), ())
 
 
 def replay_compact(run: dict) -> tuple[Columns, list[tuple]]:
@@ -39,17 +42,15 @@ def replay_compact(run: dict) -> tuple[Columns, list[tuple]]:
     chunks: dict[int, list] = {}
     for step, n, start, tokens in run["chunks"]:
         chunks.setdefault(step, []).append((ids[n], start, tokens))
-    moves = {}
-    for table in MOVES:
-        moves[table] = found = {}
+    moves: dict[int, tuple[list, list, list]] = {}  # step -> its preempts, swap-outs, swap-ins
+    for k, table in enumerate(MOVES):
         for step, n in run.get(table, ()):
-            found.setdefault(step, []).append(ids[n])
+            moves.setdefault(step, ([], [], []))[k].append(ids[n])
     sets = _DecodeSets(run, ids)
     idle = [step for step, _ in run["idleStarts"]]
-    marked = {*chunks, *idle, *sets.changed_steps()}
-    for table in moves.values():
-        marked.update(table)
-    if any(step >= steps for step in marked) or (decode_steps and decode_steps[-1] >= steps):
+    alone = {*chunks, *idle, *moves}  # the steps that run alone: a chunk, a move, an idle start
+    changed = set(sets.changed_steps())  # a new decode set: where a stretch begins
+    if any(step >= steps for step in alone) or (decode_steps and decode_steps[-1] >= steps):
         raise ValueError("a table names a step past stepEndMs")
     state, seqs = driven.state, driven.seqs
     queue, pages, decodes = [0] * steps, [0] * steps, [0] * steps  # changes, step by step
@@ -59,13 +60,11 @@ def replay_compact(run: dict) -> tuple[Columns, list[tuple]]:
     def draw(at: int, batch: Batch, waiting: int, page_count: int) -> None:
         """Step ``at`` runs ``batch`` with ``waiting`` queued; ``page_count`` pages after it."""
         nonlocal previous
-        for column, n, value in (
-            (queue, 0, waiting),
-            (pages, 1, page_count),
-            (decodes, 2, len(batch.decode)),
-        ):
-            column[at] += value - last[n]
-            last[n] = value
+        count = len(batch.decode)
+        queue[at] += waiting - last[0]
+        pages[at] += page_count - last[1]
+        decodes[at] += count - last[2]
+        last[:] = waiting, page_count, count
         if batch.decode and list(batch.decode) != previous:
             gone, new, previous = decode_change(previous, batch.decode)
             if gone:
@@ -76,10 +75,11 @@ def replay_compact(run: dict) -> tuple[Columns, list[tuple]]:
     def single(at: int, decode: tuple, prev_end: float) -> None:
         """Step ``at`` alone, after the decision points of the gap before it."""
         prefill = chunks.get(at, ())
+        moved = moves.get(at, _NONE)
         batch = Batch(
             decode,
             tuple(PrefillChunk(rid, tokens) for rid, _, tokens in prefill),
-            *(tuple(moves[table].get(at, ())) for table in MOVES),
+            *map(tuple, moved),
         )
         driven.gap(prev_end, starts[at])
         driven.reach(prev_end, starts[at])
@@ -92,9 +92,9 @@ def replay_compact(run: dict) -> tuple[Columns, list[tuple]]:
             cols.prefill[at] = list(prefill)
             if got := firsts(prefill, seqs, ends[at]):
                 cols.firsts[at] = got
-        for table, name in zip(MOVES, ("preempt", "swap_out", "swap_in")):
-            if at in moves[table]:
-                getattr(cols, name)[at] = moves[table][at]
+        for ids_moved, table in zip(moved, (cols.preempt, cols.swap_out, cols.swap_in)):
+            if ids_moved:
+                table[at] = ids_moved
 
     def stretches(begin: int, stop: int, batch: Batch) -> None:
         """The plain decode steps ``begin`` .. ``stop - 1``, each running ``batch``."""
@@ -115,12 +115,14 @@ def replay_compact(run: dict) -> tuple[Columns, list[tuple]]:
 
     driven.fire(0.0, (0.0, 0.0))
     s, d = 0, 0  # the next step; the index of the next decode step
-    for mark in [*sorted(marked), steps]:
+    for mark in [*sorted(alone | changed), steps]:
         plain = mark - s  # the plain decode steps s .. mark - 1 repeat one batch
         if plain and d + plain <= len(decode_steps) and decode_steps[d + plain - 1] == mark - 1:
             stretches(s, mark, Batch(sets.at(d), ()))
             s, d = mark, d + plain
-        while s < min(mark + 1, steps):  # the marked step (and any odd step before it)
+        # what is left before the mark (a step that neither decodes nor prefills), and the
+        # mark itself where it runs alone
+        while s < mark or (s == mark < steps and mark in alone):
             decodes_here = d < len(decode_steps) and decode_steps[d] == s
             single(s, sets.at(d) if decodes_here else (), ends[s - 1] if s else 0.0)
             d += decodes_here
@@ -130,9 +132,12 @@ def replay_compact(run: dict) -> tuple[Columns, list[tuple]]:
     cols.known.update(queue=queue, kv_pages=pages, decodes=decodes, idle=idle)
     left = [(r["statusMs"], r["id"], r["status"]) for r in records if r.get("status") in LEFT]
     left_early(left, ends, cols)
-    lanes = [
-        lane_fields(with_tokens(record, seqs[record["id"]].token_times_ms)) for record in records
-    ]
+    lanes = []
+    for record in records:
+        times = record["tokenTimesMs"] = seqs[record["id"]].token_times_ms
+        if record.get("status", "completed") == "completed":  # as ``compact.with_tokens``
+            record["ttftMs"], record["maxItlMs"] = ttft_and_max_itl(record["arrivalMs"], times)
+        lanes.append(lane_fields(record))
     return cols, lanes
 
 
