@@ -20,6 +20,7 @@ import pytest
 from servesim import rules
 from servesim.device import DeviceProfile
 from servesim.runview import model
+from servesim.runview.driving import steady
 from servesim.sequence import Sequence
 from test_view_pages import _cases
 
@@ -72,23 +73,6 @@ def snapshot(driven) -> dict:
     }
 
 
-def _steady(events: list[dict], n: int) -> int:
-    """The end (exclusive) of the run of steps from ``n`` that repeat step ``n``'s batch, a
-    decode-only one, each starting where the last ended (``n + 1``: none repeats it)."""
-    first = events[n]
-    if first["prefill"] or any(first.get(k) for k in ("preempt", "swapOut", "swapIn")):
-        return n + 1
-    end = n + 1
-    while end < len(events):
-        e = events[end]
-        if e["prefill"] or any(e.get(k) for k in ("preempt", "swapOut", "swapIn")):
-            break
-        if e["decode"] != first["decode"] or e["startMs"] != events[end - 1]["endMs"]:
-            break
-        end += 1
-    return end
-
-
 def _single(driven, event: dict, prev_end: float) -> tuple:
     """One step through ``Recorded.step``, as the viewer drives it; what it draws of it."""
     start = event["startMs"]
@@ -110,7 +94,7 @@ def compare(run: dict) -> int:
     many.fire(0.0, (0.0, 0.0))
     n, prev_end, longest = 0, 0.0, 0
     while n < len(events):
-        stop = _steady(events, n)
+        stop = steady(events, n)
         if stop == n + 1:
             drawn = [_single(many, events[n], prev_end)]
             taken = 1

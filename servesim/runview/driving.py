@@ -24,6 +24,27 @@ def recorded(device: dict, requests: list[dict]) -> Recorded:
     return Recorded(trace, profile, rejected=rejected, count_pages=True)
 
 
+def steady(events: list[dict], n: int) -> int:
+    """The end (exclusive) of the steps from ``n`` that repeat step ``n``'s batch, a
+    decode-only one, each starting where the one before ended (``n + 1``: none does)."""
+    end = n + 1
+    first = events[n]
+    if first["prefill"] or not first["decode"] or _moves(first):
+        return end
+    while end < len(events):
+        event = events[end]
+        if event["decode"] != first["decode"] or event["prefill"] or _moves(event):
+            break
+        if event["startMs"] != events[end - 1]["endMs"]:
+            break
+        end += 1
+    return end
+
+
+def _moves(event: dict) -> bool:
+    return bool(event.get("preempt") or event.get("swapOut") or event.get("swapIn"))
+
+
 def firsts(prefill: list[tuple[str, int, int]], seqs: dict, end: float) -> list[str]:
     """The requests of a step's ``prefill`` chunks whose prefill (or recompute) ended with
     the step, just run to ``end``: the state gave them a token then."""

@@ -23,13 +23,14 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import accumulate, islice
 from pathlib import Path
 
 from ..compact import is_compact, token_times
 from ..recorded import Recorded
 from .columns import LEFT, Columns, StepList, left_early, of_steps
 from .compact_drive import replay_compact
-from .driving import firsts, lane_fields, recorded
+from .driving import firsts, lane_fields, recorded, steady
 from .marks import mark_steps
 
 
@@ -209,19 +210,34 @@ def _replay(run: dict) -> Picture:
             setattr(steps[n], key, rids)
     driven = _recorded(run)
     state, seqs, prev_end = driven.state, driven.seqs, 0.0
+    ends = [event["endMs"] for event in events]
     driven.fire(0.0, (0.0, 0.0))
-    for step, event in zip(steps, events):
+    n = stop = 0  # the next step; the end of the steps that repeat its batch
+    stretches = driven.stretches.stops is not None  # else every step runs alone
+    while n < len(steps):
+        step = steps[n]
         driven.gap(prev_end, step.start_ms)
         driven.reach(prev_end, step.start_ms)
-        step.queue = len(state.waiting)
-        step.paused = () if state.streams is None else tuple(state.streams.paused)
-        refused = driven.step(driven.batch_of(event), step.start_ms, step.end_ms)
-        if refused is not None:
-            raise ViewError(f"step {step.index}: the rules refuse its batch ({refused[1]})")
-        step.kv_pages = state.step_pages
+        queue = len(state.waiting)
+        paused = () if state.streams is None else tuple(state.streams.paused)
+        base = state.tally.pages
+        if n >= stop:
+            stop = steady(events, n) if stretches else n + 1
+        got = driven.stretch(driven.batch_of(events[n]), step.start_ms, ends, n, stop)
+        if got.refused is not None:
+            raise ViewError(f"step {step.index}: the rules refuse its batch ({got.refused[1]})")
+        if got.opens is None:  # one step
+            step.queue, step.paused, step.kv_pages = queue, paused, state.step_pages
+        else:  # a stretch: the queue and paused streams stay, the pages grow as they open
+            added = [0] * (got.steps + 1)
+            for at in got.opens:
+                added[at] += 1
+            for taken, more in zip(steps[n : n + got.steps], islice(accumulate(added), 1, None)):
+                taken.queue, taken.paused, taken.kv_pages = queue, paused, base + more
         if step.prefill:  # a prefill (or recompute) that ended here emitted a token here
             step.firsts = firsts(step.prefill, seqs, step.end_ms)
-        prev_end = step.end_ms
+        n += got.steps
+        prev_end = ends[n - 1]
     mark_steps(steps, run)
     lanes = [Lane(*lane_fields(r)) for r in run["requests"]]
     return Picture(
