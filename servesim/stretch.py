@@ -69,9 +69,9 @@ class Stretches:
         tally, device = state.tally, state.device
         if tally.pages_kept and device.kv_pages is not None:
             room = device.kv_pages - tally.pages
-            opens = [j for seq in members for j in rules.page_opens(device, seq.context_tokens, k)]
-            if len(opens) > room:
-                opens.sort()
+            each = [rules.page_opens(device, seq.context_tokens, k) for seq in members]
+            if sum(map(len, each)) > room:  # the (room + 1)-th page to open breaks the pool
+                opens = sorted(j for steps in each for j in steps)
                 k = opens[room] - 1 if room >= 0 else 0
         return k
 
