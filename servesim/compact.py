@@ -202,16 +202,23 @@ def expand_run(run: dict) -> dict:
         return run
     requests = request_records(run)
     for entry, times in zip(requests, token_times(run)):
-        entry["tokenTimesMs"] = times
-        if entry.get("status", "completed") == "completed":
-            entry.update(request_metrics(entry["arrivalMs"], times))
-        else:
-            entry.update(_NO_METRICS)
+        with_tokens(entry, times)
     out = {k: v for k, v in run.items() if k in ("policy", "params", "device", "fault")}
     out |= {"requests": requests, "events": _events(run, [req["id"] for req in requests])}
     out |= {k: run[k] for k in _AFTER_EVENTS if k in run}
     out["summary"] = run["summary"]
     return out
+
+
+def with_tokens(entry: dict, times: list[float]) -> dict:
+    """``entry`` (a request record) with its token times and the metrics they give (none
+    unless it completed), as the full entry holds them."""
+    entry["tokenTimesMs"] = times
+    if entry.get("status", "completed") == "completed":
+        entry.update(request_metrics(entry["arrivalMs"], times))
+    else:
+        entry.update(_NO_METRICS)
+    return entry
 
 
 _NO_METRICS = {k: None for k in TOKEN_FIELDS[1:]} | {"itlMs": []}

@@ -77,6 +77,15 @@ class Lifecycle(Part):
         """The next client cancel not yet seen (inf when none is left)."""
         return self.cancels[0][0] if self.cancels else math.inf
 
+    def quiet_until(self) -> float:
+        """Neither rule does anything at a decision point before the first deadline or client
+        cancel still held (a deadline whose request has its first token counts too: early,
+        never late); a cancel learnt late (a live source) may be due at once."""
+        if self.state.arrivals.late_cancels:
+            return -math.inf
+        deadline = self.deadlines[0][0] if self.deadlines else math.inf
+        return min(deadline, self.idle_stop())
+
 
 class PrefixPages(Part):
     """The prefix cache (``prefixcache.BlockPool``): the step's page changes before it runs,
@@ -113,6 +122,8 @@ class PrefixPages(Part):
 class Swap(Part):
     """Swap out (the cache moves to the host pool, tokens kept; 31.6), then swap in (it comes
     back and the sequence runs again, readmitted now)."""
+
+    stretches = True  # a batch that only decodes moves nothing (``stretch``)
 
     def __init__(self, state):
         self.state = state

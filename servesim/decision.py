@@ -65,6 +65,22 @@ def hooks(executors: tuple, rules: tuple[Rule, ...]) -> Hooks:
     return tuple((_bound(executors, rule.hook), rule.step_end_only) for rule in rules)
 
 
+def quiet(executors: tuple, rules: tuple[Rule, ...]) -> tuple[Callable[[], float], ...] | None:
+    """The ``quiet_until`` of each executor that applies one of ``rules`` (bound as ``hooks``
+    binds them): none of its rules does anything at a decision point before that time. None
+    when one of them cannot say: then no stretch of steps may pass over a decision point
+    (``stretch``)."""
+    found: list = []
+    for rule in rules:
+        executor = next((e for e in executors if hasattr(e, rule.hook)), None)
+        until = getattr(executor, "quiet_until", None)
+        if until is None:
+            return None
+        if until not in found:
+            found.append(until)
+    return tuple(found)
+
+
 def _bound(executors: tuple, hook: str) -> Callable[[float], None]:
     for executor in executors:
         if hasattr(executor, hook):

@@ -51,7 +51,13 @@ class Part:
     """A switched-on component's state in one run; subclasses define only the hooks they need
     (``HOOKS``): a hook left out is never called. The engine's state is given to the part as a
     weak proxy, which the part may keep: the state holds its parts, and a run left with the
-    cyclic collector off must free everything by reference counting."""
+    cyclic collector off must free everything by reference counting.
+
+    ``stretches`` True: its step hooks change and refuse nothing on a batch that only decodes
+    running sequences, so such steps may be applied as a stretch (``stretch``); a part with a
+    decision-point rule says until when that rule is quiet with ``quiet_until()``."""
+
+    stretches = False
 
 
 def _always(device, limits: Mapping) -> bool:

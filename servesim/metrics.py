@@ -9,14 +9,26 @@ Percentiles use the nearest-rank method.
 from __future__ import annotations
 
 import math
+from itertools import islice
+from operator import sub
 
 PERCENTILES = (50, 90, 99)
+
+
+def itls(token_times_ms: list[float]):
+    """ITL_j = u_j - u_{j-1} for j >= 2, one at a time (an iterator)."""
+    return map(sub, islice(token_times_ms, 1, None), token_times_ms)
+
+
+def ttft_and_max_itl(arrival_ms: float, token_times_ms: list[float]) -> tuple:
+    """``request_metrics``' ``ttftMs`` and ``maxItlMs``, without listing the ITLs."""
+    return token_times_ms[0] - arrival_ms, max(itls(token_times_ms), default=None)
 
 
 def request_metrics(arrival_ms: float, token_times_ms: list[float]) -> dict:
     """The per-request fields of the run file, computed from its token times."""
     first, last = token_times_ms[0], token_times_ms[-1]
-    itl = [b - a for a, b in zip(token_times_ms, token_times_ms[1:])]
+    itl = list(itls(token_times_ms))
     count = len(token_times_ms)
     return {
         "firstTokenMs": first,

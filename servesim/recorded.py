@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import NamedTuple
 
 from . import decision, rules
 from .arrivals import Arrivals
@@ -25,6 +26,7 @@ from .batchcheck import check_batch
 from .contract import PolicyError
 from .engine import step_context
 from .state import EngineState
+from .stretch import Stretches
 
 Window = tuple[float, float] | None  # (after, until) while the device idles; None: a step end
 
@@ -62,6 +64,7 @@ class Recorded:
         self.point = decision.hooks((state, *state.parts), state.rules)
         self.part_checks = state.hooks("check")
         self.needs_context = rules.reads_context(device)
+        self.stretches = Stretches(state)
         self.window: Window = (0.0, 0.0)
         self.previous: Batch | None = None
 
@@ -146,6 +149,22 @@ class Recorded:
         again)."""
         return self.check(batch, start) or self.apply(batch, start, end)
 
+    def stretch(self, batch: Batch, start: float, ends, at: int, stop: int) -> Taken:
+        """Steps ``at`` .. ``stop - 1`` all run ``batch``, the first from ``start``, each later
+        one from the end before it (``ends``: every step's end, non-decreasing over them):
+        check the first as ``step`` does, then run as many as the state allows at once
+        (``stretch.Stretches``; at least one) and fire the decision point at the last end."""
+        refused = self.check(batch, start)
+        if refused is None:
+            k = self.stretches.length(batch, ends, at, stop)
+            if k < 2:
+                return Taken(1, None, self.apply(batch, start, ends[at]))
+            opens = self.stretches.run(batch, ends, at, k)
+            self.previous = batch
+            self.fire(ends[at + k - 1], None)
+            return Taken(k, opens)
+        return Taken(0, None, refused)
+
     def apply(self, batch: Batch, start: float, end: float) -> tuple[str, str] | None:
         """``step`` for a batch ``check`` passed: the prefix cache may still refuse it as it
         runs."""
@@ -156,6 +175,15 @@ class Recorded:
         self.previous = batch
         self.fire(end, None)
         return None
+
+
+class Taken(NamedTuple):
+    """What ``Recorded.stretch`` ran: how many steps, the steps (1-based) at which a page
+    opened if they ran as one stretch (None: one single step), or the rules' refusal."""
+
+    steps: int
+    opens: list[int] | None = None
+    refused: tuple[str, str] | None = None
 
 
 def _named(exc: PolicyError) -> tuple[str, str]:

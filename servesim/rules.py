@@ -148,6 +148,12 @@ def pages_added(device, cached: int, new: int) -> int:
     return pages_for(device, cached + new) - pages_for(device, cached)
 
 
+def page_opens(device, cached: int, steps: int) -> range:
+    """Which of ``steps`` single decodes of a cache of ``cached`` positions (1-based: the j-th
+    decodes with ``cached + j - 1`` positions) add a page (``pages_added`` of one position)."""
+    return range((-cached) % device.page_tokens + 1, steps + 1, device.page_tokens)
+
+
 def never_fits(device, input_tokens: int, max_output_tokens: int) -> bool:
     """With a page pool, a request whose declared maximum could not fit even alone."""
     return device.kv_pages is not None and (

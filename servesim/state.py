@@ -115,6 +115,11 @@ class EngineState:
             for hook in arrive:
                 hook(seq)
 
+    def quiet_until(self) -> float:
+        """``admit_due`` does nothing at a decision point before the next arrival (inf: none
+        left): what a stretch of steps passes over (``stretch``)."""
+        return self.arrivals.next_ms() if self.arrivals else math.inf
+
     def hooks(self, hook: str) -> tuple:
         """The switched-on parts' bound ``hook`` (``features.HOOKS``), in their order."""
         return self._hook[hook]

@@ -195,9 +195,6 @@ class SchedulerView:
         # sum below would be thrown away, so no decode's growth is priced for it
         pages = device.kv_pages is not None and self.pool is None
 
-        def caches(ids):
-            return [sequence(rid).context_tokens for rid in ids]
-
         growth = [(sequence(c.id).context_tokens, c.tokens) for c in batch.prefill]
         if pages:  # a decode never adds a holder: it matters for the pages only
             growth += [(sequence(rid).context_tokens, 1) for rid in batch.decode]
@@ -205,10 +202,10 @@ class SchedulerView:
         after = rules.occupancy_after(
             self.device,
             rules.Occupancy(t.active, t.pages, self.host_pages_held),
-            caches(batch.preempt),
+            _caches(sequence, batch.preempt),
             growth,
-            caches(batch.swap_out),
-            caches(batch.swap_in),
+            _caches(sequence, batch.swap_out),
+            _caches(sequence, batch.swap_in),
         )
         if self.pool is not None and not trial:
             after = rules.Occupancy(after.active, 0, after.host)
@@ -290,3 +287,8 @@ _AT, _PRICED_CAP = "changes", 64  # Tally.priced: the count it holds for, decode
 def _ordered(ops, victims):
     grows, starts = ops
     return grows, victims, starts
+
+
+def _caches(sequence, ids) -> list[int] | tuple:
+    """The cached positions of each of ``ids`` (most steps name none)."""
+    return [sequence(rid).context_tokens for rid in ids] if ids else ()

@@ -3,11 +3,11 @@ thing only some steps have (step index -> its list), so that drawing a run of mi
 costs C-level passes over lists, not a Python object per step.
 
 ``of_steps(steps)`` turns ``Step`` records (a full run entry, replayed by ``model``) into
-columns; ``compact_replay.replay_compact(run)`` reads a compact run entry
-(``servesim.compact``) straight into the same columns and lanes, without expanding it to
-per-token records. Both follow the rules ``model`` states (queue length, KV pages, where
-rejections and cancellations land), and ``tests/test_view.py`` holds them equal on compact runs
-and their expansions.
+columns; ``compact_drive.replay_compact(run)`` drives the state machine with a compact run
+entry (``servesim.compact``) straight into the same columns and lanes, without expanding it to
+per-step records. Both draw what the state holds (queue length, KV pages) and where
+rejections and cancellations land, as ``model`` states, and ``tests/test_view.py`` holds them
+equal on compact runs and their expansions.
 
 The decode sets are kept as changes, as the page's script replays them: ``enter[n]`` are the
 requests that decode at step ``n`` and did not at the last step that decoded, in batch order;
@@ -57,7 +57,7 @@ class Columns:
 
     def deltas(self, name: str) -> list[int]:
         """Column ``name`` as each step's difference from the step before (the first's from 0),
-        made once (the compact replay hands over the ones it builds the columns from)."""
+        made once (the compact reader hands over the ones it builds the columns from)."""
         found = self.known.get(name)
         if found is None:
             values = getattr(self, name)
@@ -98,15 +98,22 @@ def of_steps(steps) -> Columns:
     previous: list[str] = []  # the last decode list that was not empty, as the page keeps it
     for n, step in enumerate(steps):
         if step.decode and step.decode != previous:
-            now, before = set(step.decode), set(previous)
-            gone = [rid for rid in previous if rid not in now]
-            new = [rid for rid in step.decode if rid not in before]
+            gone, new, previous = decode_change(previous, step.decode)
             if gone:
                 cols.leave[n] = gone
             if new:
                 cols.enter[n] = new
-            previous = [rid for rid in previous if rid in now] + new
     return cols
+
+
+def decode_change(previous: list[str], decode) -> tuple[list[str], list[str], list[str]]:
+    """From the last decode list that was not empty to ``decode``: the requests that left it,
+    those that joined it (in batch order), and the list as the page keeps it (those that
+    stayed, in their order, then the new ones)."""
+    now, before = set(decode), set(previous)
+    gone = [rid for rid in previous if rid not in now]
+    new = [rid for rid in decode if rid not in before]
+    return gone, new, [rid for rid in previous if rid in now] + new
 
 
 class StepList(Sequence):

@@ -2,10 +2,10 @@
 
 ``load(path)`` reads a run file (full or compact) or a public test's expected snapshot
 (``tests/expected/*.json``: token times and statuses only, no batches). ``replay(run)`` turns
-one full run entry into ``Step`` and ``Lane`` records:
+a run entry into ``Step`` and ``Lane`` records (a compact entry: ``compact_drive``).
 
-Each step of a full entry is the state machine's own (``recorded.Recorded``, driven with the
-run's recorded batches and admissions, as the grader's replay drives it):
+Each step is the state machine's own (``recorded.Recorded``, driven with the run's recorded
+batches and admissions, as the grader's replay drives it):
 
 - a step's queue length is the engine's waiting queue when its batch is applied (arrived,
   waiting for (the rest of) a prefill: not running, not swapped out, not finished);
@@ -14,7 +14,7 @@ run's recorded batches and admissions, as the grader's replay drives it):
   pages, a preempted (recompute) or cancelled request holds none, a swapped-out one holds host
   pages, not device pages;
 - its paused streams are the engine's paused streams when its batch is applied (a compact
-  entry, read by ``compact_replay``, draws none);
+  entry has no streams);
 - rejections and cancellations belong to the first step ending at or after their status time.
 """
 
@@ -22,15 +22,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
+from itertools import accumulate, islice
 from pathlib import Path
 
 from ..compact import is_compact, token_times
-from ..device import DeviceProfile, _camel
 from ..recorded import Recorded
-from ..trace import REQUEST_FIELDS, parse_trace
 from .columns import LEFT, Columns, StepList, left_early, of_steps
-from .compact_replay import replay_compact
+from .compact_drive import replay_compact
+from .driving import firsts, lane_fields, recorded, steady
 from .marks import mark_steps
 
 
@@ -210,23 +210,36 @@ def _replay(run: dict) -> Picture:
             setattr(steps[n], key, rids)
     driven = _recorded(run)
     state, seqs, prev_end = driven.state, driven.seqs, 0.0
+    ends = [event["endMs"] for event in events]
     driven.fire(0.0, (0.0, 0.0))
-    for step, event in zip(steps, events):
+    n = stop = 0  # the next step; the end of the steps that repeat its batch
+    stretches = driven.stretches.stops is not None  # else every step runs alone
+    while n < len(steps):
+        step = steps[n]
         driven.gap(prev_end, step.start_ms)
         driven.reach(prev_end, step.start_ms)
-        step.queue = len(state.waiting)
-        step.paused = () if state.streams is None else tuple(state.streams.paused)
-        refused = driven.step(driven.batch_of(event), step.start_ms, step.end_ms)
-        if refused is not None:
-            raise ViewError(f"step {step.index}: the rules refuse its batch ({refused[1]})")
-        step.kv_pages = state.step_pages
+        queue = len(state.waiting)
+        paused = () if state.streams is None else tuple(state.streams.paused)
+        base = state.tally.pages
+        if n >= stop:
+            stop = steady(events, n) if stretches else n + 1
+        got = driven.stretch(driven.batch_of(events[n]), step.start_ms, ends, n, stop)
+        if got.refused is not None:
+            raise ViewError(f"step {step.index}: the rules refuse its batch ({got.refused[1]})")
+        if got.opens is None:  # one step
+            step.queue, step.paused, step.kv_pages = queue, paused, state.step_pages
+        else:  # a stretch: the queue and paused streams stay, the pages grow as they open
+            added = [0] * (got.steps + 1)
+            for at in got.opens:
+                added[at] += 1
+            for taken, more in zip(steps[n : n + got.steps], islice(accumulate(added), 1, None)):
+                taken.queue, taken.paused, taken.kv_pages = queue, paused, base + more
         if step.prefill:  # a prefill (or recompute) that ended here emitted a token here
-            end = step.end_ms
-            firsts = [seqs[rid].token_times_ms for rid, _, _ in step.prefill]
-            step.firsts = [c[0] for c, t in zip(step.prefill, firsts) if t and t[-1] == end]
-        prev_end = step.end_ms
+            step.firsts = firsts(step.prefill, seqs, step.end_ms)
+        n += got.steps
+        prev_end = ends[n - 1]
     mark_steps(steps, run)
-    lanes = [_lane(r) for r in run["requests"]]
+    lanes = [Lane(*lane_fields(r)) for r in run["requests"]]
     return Picture(
         run["policy"],
         dict(run.get("params") or {}),
@@ -241,21 +254,4 @@ def _replay(run: dict) -> Picture:
 
 def _recorded(run: dict) -> Recorded:
     """The state machine on the run's device and requests, admitting as the run says."""
-    known = {_camel(f.name) for f in fields(DeviceProfile)}  # another field is drawn, not stepped
-    doc = {k: v for k, v in run["device"].items() if k in known}
-    device = DeviceProfile.from_json(doc, source="the run's device")
-    requests = [{k: v for k, v in r.items() if k in REQUEST_FIELDS} for r in run["requests"]]
-    trace = parse_trace({"name": "run", "requests": requests}, source="the run's requests")
-    rejected = [r["id"] for r in run["requests"] if r.get("status") == "rejected"]
-    return Recorded(trace, device, rejected=rejected, count_pages=True)
-
-
-def _lane(r: dict) -> Lane:
-    times = r["tokenTimesMs"]
-    status = r.get("status") or ("completed" if len(times) == r["outputTokens"] else "unfinished")
-    end = r.get("statusMs") if "statusMs" in r else (times[-1] if times else None)
-    first, last = (times[0], times[-1]) if times else (None, None)
-    return Lane(
-        r["id"], r["arrivalMs"], status, end, r.get("ttftMs"), r.get("maxItlMs"), first, last,
-        len(times),
-    )  # fmt: skip
+    return recorded(run["device"], run["requests"])
