@@ -15,9 +15,9 @@ from .queues import SeqView
 from .sequence import Sequence
 from .streaming import Streams
 
-# What a policy may use of ``view.pool`` (unit 09's prefix cache) and of its copies; the unit 09
-# handout lists the same names, and tests/unit09/test_u09_pool_api.py runs every reference
-# policy on a pool that refuses everything else.
+# What a policy may use of ``view.pool`` (the prefix cache) and of its copies; the handout that
+# teaches the prefix cache lists the same names, and tests/unit09/test_u09_pool_api.py runs
+# every reference policy on a pool that refuses everything else.
 POOL_API = ("page_tokens", "free", "tables", "hit_tokens", "hit_refs", "release", "apply_step",
             "copy")  # fmt: skip
 
@@ -80,8 +80,8 @@ class SchedulerView:
     # every holder in the order of its (re)admission (engine-kept; None: from the queues)
     holding: SeqView | tuple[Sequence, ...] | None = field(default=None, repr=False)
     swapped: SeqView | tuple[Sequence, ...] = ()
-    pool: BlockPool | None = field(default=None, repr=False)  # prefix cache (unit 09): POOL_API
-    streams: Streams | None = field(default=None, repr=False)  # output buffers (unit 09)
+    pool: BlockPool | None = field(default=None, repr=False)  # prefix cache: POOL_API
+    streams: Streams | None = field(default=None, repr=False)  # output buffers
 
     def at(self, now_ms: float, previous: Batch | None) -> SchedulerView:
         """The same view at another decision point: another time and previous batch. What the

@@ -1,11 +1,13 @@
-"""servesim's docstrings name rules, not units: a unit is a configuration of the one engine, so
-what a module, class or function is for is said by what it does (prefix cache, output buffers,
-admission limits)."""
+"""servesim's docstrings and comments name rules, not units: a unit is a configuration of the
+one engine, so what a module, class, function or field is for is said by what it does (prefix
+cache, output buffers, admission limits)."""
 
 from __future__ import annotations
 
 import ast
+import io
 import re
+import tokenize
 from pathlib import Path
 
 import servesim
@@ -35,3 +37,13 @@ def test_no_servesim_class_or_function_docstring_names_a_unit():
         f"{where}: {name}" for where, name, doc in _docstrings(DEFINITIONS) if UNIT_NAME.search(doc)
     ]
     assert not named, f"docstrings that name a unit: {named}"
+
+
+def test_no_servesim_comment_names_a_unit():
+    named = []
+    for path in sorted(SERVESIM.rglob("*.py")):
+        tokens = tokenize.generate_tokens(io.StringIO(path.read_text(encoding="utf-8")).readline)
+        for token in tokens:
+            if token.type == tokenize.COMMENT and UNIT_NAME.search(token.string):
+                named.append(f"{path.relative_to(SERVESIM.parent)}:{token.start[0]}")
+    assert not named, f"comments that name a unit: {named}"

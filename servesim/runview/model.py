@@ -71,7 +71,7 @@ class Lane:
 
     id: str
     arrival_ms: float
-    status: str  # completed, rejected, cancelled (unit 07: completed or unfinished)
+    status: str  # completed, rejected, cancelled (a plain run: completed or unfinished)
     end_ms: float | None  # finish or status time
     ttft_ms: float | None
     max_itl_ms: float | None
