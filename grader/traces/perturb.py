@@ -24,6 +24,10 @@ and moves each number a bounded way (``KNOBS``, each at its identity value by de
                    drawn again among the trace's first segments: who shares with whom changes,
                    the number of groups does not
     idPrefix       request ids become this string plus each id's trailing digits (''=kept)
+    keep           requests (numbered from 1) that keep every field but the id, and their gap
+                   to the request before: a spec's ``{set: [...]}`` keeps in every draw the
+                   requests a graded check is built on (when all before them are kept too,
+                   their arrivals are the fixed ones, so the same steps happen)
 
 Lengths are rounded to whole tokens and stay at least 1 where they were; a cancel stays > 0.
 Each per-request draw comes from ``seed`` (``random.Random``), in one fixed order, so the same
@@ -52,6 +56,7 @@ KNOBS = {
     "prefixGrid": 16,
     "regroupShare": 0.0,
     "idPrefix": "",
+    "keep": [],
 }
 _FACTORS = ("arrivalScale", "inputScale", "outputScale", "cancelScale", "prefixScale")
 _JITTERS = ("arrivalJitter", "lengthJitter", "cancelJitter")
@@ -62,14 +67,28 @@ def perturb_requests(requests: list[dict], knobs: dict, seed: int, where: str) -
     k = _checked({**KNOBS, **knobs}, where)
     rng = random.Random(seed)
     out = copy.deepcopy(requests)
-    _arrivals(out, k, rng)
+    past = [n for n in k["keep"] if n > len(requests)]
+    if past:
+        raise SpecError(
+            f"{where}: knob 'keep': request {past[0]} is past the {len(requests)} requests"
+        )
+    keep = {n - 1 for n in k["keep"]}
+    _arrivals(out, k, rng, keep)
     groups = sorted({r["prefix"][0]["id"] for r in out if r.get("prefix")})
-    for request in out:
+    for n, request in enumerate(out):
+        # every draw is taken for a kept request too, so keeping one moves no other
         jitter = 1 + rng.uniform(-k["lengthJitter"], k["lengthJitter"])
+        regroup = rng.random() < k["regroupShare"]
+        group = rng.choice(groups) if groups else None
+        cancel_u = rng.uniform(-k["cancelJitter"], k["cancelJitter"])
+        if k["idPrefix"]:
+            request["id"] = k["idPrefix"] + re.search(r"\d*$", request["id"]).group()
+        if n in keep:
+            continue
         prefix = request.get("prefix", ())
         own = request["inputTokens"] - sum(segment["tokens"] for segment in prefix)
-        if prefix and rng.random() < k["regroupShare"]:
-            prefix[0]["id"] = rng.choice(groups)
+        if prefix and regroup:
+            prefix[0]["id"] = group
         for segment in prefix:
             segment["tokens"] = _prefix_length(segment["tokens"], k)
         shared = sum(segment["tokens"] for segment in prefix)
@@ -78,23 +97,20 @@ def perturb_requests(requests: list[dict], knobs: dict, seed: int, where: str) -
             output = _length(request["outputTokens"], k["outputScale"] * jitter)
             request["outputTokens"] = max(2, output)
         if "cancelMs" in request:
-            u = rng.uniform(-k["cancelJitter"], k["cancelJitter"])
-            cancel = round(request["cancelMs"] * k["cancelScale"] * (1 + u), 2)
+            cancel = round(request["cancelMs"] * k["cancelScale"] * (1 + cancel_u), 2)
             request["cancelMs"] = max(cancel, 0.25)
-        if k["idPrefix"]:
-            request["id"] = k["idPrefix"] + re.search(r"\d*$", request["id"]).group()
     return out
 
 
-def _arrivals(requests: list[dict], k: dict, rng: random.Random) -> None:
-    """Each gap scaled and jittered, summed again from 0 ms and rounded: order and ties kept."""
+def _arrivals(requests: list[dict], k: dict, rng: random.Random, keep: set[int]) -> None:
+    """Each gap (but a kept request's) scaled and jittered, summed again from 0 ms and
+    rounded: order and ties kept."""
     before, at, grid = 0.0, 0.0, k["roundMs"]
-    for request in requests:
+    for n, request in enumerate(requests):
         gap = request["arrivalMs"] - before
         before = request["arrivalMs"]
-        if gap > 0:
-            gap *= k["arrivalScale"] * (1 + rng.uniform(-k["arrivalJitter"], k["arrivalJitter"]))
-        at += gap
+        factor = k["arrivalScale"] * (1 + rng.uniform(-k["arrivalJitter"], k["arrivalJitter"]))
+        at += gap if n in keep else gap * factor
         request["arrivalMs"] = float(round(at / grid) * grid if grid > 0 else round(at, 6))
 
 
@@ -133,6 +149,11 @@ def _checked(k: dict, where: str) -> dict:
         or k["prefixGrid"] < 1
     ):
         raise SpecError(f"{where}: knob 'prefixGrid' must be an integer >= 1")
+    keep = k["keep"]
+    if not isinstance(keep, list) or not all(
+        isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in keep
+    ):
+        raise SpecError(f"{where}: knob 'keep' must be a list of request numbers >= 1")
     if not isinstance(k["idPrefix"], str):
         raise SpecError(f"{where}: knob 'idPrefix' must be a string")
     return k

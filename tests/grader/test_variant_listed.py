@@ -78,6 +78,20 @@ def test_identity_knobs_give_the_requests_back_and_a_seed_moves_them():
     assert len(moved) == 5
 
 
+def test_kept_requests_stay_as_they_are_and_keeping_moves_no_other_request():
+    free = perturb_requests(REQUESTS, WIDE, 7, "t")
+    kept = perturb_requests(REQUESTS, WIDE | {"keep": [1, 2]}, 7, "t")
+    for new, old in zip(kept[:2], REQUESTS[:2], strict=True):  # all before them kept too
+        assert new == old | {"id": "z" + old["id"][1:]}
+    assert kept[2:] != REQUESTS[2:]
+    for new, alone in zip(kept[2:], free[2:], strict=True):  # the same draws as without keep
+        assert {k: v for k, v in new.items() if k != "arrivalMs"} == {
+            k: v for k, v in alone.items() if k != "arrivalMs"
+        }
+    with pytest.raises(SpecError, match="knob 'keep': request 5 is past the 4 requests"):
+        perturb_requests(REQUESTS, {"keep": [5]}, 1, "t")
+
+
 @pytest.mark.parametrize(
     ("knobs", "message"),
     [
@@ -87,6 +101,7 @@ def test_identity_knobs_give_the_requests_back_and_a_seed_moves_them():
         ({"regroupShare": 1.5}, r"knob 'regroupShare' must be a number in \[0, 1\]"),
         ({"prefixGrid": 0}, "knob 'prefixGrid' must be an integer >= 1"),
         ({"idPrefix": 3}, "knob 'idPrefix' must be a string"),
+        ({"keep": [0]}, "knob 'keep' must be a list of request numbers >= 1"),
     ],
 )
 def test_a_bad_knob_is_one_error_naming_it(knobs, message):
@@ -147,3 +162,34 @@ def test_two_students_draw_their_own_constructions_and_one_student_the_same_byte
     monkeypatch.setenv(store.CACHE_ENV, str(tmp_path / "again"))
     again = store.variant_unit(unit, keys.variant_key(SECRET, "s001"))
     assert again.variant_dir != one.variant_dir and _files(again) == _files(one)
+
+
+def _within_step_hits(run: dict, step: int) -> list[str]:
+    """The ids that hit, in ``step``, a page another start fills in that same step."""
+    event, taken, hits = run["events"][step], set(), []
+    for op, rid, page, generation, _refs in event.get("pageOps") or []:
+        if op == "take":
+            taken.add((page, generation))
+        elif op == "hit" and (page, generation) in taken:
+            hits.append(rid)
+    return hits
+
+
+def test_cancel_shared_keeps_its_within_step_hit_in_every_draw():
+    """``keep`` holds cancel-shared's first four requests as the fixed trace has them, so the
+    step in which one start hits the pages another start fills (the case that
+    ``prefix_hit_before_step`` must lose points on) happens in every variant."""
+    unit = load_unit("unit09")
+    case = load_grading(unit).by_id("prefix-paged-cancel-b256")
+    fixed = load_yaml_or_json(unit.traces_dir / "specs" / "cancel-shared.yaml")
+    assert fixed["vary"]["keep"] == {"set": [1, 2, 3, 4]}
+    assert _within_step_hits(golden.load_golden(unit, case)["run"], 2)
+    for student in ("s001", "s002"):
+        variant = variant_of("unit09", student)
+        trace = json.loads((variant.traces_dir / "hidden" / "cancel-shared.json").read_text())
+        for new, old in zip(trace["requests"][:4], fixed["requests"][:4], strict=True):
+            assert {k: v for k, v in new.items() if k != "id"} == {
+                k: v for k, v in old.items() if k != "id"
+            }
+        run = golden.load_golden(variant, case)["run"]
+        assert _within_step_hits(run, 2), student
