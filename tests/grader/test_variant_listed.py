@@ -13,11 +13,12 @@ from grader.cases import load_grading
 from grader.course import golden
 from grader.labfolder import tree
 from grader.traces.errors import SpecError
+from grader.traces.mutants import list_mutants
 from grader.traces.perturb import perturb_requests
 from grader.traces.tracegen import load_yaml_or_json, trace_from_spec
 from grader.traces.tracetools import trace_text
 from grader.units import load_unit
-from grader.variants import drawn, keys, store
+from grader.variants import drawn, keys, store, strict
 
 HIDDEN = ["cancel-heavy", "cancel-shared", "shared-mix", "shared-evict", "shared-preempt"]
 PUBLIC = ["cancels", "shared-prefix"]
@@ -193,3 +194,5 @@ def test_cancel_shared_keeps_its_within_step_hit_in_every_draw():
             }
         run = golden.load_golden(variant, case)["run"]
         assert _within_step_hits(run, 2), student
+    mutant = [m for m in list_mutants(unit) if m.name == "prefix_hit_before_step"]
+    assert mutant and strict._kills(variant, mutant[0], [case.id])  # the case it stays for
