@@ -112,11 +112,12 @@ def draw_spec(spec, key: str, where: str, draw: int = 0) -> dict:
         else:
             value = draw_value(entry, rng, f"{where}: vary.{path}")
             _set(target, path, value, where, False, what)
-    if listed:
-        if not isinstance(drawn["requests"], list) or not all(
-            isinstance(r, dict) for r in drawn["requests"]
-        ):
-            raise SpecError(f"{where}: 'requests' must be a list of requests")
+    if listed:  # the knobs read the fixed requests' fields: the lab's own check comes first
+        fixed = {"name": name, "description": "", "requests": drawn["requests"]}
+        try:
+            servesim.parse_trace(json.loads(json.dumps(fixed)), source=where)
+        except (servesim.TraceError, TypeError, ValueError) as exc:
+            raise SpecError(f"{where}: the listed requests are not a valid trace: {exc}") from None
         drawn["requests"] = perturb_requests(drawn["requests"], target, seed, f"{where}: vary")
     return drawn
 

@@ -115,6 +115,9 @@ def test_a_listed_specs_vary_names_knobs_and_a_typo_is_refused():
     one, two = (trace_from_spec(drawn.draw_spec(spec, k, "t")) for k in ("k1", "k2"))
     assert one["requests"] != two["requests"] and "vary" not in drawn.draw_spec(spec, "k1", "t")
     assert trace_from_spec(spec)["requests"] == REQUESTS  # the fixed trace ignores vary
+    broken = dict(spec, requests=[{"id": "a", "arrivalMs": 0, "outputTokens": 2}])
+    with pytest.raises(SpecError, match=r"listed requests are not a valid trace: .*inputTokens"):
+        drawn.draw_spec(broken, "k", "t")
     typo = dict(spec, vary={"arrivalscale": {"set": 2}})
     with pytest.raises(SpecError, match="vary names 'arrivalscale', which is no perturbation knob"):
         drawn.draw_spec(typo, "k", "t")
