@@ -7,11 +7,14 @@ from __future__ import annotations
 import json
 
 import pytest
+import servesim
 from varianttools import SECRET, variant_of
 
+from grader import reference
 from grader.cases import load_grading
 from grader.course import golden
 from grader.labfolder import tree
+from grader.plugins import load_plugin
 from grader.traces.errors import SpecError
 from grader.traces.mutants import list_mutants
 from grader.traces.perturb import perturb_requests
@@ -199,3 +202,19 @@ def test_cancel_shared_keeps_its_within_step_hit_in_every_draw():
         assert _within_step_hits(run, 2), student
     mutant = [m for m in list_mutants(unit) if m.name == "prefix_hit_before_step"]
     assert mutant and strict._kills(variant, mutant[0], [case.id])  # the case it stays for
+
+
+def test_every_request_the_public_cancels_trace_cancels_is_cancelled_in_every_draw():
+    """The lab's public test counts ten cancelled requests on ``cancels`` under the reference
+    ``cancel_aware``; a student's own ``cancels`` must keep that true (200 draws)."""
+    unit = load_unit("unit09")
+    builders = load_plugin(unit, "public_traces.py", "variant builder")
+    case = load_grading(unit).by_id("cancel-aware-cancels")
+    device, params = golden.case_device(unit, case), {"budget": 128}
+    for seed in range(200):
+        doc = builders.cancels(seed=seed)
+        trace = servesim.parse_trace(json.loads(json.dumps(doc)), source=f"seed {seed}")
+        run = reference.run_reference(unit, trace, "cancel_aware", params, device)
+        cancelled = [r["id"] for r in run["requests"] if r["status"] == "cancelled"]
+        assert cancelled == [r["id"] for r in doc["requests"] if "cancelMs" in r], seed
+        assert len(cancelled) == 10
