@@ -45,7 +45,9 @@ A spec is a mapping with ``name``, ``description`` and exactly one of:
         needs in every draw (a variant's ``vary: {pin: {set: [...]}}``).
 
 A ``generate`` spec may also hold ``vary``: the fields a per-student variant draws again
-(``grader.variants.drawn``). This module ignores it, so the fixed trace stays as it was.
+(``grader.variants.drawn``); a ``requests`` spec's ``vary`` names the knobs of the
+perturbation its variants draw (``grader.traces.perturb``). This module ignores it, so the
+fixed trace stays as it was.
 
 ``import``
     a window of the Azure LLM inference trace (see ``import_azure``)::

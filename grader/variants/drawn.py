@@ -16,9 +16,17 @@ entry names (a dotted path into ``generate``)::
       pin: {set: [{request: 1, outputTokens: 1}]}   # every variant; a field only variants have
 
 ``{set: value}`` draws nothing: it keeps in every draw a case that a graded check needs (the
-strict check would otherwise refuse the draws that lack it). The fixed (non-variant) trace
-ignores ``vary``, so adding one changes no existing file. Every drawn trace is checked with
-the lab's own ``servesim.parse_trace``.
+strict check would otherwise refuse the draws that lack it). A spec that lists its
+``requests`` (a construction) is drawn again as a perturbation of them
+(``grader.traces.perturb``): its ``vary`` entries name the perturbation's knobs, and the
+knobs it does not name keep their identity values::
+
+    vary:
+      arrivalScale: {min: 0.85, max: 1.15, step: 0.01}
+      idPrefix: {values: [k, m, v]}
+
+The fixed (non-variant) trace ignores ``vary``, so adding one changes no existing file. Every
+drawn trace is checked with the lab's own ``servesim.parse_trace``.
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ import servesim
 
 from ..plugins import load_plugin
 from ..traces.errors import SpecError
+from ..traces.perturb import KNOBS, perturb_requests
 from ..traces.tracegen import load_yaml_or_json, trace_from_spec
 from ..traces.tracetools import trace_text
 from ..units import Unit, UnitError
@@ -80,23 +89,36 @@ def hidden_traces(unit: Unit, key: str, draw: int = 0) -> dict[str, str]:
 
 
 def draw_spec(spec, key: str, where: str, draw: int = 0) -> dict:
-    """``spec`` as variant ``key`` has it: a seed of its own and its ``vary`` entries drawn."""
-    if not isinstance(spec, dict) or "generate" not in spec:
-        raise SpecError(f"{where}: a varied trace's spec must 'generate' its requests")
+    """``spec`` as variant ``key`` has it: a seed of its own and its ``vary`` entries drawn
+    (for a listed spec, its requests perturbed by the drawn knobs)."""
+    listed = isinstance(spec, dict) and "requests" in spec
+    if not isinstance(spec, dict) or not (listed or "generate" in spec):
+        raise SpecError(f"{where}: a varied trace's spec must 'generate' or list its requests")
     drawn = copy.deepcopy(spec)
     vary = drawn.pop("vary", None) or {}
     name = str(drawn.get("name", ""))
-    generate = drawn["generate"]
-    if not isinstance(generate, dict):
-        raise SpecError(f"{where}: 'generate' must be a mapping")
-    generate["seed"] = derived_seed(key, _label("hidden", name, draw))
+    seed = derived_seed(key, _label("hidden", name, draw))
     rng = random.Random(derived_seed(key, _label("vary", name, draw)))
+    target = dict(KNOBS) if listed else drawn["generate"]
+    if not isinstance(target, dict):
+        raise SpecError(f"{where}: 'generate' must be a mapping")
+    if not listed:
+        target["seed"] = seed
+    what = "perturbation knob" if listed else "field of 'generate'"
     for path in sorted(vary):
         entry = vary[path]
         if isinstance(entry, dict) and "set" in entry:
-            _set(generate, path, copy.deepcopy(entry["set"]), where, new=True)
+            _set(target, path, copy.deepcopy(entry["set"]), where, not listed, what)
         else:
-            _set(generate, path, draw_value(entry, rng, f"{where}: vary.{path}"), where)
+            value = draw_value(entry, rng, f"{where}: vary.{path}")
+            _set(target, path, value, where, False, what)
+    if listed:  # the knobs read the fixed requests' fields: the lab's own check comes first
+        fixed = {"name": name, "description": "", "requests": drawn["requests"]}
+        try:
+            servesim.parse_trace(json.loads(json.dumps(fixed)), source=where)
+        except (servesim.TraceError, TypeError, ValueError) as exc:
+            raise SpecError(f"{where}: the listed requests are not a valid trace: {exc}") from None
+        drawn["requests"] = perturb_requests(drawn["requests"], target, seed, f"{where}: vary")
     return drawn
 
 
@@ -116,15 +138,16 @@ def draw_value(entry, rng: random.Random, where: str):
     return value if isinstance(value, int) else round(value, 10)
 
 
-def _set(generate: dict, path: str, value, where: str, new: bool = False) -> None:
-    """Set ``path`` in ``generate``; only a ``set`` entry (``new``) may add a leaf, which the
-    spec schema then checks (a drawn entry naming no field is a typo)."""
+def _set(target: dict, path: str, value, where: str, new: bool, what: str) -> None:
+    """Set ``path`` in ``target`` (``generate``, or a listed spec's knobs); only a ``set``
+    entry of a generated spec (``new``) may add a leaf, which the spec schema then checks (a
+    drawn entry naming no field is a typo)."""
     *parents, leaf = path.split(".")
-    node = generate
+    node = target
     for part in parents:
         node = node.get(part) if isinstance(node, dict) else None
     if not isinstance(node, dict) or (leaf not in node and not new):
-        raise SpecError(f"{where}: vary names '{path}', which is no field of 'generate'")
+        raise SpecError(f"{where}: vary names '{path}', which is no {what}")
     node[leaf] = value
 
 

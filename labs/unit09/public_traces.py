@@ -1,15 +1,27 @@
-"""Unit 09's varied public trace: ``slow-readers``, streamed requests whose clients read slowly.
+"""Unit 09's varied public traces (unit.yaml ``variants.public``).
 
-``slow_readers()`` (seed 909) is the trace the lab ships (``starter/unit09/traces/``);
-``slow_readers(seed=N)`` is a student's variant of it (unit.yaml ``variants``), drawn by the
-staff trace generator (``grader.traces.tracegen``) from the same spec with another seed.
+``slow_readers()`` (seed 909) is ``slow-readers``, streamed requests whose clients read
+slowly, as the lab ships it (``starter/unit09/traces/``); ``slow_readers(seed=N)`` is a
+student's variant of it, drawn by the staff trace generator (``grader.traces.tracegen``) from
+the same spec with another seed.
+
+``cancels`` and ``shared-prefix`` are constructions, listed request by request in the shipped
+files. ``cancels()`` and ``shared_prefix()`` give those files' traces; with ``seed=N``, a
+student's variant: the same requests perturbed by the knobs their ``vary`` block draws
+(``grader.traces.perturb``, the same code that draws the hidden listed traces again), so the
+cancels still land while waiting, prefilling and decoding, and the two system prompts and the
+document are still shared.
 """
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from grader.traces.tracegen import trace_from_spec
+from grader.variants.drawn import draw_spec
+
+SHIPPED = Path(__file__).resolve().parents[2] / "starter" / "unit09" / "traces"
 
 SLOW_READERS = {
     "name": "slow-readers",
@@ -42,6 +54,59 @@ def slow_readers(seed: int = 909) -> dict:
     return trace_from_spec(spec, "labs/unit09/public_traces.py")
 
 
+# The knobs a variant of a listed public trace draws (grader/traces/perturb.py); the ranges
+# are the hidden constructions' (traces/unit09/specs/cancel-heavy.yaml).
+_MOVES = {
+    "arrivalScale": {"min": 0.85, "max": 1.15, "step": 0.01},
+    "arrivalJitter": {"set": 0.15},
+    "inputScale": {"min": 0.85, "max": 1.15, "step": 0.01},
+    "outputScale": {"min": 0.85, "max": 1.15, "step": 0.01},
+    "lengthJitter": {"set": 0.1},
+}
+# The public test (test_part1_cancel.py) counts ten cancelled requests. A cancel here only
+# comes sooner (a factor of at most 0.99) and an output only grows (at least 1.05 x 0.95), so
+# a request the fixed trace cancels is cancelled earlier in a longer life; with the hidden
+# traces' ranges, 7 of 200 seeds let one complete first (tests/grader/test_variant_listed.py).
+CANCELS_VARY = _MOVES | {
+    "outputScale": {"min": 1.05, "max": 1.25, "step": 0.01},
+    "lengthJitter": {"set": 0.05},
+    "cancelScale": {"min": 0.7, "max": 0.9, "step": 0.05},
+    "cancelJitter": {"set": 0.1},
+    "idPrefix": {"values": ["c", "k", "x"]},
+}
+CANCELS_DESCRIPTION = "14 requests, two of three cancelled by their client soon after arrival"
+SHARED_PREFIX_VARY = _MOVES | {
+    "prefixScale": {"values": [0.75, 1.0, 1.25]},
+    "regroupShare": {"min": 0.0, "max": 0.3, "step": 0.05},
+    "idPrefix": {"values": ["s", "p", "h"]},
+}
+SHARED_PREFIX_DESCRIPTION = "16 requests; most share one of two system prompts, some a document too"
+
+
+def cancels(seed: int | None = None) -> dict:
+    """The shipped ``cancels`` (no seed), else a variant drawn from ``seed``."""
+    return _listed("cancels", CANCELS_VARY, CANCELS_DESCRIPTION, seed)
+
+
+def shared_prefix(seed: int | None = None) -> dict:
+    """The shipped ``shared-prefix`` (no seed), else a variant drawn from ``seed``."""
+    return _listed("shared-prefix", SHARED_PREFIX_VARY, SHARED_PREFIX_DESCRIPTION, seed)
+
+
+def _listed(name: str, vary: dict, description: str, seed: int | None) -> dict:
+    where = f"labs/unit09/public_traces.py:{name}"
+    doc = json.loads((SHIPPED / f"{name}.json").read_text(encoding="utf-8"))
+    if seed is None:
+        return doc
+    spec = {"name": name, "description": description, "requests": doc["requests"], "vary": vary}
+    return trace_from_spec(draw_spec(spec, f"public:{seed}", where), where)
+
+
+# The shipped files of the two constructions end without a newline; variants are written alike.
+_NO_FINAL_NEWLINE = ("cancels", "shared-prefix")
+
+
 def render(doc: dict) -> str:
     """The file text, as the shipped file is written."""
-    return json.dumps(doc, indent=1, ensure_ascii=False) + "\n"
+    end = "" if doc.get("name") in _NO_FINAL_NEWLINE else "\n"
+    return json.dumps(doc, indent=1, ensure_ascii=False) + end

@@ -40,6 +40,7 @@ HIDDEN = [
     ("unit08-variant", "static-steady-k4"),
     ("unit07-variant", "fcfs-poisson-mix"),  # cases on traces each variant draws again
     ("unit09-variant", "backpressure-mix-b128"),
+    ("unit09-variant", "cancel-aware-heavy-b128"),  # a construction each variant perturbs
 ]
 
 
