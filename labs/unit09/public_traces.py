@@ -5,12 +5,12 @@ slowly, as the lab ships it (``starter/unit09/traces/``); ``slow_readers(seed=N)
 student's variant of it, drawn by the staff trace generator (``grader.traces.tracegen``) from
 the same spec with another seed.
 
-``cancels`` and ``shared-prefix`` are constructions, listed request by request in the shipped
-files. ``cancels()`` and ``shared_prefix()`` give those files' traces; with ``seed=N``, a
-student's variant: the same requests perturbed by the knobs their ``vary`` block draws
-(``grader.traces.perturb``, the same code that draws the hidden listed traces again), so the
-cancels still land while waiting, prefilling and decoding, and the two system prompts and the
-document are still shared.
+``cancels``, ``shared-prefix`` and ``evict`` are constructions, listed request by request in
+the shipped files. ``cancels()``, ``shared_prefix()`` and ``evict()`` give those files'
+traces; with ``seed=N``, a student's variant: the same requests perturbed by the knobs their
+``vary`` block draws (``grader.traces.perturb``, the same code that draws the hidden listed
+traces again), so the cancels still land while waiting, prefilling and decoding, and the
+system prompts and the document are still shared.
 """
 
 from __future__ import annotations
@@ -83,6 +83,24 @@ SHARED_PREFIX_VARY = _MOVES | {
 SHARED_PREFIX_DESCRIPTION = "16 requests; most share one of two system prompts, some a document too"
 
 
+# evict: the three 80-token system prompts stay 80 tokens (the handout names them), each
+# cancel only comes sooner and each output only grows, so its two cancels land in every draw
+# (tests/grader/test_variant_listed.py, 200 draws).
+EVICT_VARY = {
+    key: CANCELS_VARY[key]
+    for key in ("arrivalScale", "arrivalJitter", "inputScale", "outputScale", "lengthJitter")
+} | {
+    "cancelScale": CANCELS_VARY["cancelScale"],
+    "cancelJitter": CANCELS_VARY["cancelJitter"],
+    "regroupShare": {"min": 0.0, "max": 0.3, "step": 0.05},
+    "idPrefix": {"values": ["e", "v", "w"]},
+}
+EVICT_DESCRIPTION = (
+    "12 requests in three prefix groups of 80 tokens on a small pool: freed prefix pages are "
+    "evicted, two clients cancel"
+)
+
+
 def cancels(seed: int | None = None) -> dict:
     """The shipped ``cancels`` (no seed), else a variant drawn from ``seed``."""
     return _listed("cancels", CANCELS_VARY, CANCELS_DESCRIPTION, seed)
@@ -91,6 +109,11 @@ def cancels(seed: int | None = None) -> dict:
 def shared_prefix(seed: int | None = None) -> dict:
     """The shipped ``shared-prefix`` (no seed), else a variant drawn from ``seed``."""
     return _listed("shared-prefix", SHARED_PREFIX_VARY, SHARED_PREFIX_DESCRIPTION, seed)
+
+
+def evict(seed: int | None = None) -> dict:
+    """The shipped ``evict`` (no seed), else a variant drawn from ``seed``."""
+    return _listed("evict", EVICT_VARY, EVICT_DESCRIPTION, seed)
 
 
 def _listed(name: str, vary: dict, description: str, seed: int | None) -> dict:
@@ -102,8 +125,8 @@ def _listed(name: str, vary: dict, description: str, seed: int | None) -> dict:
     return trace_from_spec(draw_spec(spec, f"public:{seed}", where), where)
 
 
-# The shipped files of the two constructions end without a newline; variants are written alike.
-_NO_FINAL_NEWLINE = ("cancels", "shared-prefix")
+# The shipped files of the three constructions end without a newline; variants are written alike.
+_NO_FINAL_NEWLINE = ("cancels", "shared-prefix", "evict")
 
 
 def render(doc: dict) -> str:

@@ -24,7 +24,8 @@ from grader.units import load_unit
 from grader.variants import drawn, keys, store, strict
 
 HIDDEN = ["cancel-heavy", "cancel-shared", "shared-mix", "shared-evict", "shared-preempt"]
-PUBLIC = ["cancels", "shared-prefix"]
+HIDDEN += ["stream-cancel"]
+PUBLIC = ["cancels", "shared-prefix", "evict"]
 
 REQUESTS = [
     {"id": "a01", "arrivalMs": 5.0, "inputTokens": 100, "outputTokens": 1, "cancelMs": 0.5},
@@ -218,3 +219,24 @@ def test_every_request_the_public_cancels_trace_cancels_is_cancelled_in_every_dr
         cancelled = [r["id"] for r in run["requests"] if r["status"] == "cancelled"]
         assert cancelled == [r["id"] for r in doc["requests"] if "cancelMs" in r], seed
         assert len(cancelled) == 10
+
+
+def test_the_public_evict_trace_keeps_what_the_handout_says_in_every_draw():
+    """The handout names ``evict``'s three 80-token system prompts and its two client cancels;
+    a student's own ``evict`` keeps both under the reference, and the prefix hits (200 draws)."""
+    unit = load_unit("unit09")
+    builders = load_plugin(unit, "public_traces.py", "variant builder")
+    case = load_grading(unit).by_id("prefix-paged-evict-b128-m24")
+    device = golden.case_device(unit, case)
+    for seed in range(200):
+        doc = builders.evict(seed=seed)
+        prefixes = {(p["id"], p["tokens"]) for r in doc["requests"] for p in r["prefix"]}
+        assert len(prefixes) == 3 and {n for _, n in prefixes} == {80}, seed
+        trace = servesim.parse_trace(json.loads(json.dumps(doc)), source=f"seed {seed}")
+        for policy in ("cancel_aware", "prefix_paged"):
+            run = reference.run_reference(unit, trace, policy, {"budget": 128}, device)
+            cancelled = [r["id"] for r in run["requests"] if r["status"] == "cancelled"]
+            assert cancelled == [r["id"] for r in doc["requests"] if "cancelMs" in r], seed
+            assert len(cancelled) == 2, (seed, policy)
+        hits = [op for e in run["events"] for op in e.get("pageOps") or [] if op[0] == "hit"]
+        assert hits, seed
