@@ -12,8 +12,10 @@ student's own lab folder, a rate of their own between 2 and 5 KiB/s, so their fi
 their own. The engine pauses the stream when the buffer cannot take another event, resumes it
 once the client has drained it to the low mark (32 KiB), and, on a device with a pause
 deadline shorter than that drain, cancels it instead. The printed figures are read from the
-runs: the engine decides on whole events at step ends, so the pause comes before the fluid
-model's fill time, by less than the time one event takes to fill at the net rate.
+runs: the engine decides on whole events at step ends and pauses when one more event would
+not fit, and the client starts reading at the first token, one step in; so the pause comes
+before the fluid model's fill time, by less than the net inflow takes to bring one event plus
+one step's reads.
 """
 
 from __future__ import annotations

@@ -103,15 +103,15 @@ print("first tokens (ms):", stream_request["tokenTimesMs"][:4], "...")
 
 
 def deadline_run() -> dict:
-    """ex31_10.py's figures with its pause deadline (quoted by the model answer), and the
-    size of one token event."""
+    """ex31_10.py's figures with its pause deadline (quoted by the model answer), the size of
+    one token event and the length of a step."""
     from grader.units import load_unit
 
     keys = load_file(HERE / "answer_keys.py")
     with keys.lab_modules(load_unit("unit09")) as (_, _, ex10, _):
         run = ex10.run_example(ex10.DEADLINE_MS)
-        event_bytes = ex10.DEVICE.stream_event_bytes
-        return {"deadline_ms": ex10.DEADLINE_MS, "event_bytes": event_bytes, **run}
+        device = {"event_bytes": ex10.DEVICE.stream_event_bytes, "step_ms": ex10.STEP_MS}
+        return {"deadline_ms": ex10.DEADLINE_MS, **device, **run}
 
 
 def d1_cells(keys: dict) -> list:
@@ -119,8 +119,9 @@ def d1_cells(keys: dict) -> list:
     claim(stall["status"] == "cancelled", "a stream past its pause deadline is cancelled")
     claim(stall["tokens"] < stall["output_tokens"], "the cancelled stream is not complete")
     net = fill["produce_kib_s"] - fill["read_kib_s"]
+    lead_s = (stall["event_bytes"] / 1024 + fill["read_kib_s"] * stall["step_ms"] / 1000) / net
     early = fill["fill_s_formula"] - fill["pause_s"]
-    claim(0 < early < stall["event_bytes"] / 1024 / net, "the pause is early by under one event")
+    claim(0 < early < lead_s, "the pause is early by under an event and a step's reads")
     claim(fill["resume_s"] > fill["pause_s"], "the stream resumes after the pause")
     rates = load_file(HERE.parent / "public_traces.py").EX31_10_READ_RATES
     claim((min(rates), max(rates)) == (2048, 5120), "a student's client reads 2 to 5 KiB/s")
@@ -150,7 +151,8 @@ def d1_cells(keys: dict) -> list:
 
 最后的 `assert` 把运行得到的 `pause_s` 和公式对上，公式里用的是这次运行自己的数（事件字节数、
 步长、缓冲容量和请求的读速），不是教材的 64 / (12 − 4)。引擎要等缓冲放不下下一个完整的事件
-才暂停，所以 `pause_s` 比公式早，但早不过一个事件按净流入速率填进缓冲所需的时间。
+才暂停，客户端又要等第一个 token（第一步结束）才开始读，所以 `pause_s` 比公式早，但早不过
+“一个事件加上一步的读取量”按净流入速率填进缓冲所需的时间。
 """,
         ),
         locked_code("d1_run", D1_RUN),
@@ -176,8 +178,8 @@ d1 = {
 device = stream["device"]
 net_kib_s = device["streamEventBytes"] / STEP_S / KIB - stream_request["readBytesPerS"] / KIB
 fluid_s = device["streamBufferBytes"] / KIB / net_kib_s  # 流体模型的填满时间
-one_event_s = device["streamEventBytes"] / KIB / net_kib_s
-assert 0 <= fluid_s - d1["pause_s"] < one_event_s, (d1, fluid_s)
+lead_kib = (device["streamEventBytes"] + stream_request["readBytesPerS"] * STEP_S) / KIB
+assert 0 <= fluid_s - d1["pause_s"] < lead_kib / net_kib_s, (d1, fluid_s)
 print(d1)
 """,
         ),
