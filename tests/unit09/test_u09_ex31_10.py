@@ -5,10 +5,12 @@ shipped file is the builder's fixed trace; a broken file is one clear error."""
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 
 import pytest
 import servesim
+from labtools import copy_lab
 
 from grader.plugins import load_file
 from grader.units import load_unit
@@ -83,17 +85,18 @@ def test_the_shipped_run_is_the_chapters_example(ex10):
     assert f["no_deadline"]["pauses_ms"] == [[7968.75, 15937.5]]
 
 
-def test_a_broken_trace_file_is_one_error_naming_it(tmp_path, ex10, capsys, monkeypatch):
+def test_a_broken_trace_file_is_one_error_naming_it(tmp_path, ex10):
     path = tmp_path / "ex31-10.json"
     two = json.loads(SHIPPED.read_text(encoding="utf-8"))
     two["requests"].append(dict(two["requests"][0], id="other"))
     path.write_text(json.dumps(two), encoding="utf-8")
     with pytest.raises(servesim.TraceError, match="one request 'stream'"):
         ex10.load_trace(path)
-    path.write_text("{", encoding="utf-8")
-    monkeypatch.setattr(ex10, "TRACE_FILE", path)
-    monkeypatch.setattr(ex10.load_trace, "__defaults__", (path,))
-    assert ex10.main([]) == 2
-    out = capsys.readouterr()
-    assert out.out == "" and out.err.count("\n") == 1
-    assert out.err.startswith("ex31_10.py: error: ") and str(path) in out.err
+    lab = copy_lab(tmp_path / "lab", False, UNIT09)
+    (lab / "traces" / "ex31-10.json").write_text("{", encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-S", "ex31_10.py"], cwd=lab, capture_output=True, text=True, check=False
+    )
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.startswith("ex31_10.py: error: ") and done.stderr.count("\n") == 1
+    assert "ex31-10.json: not valid JSON" in done.stderr
