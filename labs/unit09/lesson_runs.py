@@ -16,7 +16,7 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from servesim import DeviceProfile, parse_trace, simulate
+from servesim import DeviceProfile, simulate
 from servesim.streaming import level_at
 
 from grader import reference
@@ -38,22 +38,8 @@ PREFIX_CASES = (  # (public trace, device file of the lab or None for unit.yaml'
 
 def _stream_times(ex, deadline_ms: float | None) -> tuple[list[float], float | None]:
     """Token times of ex31_10's stream and when it was cancelled (None if it completed)."""
-    trace = parse_trace(
-        {
-            "name": "ex31-10",
-            "requests": [
-                {
-                    "id": "stream",
-                    "arrivalMs": 0,
-                    "inputTokens": 1,
-                    "outputTokens": ex.OUTPUT_TOKENS,
-                    "readBytesPerS": ex.READ_BYTES_PER_S,
-                }
-            ],
-        }
-    )
     dev = replace(ex.DEVICE, stream_pause_deadline_ms=deadline_ms)
-    seq = simulate(trace, ex.stream_aware, dev).sequences[0]
+    seq = simulate(ex.load_trace(), ex.stream_aware, dev).sequences[0]
     cancelled = seq.status_ms if seq.cancel_reason else None
     return list(seq.token_times_ms), cancelled
 
@@ -68,8 +54,8 @@ def buffer_level(times: list[float], at_ms: float, event_bytes: int, rate: float
     return level_at(level, last, rate, at_ms)
 
 
-def _curve(ex, times: list[float], until_ms: float, extra: list[float]) -> list[tuple]:
-    size, rate = ex.DEVICE.stream_event_bytes, ex.READ_BYTES_PER_S
+def _curve(ex, times: list[float], until_ms: float, extra: list[float], rate: float) -> list[tuple]:
+    size = ex.DEVICE.stream_event_bytes
     grid = [i * SAMPLE_MS for i in range(int(until_ms // SAMPLE_MS) + 1)]
     stamps = sorted({*grid, *(t for t in extra if t is not None and t <= until_ms), until_ms})
     return [(t, buffer_level(times, t, size, rate)) for t in stamps]
@@ -84,7 +70,7 @@ def buffer(unit: Unit) -> dict:
     free, stall = f["no_deadline"], f["with_deadline"]
     if free_cancel is not None or stall_cancel != stall["status_ms"]:
         raise BuildError("unit09 lesson: the buffer runs differ from ex31_10.py's figures")
-    size, rate = ex.DEVICE.stream_event_bytes, ex.READ_BYTES_PER_S
+    size, rate = ex.DEVICE.stream_event_bytes, f["read_bytes_per_s"]
     peak = max(buffer_level(free_times, t, size, rate) for t in free_times)
     pause, resume = free["pauses_ms"][0]
     return {
@@ -92,10 +78,10 @@ def buffer(unit: Unit) -> dict:
         "event_bytes": size,
         "sample_ms": SAMPLE_MS,
         "step_ms": ex.STEP_MS,
-        "output_tokens": ex.OUTPUT_TOKENS,
+        "output_tokens": free["output_tokens"],
         "peak_from_times": peak,
-        "free_curve": _curve(ex, free_times, free["ack_ms"], [pause, resume]),
-        "stall_curve": _curve(ex, stall_times, stall_cancel, [pause]),
+        "free_curve": _curve(ex, free_times, free["ack_ms"], [pause, resume], rate),
+        "stall_curve": _curve(ex, stall_times, stall_cancel, [pause], rate),
     }
 
 

@@ -11,11 +11,16 @@ traces; with ``seed=N``, a student's variant: the same requests perturbed by the
 ``vary`` block draws (``grader.traces.perturb``, the same code that draws the hidden listed
 traces again), so the cancels still land while waiting, prefilling and decoding, and the
 system prompts and the document are still shared.
+
+``ex31-10`` is exercise 31.10's one streamed request, which ``ex31_10.py`` and the notebook
+run. ``ex31_10()`` gives the shipped file (the client reads 4 KiB/s, the chapter's rate);
+with ``seed=N``, a student's variant: the same request with a read rate of their own.
 """
 
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 
 from grader.traces.tracegen import trace_from_spec
@@ -123,6 +128,41 @@ def _listed(name: str, vary: dict, description: str, seed: int | None) -> dict:
         return doc
     spec = {"name": name, "description": description, "requests": doc["requests"], "vary": vary}
     return trace_from_spec(draw_spec(spec, f"public:{seed}", where), where)
+
+
+# ex31_10.py's device writes 384-byte events every 31.25 ms (12 KiB/s) into a 64 KiB buffer
+# with a 32 KiB low mark. A variant's client reads 2 to 5 KiB/s in steps of 0.25 KiB/s, never
+# the chapter's 4 KiB/s (so the chapter's 8 s is nobody's answer). Every rate keeps the
+# exercise's facts (tests/unit09/test_u09_ex31_10.py): above 5 KiB/s the 300 tokens would
+# never fill the buffer, and the drain from full to the low mark (at least 32 KiB - 384 B
+# over the read rate, 6.3 s at 5 KiB/s) outlasts ex31_10.py's 5 s pause deadline.
+EX31_10_READ_RATES = tuple(quarter * 256 for quarter in range(8, 21) if quarter != 16)
+KIB = 1024
+
+
+def ex31_10_at(read_bytes_per_s: int) -> dict:
+    """The ``ex31-10`` trace with its client reading ``read_bytes_per_s``."""
+    doc = json.loads((SHIPPED / "ex31-10.json").read_text(encoding="utf-8"))
+    (request,) = doc["requests"]
+    request["readBytesPerS"] = read_bytes_per_s
+    doc["description"] = ex31_10_description(read_bytes_per_s, request["outputTokens"])
+    return doc
+
+
+def ex31_10_description(read_bytes_per_s: int, output_tokens: int) -> str:
+    return (
+        f"Exercise 31.10's one streamed request: a one-token prompt and {output_tokens} output "
+        f"tokens, read by its client at {read_bytes_per_s / KIB:g} KiB/s (ex31_10.py's device "
+        "writes 12 KiB/s into a 64 KiB buffer)"
+    )
+
+
+def ex31_10(seed: int | None = None) -> dict:
+    """The shipped ``ex31-10`` (no seed), else a variant: a read rate drawn from ``seed``
+    out of ``EX31_10_READ_RATES``."""
+    if seed is None:
+        return json.loads((SHIPPED / "ex31-10.json").read_text(encoding="utf-8"))
+    return ex31_10_at(random.Random(seed).choice(EX31_10_READ_RATES))
 
 
 # The shipped files of the three constructions end without a newline; variants are written alike.

@@ -48,24 +48,11 @@ def lab_modules(unit):
 
 
 def stream_run(ex10) -> dict:
-    """ex31_10.py's request on its device (no pause deadline), as an extended run entry."""
+    """ex31_10.py's request (its lab's ``traces/ex31-10.json``) on its device (no pause
+    deadline), as an extended run entry."""
     from servesim.runfile import build_run
 
-    trace = ex10.parse_trace(
-        {
-            "name": "ex31-10",
-            "requests": [
-                {
-                    "id": SETUP.D1["request"],
-                    "arrivalMs": 0,
-                    "inputTokens": 1,
-                    "outputTokens": ex10.OUTPUT_TOKENS,
-                    "readBytesPerS": ex10.READ_BYTES_PER_S,
-                }
-            ],
-        }
-    )
-    timeline = ex10.simulate(trace, ex10.stream_aware, ex10.DEVICE)
+    timeline = ex10.simulate(ex10.load_trace(), ex10.stream_aware, ex10.DEVICE)
     return build_run("stream_aware", {}, ex10.DEVICE, timeline, None, extended=True)
 
 
@@ -89,7 +76,8 @@ def fill_figures(run: dict) -> dict:
 
 
 def fill_key(unit) -> dict:
-    """Exercise 31.10: the fill time of ex31_10.py's buffer, from its run."""
+    """Exercise 31.10: the fill time of ex31_10.py's buffer, from its run (on a variant, with
+    the student's own read rate: this key reads the varied ``ex31-10``)."""
     with lab_modules(unit) as (_, _, ex10, _):
         return fill_figures(stream_run(ex10))
 

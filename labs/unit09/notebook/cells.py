@@ -86,26 +86,16 @@ D1_RUN = """
 import ex31_10
 from servesim.runfile import build_run
 
-# ex31_10.py 的那一个请求：1 个 prompt token、300 个输出 token，客户端每秒读 4 KiB；
-# 设备每步 31.25 ms，每个 token 事件 384 字节，缓冲 64 KiB，低水位 32 KiB，没有暂停期限。
-stream_trace = ex31_10.parse_trace(
-    {
-        "name": "ex31-10",
-        "requests": [
-            {
-                "id": "stream",
-                "arrivalMs": 0,
-                "inputTokens": 1,
-                "outputTokens": ex31_10.OUTPUT_TOKENS,
-                "readBytesPerS": ex31_10.READ_BYTES_PER_S,
-            }
-        ],
-    }
-)
+# ex31_10.py 的那一个请求，来自 traces/ex31-10.json：1 个 prompt token，输出 token 数和客户端的
+# 读速（readBytesPerS）写在这个文件里，读速每位同学各不相同；设备每步 31.25 ms，每个 token
+# 事件 384 字节，缓冲 64 KiB，低水位 32 KiB，没有暂停期限。
+stream_trace = ex31_10.load_trace()
 timeline = ex31_10.simulate(stream_trace, ex31_10.stream_aware, ex31_10.DEVICE)
 stream = build_run("stream_aware", {}, ex31_10.DEVICE, timeline, None, extended=True)
 (stream_request,) = stream["requests"]
 print("device:", {k: v for k, v in stream["device"].items() if k.startswith("stream")})
+print("outputTokens:", stream_request["outputTokens"], " readBytesPerS:",
+      stream_request["readBytesPerS"])
 print("pausedMs:", stream_request["pausedMs"], " bufferPeakBytes:",
       stream_request["bufferPeakBytes"])
 print("first tokens (ms):", stream_request["tokenTimesMs"][:4], "...")
@@ -113,21 +103,28 @@ print("first tokens (ms):", stream_request["tokenTimesMs"][:4], "...")
 
 
 def deadline_run() -> dict:
-    """ex31_10.py's figures with its pause deadline (quoted by the model answer)."""
+    """ex31_10.py's figures with its pause deadline (quoted by the model answer), the size of
+    one token event and the length of a step."""
     from grader.units import load_unit
 
     keys = load_file(HERE / "answer_keys.py")
     with keys.lab_modules(load_unit("unit09")) as (_, _, ex10, _):
         run = ex10.run_example(ex10.DEADLINE_MS)
-        return {"deadline_ms": ex10.DEADLINE_MS, "asked": ex10.OUTPUT_TOKENS, **run}
+        device = {"event_bytes": ex10.DEVICE.stream_event_bytes, "step_ms": ex10.STEP_MS}
+        return {"deadline_ms": ex10.DEADLINE_MS, **device, **run}
 
 
 def d1_cells(keys: dict) -> list:
     fill, stall = keys["fill"], deadline_run()
     claim(stall["status"] == "cancelled", "a stream past its pause deadline is cancelled")
-    claim(stall["tokens"] < stall["asked"], "the cancelled stream is not complete")
-    claim(fill["pause_s"] < fill["fill_s_formula"], "the engine pauses before the fluid 8 s")
+    claim(stall["tokens"] < stall["output_tokens"], "the cancelled stream is not complete")
+    net = fill["produce_kib_s"] - fill["read_kib_s"]
+    lead_s = (stall["event_bytes"] / 1024 + fill["read_kib_s"] * stall["step_ms"] / 1000) / net
+    early = fill["fill_s_formula"] - fill["pause_s"]
+    claim(0 < early < lead_s, "the pause is early by under an event and a step's reads")
     claim(fill["resume_s"] > fill["pause_s"], "the stream resumes after the pause")
+    rates = load_file(HERE.parent / "public_traces.py").EX31_10_READ_RATES
+    claim((min(rates), max(rates)) == (2048, 5120), "a student's client reads 2 to 5 KiB/s")
     fields = SETUP.D1_FIELDS
     return [
         text(
@@ -136,8 +133,10 @@ def d1_cells(keys: dict) -> list:
 ## 习题 31.10 · 输出缓冲多久会满
 
 教材的数字：输出以 12 KiB/s 产生，客户端以 4 KiB/s 读取，空缓冲的容量是 64 KiB。净流入是
-两者之差，缓冲从空到满所需的时间就是容量除以净流入。`ex31_10.py` 在本实验的引擎上搭出了
-这个例子；下面的只读单元格运行它（不设暂停期限），得到一个完整的运行记录 `stream`。
+两者之差，缓冲从空到满所需的时间就是容量除以净流入：64 / (12 − 4) = 8 s。`ex31_10.py` 在
+本实验的引擎上搭出了这个例子，客户端的读速取自实验文件夹里的 `traces/ex31-10.json`：每位
+同学拿到的读速各不相同（2 到 5 KiB/s 之间；课程原版的文件是教材的 4 KiB/s），所以填满时间
+要从你自己的运行里算。下面的只读单元格运行它（不设暂停期限），得到一个完整的运行记录 `stream`。
 
 引擎只在每一步结束时整块地放入 token 事件，所以“满”的时刻是：缓冲再也放不下一个事件、流
 被暂停的那一刻，也就是 `pausedMs` 第一段的起点。请**从这次运行读出**下面各项，写进 `d1`：
@@ -150,7 +149,10 @@ def d1_cells(keys: dict) -> list:
 - `read_kib_s`：客户端的读取速率（请求记录里的 `readBytesPerS`，换算成 KiB/s）；
 - `fill_s_formula`：用上面两个速率和缓冲容量（`device["streamBufferBytes"]`）算出的填满时间（秒）。
 
-最后用 `assert` 把运行得到的 `pause_s` 和公式 64 / (12 − 4) 对上：两者最多差一步。
+最后的 `assert` 把运行得到的 `pause_s` 和公式对上，公式里用的是这次运行自己的数（事件字节数、
+步长、缓冲容量和请求的读速），不是教材的 64 / (12 − 4)。引擎要等缓冲放不下下一个完整的事件
+才暂停，客户端又要等第一个 token（第一步结束）才开始读，所以 `pause_s` 比公式早，但早不过
+“一个事件加上一步的读取量”按净流入速率填进缓冲所需的时间。
 """,
         ),
         locked_code("d1_run", D1_RUN),
@@ -173,7 +175,11 @@ d1 = {
     "resume_s": resume_ms / 1000,
 }
 ### END SOLUTION
-assert abs(d1["pause_s"] - 64 / (12 - 4)) <= STEP_S, d1
+device = stream["device"]
+net_kib_s = device["streamEventBytes"] / STEP_S / KIB - stream_request["readBytesPerS"] / KIB
+fluid_s = device["streamBufferBytes"] / KIB / net_kib_s  # 流体模型的填满时间
+lead_kib = (device["streamEventBytes"] + stream_request["readBytesPerS"] * STEP_S) / KIB
+assert 0 <= fluid_s - d1["pause_s"] < lead_kib / net_kib_s, (d1, fluid_s)
 print(d1)
 """,
         ),
@@ -196,12 +202,13 @@ print(d1)
             1,
             f"""
 ### BEGIN SOLUTION
-缓冲满了（{fill["pause_s"]:.3f} s，比流体模型的 8 s 早一步，因为事件是整块放入的）之后，
-请求进入暂停状态：不再为它 decode，但它的 KV 页和槽位都保留，客户端继续读缓冲。读到低水位时
-（本次运行在 {fill["resume_s"]:.3f} s）恢复生成。暂停要有期限：设备规定
-{stall["deadline_ms"] / 1000:g} s 的暂停期限时，这条流在 {stall["status_ms"] / 1000:.3f} s 被取消
-（原因 {stall["cancel_reason"]}），只生成了 {stall["asked"]} 个里的 {stall["tokens"]} 个 token，
-页和槽位随之释放。缓冲不能
+以课程原版的 `traces/ex31-10.json`（客户端每秒读 {fill["read_kib_s"]:g} KiB）为例：
+缓冲满了（{fill["pause_s"]:.3f} s，比流体模型的 {fill["fill_s_formula"]:.3f} s 早，
+因为事件是整块放入的）之后，请求进入暂停状态：不再为它 decode，但它的 KV 页和槽位都保留，
+客户端继续读缓冲。读到低水位时（本次运行在 {fill["resume_s"]:.3f} s）恢复生成。暂停要有期限：
+设备规定 {stall["deadline_ms"] / 1000:g} s 的暂停期限时，这条流在
+{stall["status_ms"] / 1000:.3f} s 被取消（原因 {stall["cancel_reason"]}），只生成了
+{stall["output_tokens"]} 个里的 {stall["tokens"]} 个 token，页和槽位随之释放。缓冲不能
 无限增长；丢掉 token 又把流记成完成，客户端拿到的就是残缺的输出，所以终态要如实记录
 （完成或取消），连同客户端最后确认读到的事件。
 ### END SOLUTION
