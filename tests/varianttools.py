@@ -4,6 +4,9 @@
 from __future__ import annotations
 
 import functools
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 from grader.units import load_unit
@@ -44,3 +47,14 @@ def assert_own_traces(unit, one, two) -> set[str]:
         fixed = (unit.traces_dir / "hidden" / name).read_bytes()
         assert all((u.traces_dir / "hidden" / name).read_bytes() == fixed for u in (one, two))
     return kept
+
+
+def expected_key(unit_id: str, key: str, student: str, secret) -> dict:
+    """A student's answer key by the project's command: ``nbcheck expected --student``."""
+    done = subprocess.run(
+        [sys.executable, "-m", "grader.course.nbcheck", "expected", "--unit", unit_id, key,
+         "--student", student, "--secret", str(secret)],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)

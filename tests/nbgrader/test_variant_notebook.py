@@ -14,7 +14,7 @@ import pytest
 from kernelhost import NEEDS_KERNEL
 from labtools import copy_lab
 from releasetools import infralab
-from varianttools import SECRET, variant08, write_secret
+from varianttools import SECRET, expected_key, variant08, write_secret
 
 from grader.course import nbcheck, nbgrader_course
 from grader.course.nbautograde import SandboxedAutograde
@@ -35,14 +35,7 @@ def cells(*grade_ids: str) -> list:
 
 
 def expected(student: str, secret) -> dict:
-    """The project's command for a student's key: ``nbcheck expected --student``."""
-    done = subprocess.run(
-        [sys.executable, "-m", "grader.course.nbcheck", "expected", "--unit", "unit08",
-         "goodput", "--student", student, "--secret", str(secret)],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
+    return expected_key("unit08", "goodput", student, secret)
 
 
 def notebook_d1(lab) -> dict:
