@@ -22,7 +22,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from .tempfolders import TempFolders
+from .tempfolders import TempFolders, hold_folder
 from .units import CODE_ROOT, Unit, UnitError
 
 LEFT_OUT = frozenset({"__pycache__", ".pytest_cache", "runs", ".hypothesis"})  # never shipped
@@ -122,7 +122,10 @@ def assemble(unit: Unit, dest: Path) -> Path:
     return dest
 
 
-_built = TempFolders("infralab-lab-", keep=4)  # (lab folder, packages, sources' stat) -> it
+LAB_PREFIX = "infralab-lab-"  # a process's assembled lab folders (``sandbox.host`` sweeps them)
+# (lab folder, packages, sources' stat) -> it; each held while in use, so that a sweep of the
+# folders a killed grader left (``grader.sandbox.host.sweep_folders``) leaves it alone
+_built = TempFolders(LAB_PREFIX, keep=4, hold=hold_folder)
 
 
 def built(unit: Unit) -> Path:
@@ -131,14 +134,14 @@ def built(unit: Unit) -> Path:
     for the process's life; of the per-student variants' (``Unit.per_student``: a class makes
     or grades one per student), the four newest. The process that built one removes it when it
     is evicted and when the process exits, a forked ``multiprocessing`` worker included
-    (``grader.tempfolders``). Read it, run it, copy it, while grading that unit; never change
-    it."""
+    (``grader.tempfolders``); one that a killed process left is swept by the next grader. Read
+    it, run it, copy it, while grading that unit; never change it."""
     stamp = tuple((rel, *_stat(path)) for rel, path in _sources(unit).items())
     key = (str(unit.lab_dir), unit.engine_packages, stamp)
     found = _built.get(key)
     if found is None:
         fill = lambda holder: assemble(unit, holder / "lab")  # noqa: E731
-        found = _built.make(key, fill, f"infralab-{unit.id}-", pinned=not unit.per_student)
+        found = _built.make(key, fill, f"{LAB_PREFIX}{unit.id}-", pinned=not unit.per_student)
     return found
 
 

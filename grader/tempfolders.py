@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import fcntl
 import os
 import shutil
 import tempfile
@@ -32,6 +33,14 @@ from dataclasses import dataclass
 from multiprocessing.util import Finalize
 from pathlib import Path
 from typing import Any
+
+
+def hold_folder(folder: Path) -> int:
+    """An fd holding an exclusive ``flock`` on ``folder`` while it is in use (close it to let
+    go; forked processes share it): a sweep of abandoned folders leaves held folders alone."""
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    return fd
 
 
 @dataclass

@@ -157,5 +157,5 @@ def test_a_forked_worker_removes_the_lab_folder_it_built_when_it_exits():
     folder = Path(receive.recv())
     worker.join()
     assert worker.exitcode == 0
-    assert folder.name == "lab" and folder.parent.name.startswith("infralab-unit07-")
+    assert folder.name == "lab" and folder.parent.name.startswith(f"{labfolder.LAB_PREFIX}unit07-")
     assert not folder.parent.exists()

@@ -26,6 +26,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..labfolder import LAB_PREFIX
 from . import confine, seccomp
 from .bwrap import bwrap_command
 from .results import Limits, SandboxError
@@ -39,22 +40,15 @@ CASE_PREFIX, TEMPLATE_PREFIX = "infralab-case-", "infralab-template-"
 STALE_S = 60  # an unheld temp folder at least this old is a killed grader's
 
 
-def hold_folder(folder: Path) -> int:
-    """An fd holding an exclusive ``flock`` on ``folder`` while it is in use (close it to let
-    go; forked processes share it): ``sweep_folders`` leaves held folders alone."""
-    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-    fcntl.flock(fd, fcntl.LOCK_EX)
-    return fd
-
-
 def sweep_folders() -> None:
-    """Remove the case folders and templates that graders killed outright left in the scratch
-    folders (this user's, not held, older than ``STALE_S``): each held the submission's files."""
+    """Remove the case folders, templates and assembled lab folders that graders killed outright
+    left in the scratch folders (this user's, not held, older than ``STALE_S``): a case folder
+    held the submission's files, the others a copy of the lab."""
     now = time.time()
     for top in {MEMORY_SCRATCH, tempfile.gettempdir()}:
         with contextlib.suppress(OSError):
             for entry in os.scandir(top):
-                if not entry.name.startswith((CASE_PREFIX, TEMPLATE_PREFIX)):
+                if not entry.name.startswith((CASE_PREFIX, TEMPLATE_PREFIX, LAB_PREFIX)):
                     continue
                 with contextlib.suppress(OSError):
                     info = entry.stat(follow_symlinks=False)

@@ -32,9 +32,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from ..tempfolders import hold_folder
 from . import confine, seccomp, template
 from .bwrap import CASE_DIR, OUT_DIR, child_env
-from .host import CASE_PREFIX, current_plan, hold_folder, scratch_dir
+from .host import CASE_PREFIX, current_plan, scratch_dir
 from .output import tail_text
 from .results import Limits, Raw, SandboxError
 from .rlimits import launcher

@@ -34,8 +34,8 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..tempfolders import TempFolders
-from .host import TEMPLATE_PREFIX, hold_folder, scratch_dir
+from ..tempfolders import TempFolders, hold_folder
+from .host import TEMPLATE_PREFIX, scratch_dir
 
 LEFT_OUT = ("tests", "runs")  # folders never copied into a case folder
 IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", *LEFT_OUT)  # nor the lab's bytecode

@@ -31,8 +31,9 @@ from pathlib import Path
 import pytest
 from conftest import _in_mode, as_root, available_modes, readable_code
 
-from grader.labfolder import assemble
+from grader.labfolder import LAB_PREFIX, assemble
 from grader.sandbox import Limits, confine, host, run_simulation, seccomp, uids
+from grader.tempfolders import hold_folder
 from grader.units import REPO_ROOT
 
 LIMITS = Limits(wall_s=15, submission_s=40, cpu_s=5, memory_mb=512)
@@ -536,18 +537,19 @@ def test_what_a_killed_grader_left_is_cleaned_by_the_next():
             uids.kill_uid(abandoned)
 
 
-def test_unheld_stale_folders_are_swept_and_held_ones_kept(monkeypatch):
+@pytest.mark.parametrize("prefix", [host.CASE_PREFIX, host.TEMPLATE_PREFIX, LAB_PREFIX])
+def test_unheld_stale_folders_are_swept_and_held_ones_kept(monkeypatch, prefix):
     top = Path(tempfile.mkdtemp(prefix="infralab-sweep-"))
     monkeypatch.setattr(host, "MEMORY_SCRATCH", str(top))
     try:
-        stale, live, fresh = (top / f"{host.CASE_PREFIX}{n}" for n in ("stale", "live", "fresh"))
+        stale, live, fresh = (top / f"{prefix}{n}" for n in ("stale", "live", "fresh"))
         for folder in (stale, live, fresh):
             (folder / "work").mkdir(parents=True)
             (folder / "work" / "policies.py").write_text("secret")
         old = time.time() - host.STALE_S - 5
         for folder in (stale, live):
             os.utime(folder, (old, old))
-        fd = host.hold_folder(live)
+        fd = hold_folder(live)
         try:
             host.sweep_folders()
         finally:
@@ -556,6 +558,46 @@ def test_unheld_stale_folders_are_swept_and_held_ones_kept(monkeypatch):
         assert live.exists() and fresh.exists()
     finally:
         shutil.rmtree(top)
+
+
+BUILD_AND_WAIT = """
+import sys, time
+from grader import labfolder
+from grader.units import load_unit
+print(labfolder.built(load_unit("unit07")), flush=True)
+time.sleep(120)
+"""
+
+
+def test_a_killed_graders_lab_folder_is_swept_and_a_live_ones_kept(tmp_path):
+    """A grader killed outright (SIGKILL: no ``atexit``) leaves its assembled lab folder; the next
+    grader's sweep removes it once it is stale. While its process lives, the folder is held and
+    no sweep touches it, however old."""
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    builders = [
+        subprocess.Popen([sys.executable, "-c", BUILD_AND_WAIT], stdout=subprocess.PIPE, env=env)
+        for _ in range(2)
+    ]
+    try:
+        killed, alive = (Path(b.stdout.readline().decode().strip()).parent for b in builders)
+        builders[0].kill()
+        builders[0].wait()
+        old = time.time() - host.STALE_S - 5
+        for folder in (killed, alive):
+            assert folder.name.startswith(f"{LAB_PREFIX}unit07-") and folder.is_dir()
+            os.utime(folder, (old, old))
+        saved = tempfile.tempdir
+        tempfile.tempdir = str(tmp_path)  # where the builders made them
+        try:
+            host.sweep_folders()
+        finally:
+            tempfile.tempdir = saved
+        assert not killed.exists()
+        assert alive.is_dir() and (alive / "lab" / "simulate.py").is_file()
+    finally:
+        for builder in builders:
+            builder.kill()
+            builder.wait()
 
 
 def test_the_filter_has_every_denied_call_on_every_machine():
