@@ -22,7 +22,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from .tempfolders import TempFolders, hold_folder
+from .tempfolders import LAB_PREFIX, TempFolders, hold_folder
 from .units import CODE_ROOT, Unit, UnitError
 
 LEFT_OUT = frozenset({"__pycache__", ".pytest_cache", "runs", ".hypothesis"})  # never shipped
@@ -122,7 +122,6 @@ def assemble(unit: Unit, dest: Path) -> Path:
     return dest
 
 
-LAB_PREFIX = "infralab-lab-"  # a process's assembled lab folders (``sandbox.host`` sweeps them)
 # (lab folder, packages, sources' stat) -> it; each held while in use, so that a sweep of the
 # folders a killed grader left (``grader.sandbox.host.sweep_folders``) leaves it alone
 _built = TempFolders(LAB_PREFIX, keep=4, hold=hold_folder)

@@ -34,6 +34,10 @@ from multiprocessing.util import Finalize
 from pathlib import Path
 from typing import Any
 
+# assembled lab folders (``grader.labfolder``), which the sweep of the folders killed graders
+# left also removes (``grader.sandbox.host.sweep_folders``)
+LAB_PREFIX = "infralab-lab-"
+
 
 def hold_folder(folder: Path) -> int:
     """An fd holding an exclusive ``flock`` on ``folder`` while it is in use (close it to let

@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..labfolder import LAB_PREFIX
+from ..tempfolders import LAB_PREFIX
 from . import confine, seccomp
 from .bwrap import bwrap_command
 from .results import Limits, SandboxError
