@@ -43,7 +43,9 @@ def _assert_report(printed: str, doc: dict, mode: str):
     held = doc["calibration"]["heldOut"]
     assert held["context"]["count"] > 0 and held["context"]["medianAbsPct"] >= 0
     assert set(doc["calibration"]["perTerm"]) >= {"decodeMsPerContextToken", "overheadMs"}
-    assert doc["profile"]["decodeMsPerContextToken"] >= 0
+    # a fit of 0 is left out of the profile, as every default is (measured on a noisy CPU it
+    # can come out 0)
+    assert doc["profile"].get("decodeMsPerContextToken", 0.0) >= 0
     assert doc["bandwidth"]["gbps"] > 0
     for point in doc["decode"]:  # on CPU far below the bound; a GPU's caches may beat HBM
         assert point["tokens_per_s"] > 0 and point["fractionOfRoofline"] > 0
