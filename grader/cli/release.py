@@ -112,8 +112,8 @@ def _add_variant_options(parser, kind: str) -> None:
         metavar="CSV",
         help="per-student variants: one lab folder and zip per row of this CSV ('id' column)"
         if kind == "student"
-        else "ship every roster student's variant (hidden traces, golden) and the secret; "
-        "grading then takes the student from Gradescope's submission_metadata.json",
+        else "with --secret: ship every roster student's variant (hidden traces, golden; not the "
+        "secret); grading then takes the student from Gradescope's submission_metadata.json",
     )
     if kind == "student":
         parser.add_argument(

@@ -2,7 +2,7 @@
 
 limits_for(unit, timeout_s=None, all_cases=False) -> Limits
 run_file_cap(trace_doc) -> int
-hidden_material(unit) -> list[Path]
+hidden_material(unit) -> list[Path]   # unit_material(unit) and the secrets read
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from pathlib import Path
 from ..cases import load_grading
 from ..sandbox import Limits
 from ..units import Unit, load_unit
+from ..variants.keys import secrets_read
 
 RUN_FILE_BASE = 64 * 1024  # run-file cap: this much, plus
 RUN_FILE_PER_UNIT = 1024  # this much per request and per input or output token of the trace
@@ -30,10 +31,17 @@ def limits_for(unit: Unit | str, timeout_s: float | None = None, all_cases: bool
 
 
 def hidden_material(unit: Unit) -> list[Path]:
-    """What a child must never read: the unit's hidden traces and golden files (a variant's
-    and the fixed set's), solutions."""
-    paths = (unit.traces_dir, unit.course_root / "traces" / unit.id, unit.solutions_dir)
+    """What a child must never read: the unit's own material (``unit_material``) and every
+    variant secret this process has read (``variants.keys.secrets_read``), whichever command
+    read it."""
+    paths = (*unit_material(unit), *secrets_read())
     return [path for path in dict.fromkeys(paths) if path.exists()]
+
+
+def unit_material(unit: Unit) -> list[Path]:
+    """The unit's hidden traces and golden files (a variant's and the fixed set's), and its
+    solutions."""
+    return [unit.traces_dir, unit.course_root / "traces" / unit.id, unit.solutions_dir]
 
 
 def run_file_cap(trace_doc: dict) -> int:

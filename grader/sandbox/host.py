@@ -239,11 +239,14 @@ def isolation_mode() -> str:
 
 
 def reachable_by_others(path: Path) -> bool:
-    """Whether a user that is neither the owner nor in the group can reach ``path``: every
-    folder from ``/`` down to it, itself included, is o+x (a child has only "other" rights)."""
+    """Whether a user that is neither the owner nor in the group can reach ``path`` (a child
+    has only "other" rights): every folder from ``/`` down to it is o+x, and ``path`` itself
+    is o+x if a folder, o+r if a file."""
     path = Path(os.path.realpath(path))
     try:
-        return all(os.stat(p).st_mode & stat.S_IXOTH for p in (path, *path.parents))
+        own = stat.S_IXOTH if path.is_dir() else stat.S_IROTH
+        folders = all(os.stat(p).st_mode & stat.S_IXOTH for p in path.parents)
+        return bool(folders and os.stat(path).st_mode & own)
     except OSError:
         return False
 
@@ -270,8 +273,8 @@ def require_safe_isolation(hidden: list[Path], *, batch: bool = False) -> str:
     if exposed:
         raise SandboxError(
             f"refusing to grade in mode {current.isolation}: {exposed[0]} is reachable by other "
-            "users, so a submission could read it; install bubblewrap, or make a folder above it "
-            "private (chmod 700)"
+            "users, so a submission could read it; install bubblewrap, or make it or a folder "
+            "above it private (chmod go-rwx)"
         )
     if batch:
         raise SandboxError(

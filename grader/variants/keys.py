@@ -16,6 +16,8 @@ from pathlib import Path
 
 from ..units import UnitError, course_root
 
+_READ: dict[Path, None] = {}  # every secret file this process has read, in order
+
 SECRET_ENV = "INFRALAB_VARIANT_SECRET"
 SECRET_NAME = "variant.secret"
 MIN_SECRET_BYTES = 16
@@ -39,7 +41,8 @@ def load_secret(given: str | Path | None = None) -> bytes:
     file is missing or holds fewer than ``MIN_SECRET_BYTES`` bytes."""
     path = secret_path(given)
     hint = (
-        f"create one with: python3 -c 'import secrets; print(secrets.token_hex(32))' > {path} "
+        f"create one with: (umask 077; python3 -c 'import secrets; print(secrets.token_hex(32))'"
+        f" > {path}) "
         "and keep it out of every lab folder"
     )
     try:
@@ -53,7 +56,15 @@ def load_secret(given: str | Path | None = None) -> bytes:
             f"the variant secret {path} holds {len(secret)} bytes, fewer than "
             f"{MIN_SECRET_BYTES}; {hint}"
         )
+    _READ[path.resolve()] = None
     return secret
+
+
+def secrets_read() -> list[Path]:
+    """Every secret file this process has read. Grading counts each as hidden material
+    (``grading.limits.hidden_material``): a child that read one would hold the key to every
+    student's variant."""
+    return list(_READ)
 
 
 def variant_key(secret: bytes, student_id: str) -> str:

@@ -194,7 +194,7 @@ def test_weak_modes_are_refused(monkeypatch, open_tmp, unit):
         sandbox.require_safe_isolation([private])
     monkeypatch.setattr(host, "current_plan", lambda: _plan("rlimits", True))
     assert sandbox.reachable_by_others(public)
-    with pytest.raises(sandbox.SandboxError, match="chmod 700"):
+    with pytest.raises(sandbox.SandboxError, match="chmod go-rwx"):
         sandbox.require_safe_isolation([private, public])
     assert sandbox.require_safe_isolation([private]) == "rlimits+uid"
     with pytest.raises(sandbox.SandboxError, match="disk"):
@@ -233,6 +233,46 @@ def test_grading_refuses_exposed_hidden_material_in_the_rlimits_mode(
     monkeypatch.setattr(grade, "hidden_material", lambda unit_: [exposed])
     monkeypatch.setattr(grade, "run_all_cases", _never_called)
     with pytest.raises(EnvironmentFailure, match="reachable by other users"):
+        grade_submission(unit, Submission({"policies.py": solution}), cases=["fcfs-mixed"])
+
+
+def test_a_world_readable_file_is_reachable_by_others(open_tmp):
+    """A file counts as reachable when other users may read it (o+r below folders they may
+    enter), not when it has an execute bit."""
+    shared = open_tmp / "variant.secret"
+    shared.write_text("x" * 32)
+    shared.chmod(0o644)
+    assert sandbox.reachable_by_others(shared)
+    shared.chmod(0o600)
+    assert not sandbox.reachable_by_others(shared)
+
+
+def test_grading_refuses_a_variant_secret_other_users_can_read(
+    monkeypatch, open_tmp, unit, solution
+):
+    """A variant secret the grader read (``--secret``, the environment, the course root) is
+    hidden material: in rlimits+uid a child could read it and compute every student's variant.
+    With the unit's own material private, grading refuses while the secret is world-readable,
+    naming it, and goes ahead once it is private."""
+    if not as_root():
+        pytest.skip("rlimits+uid needs root")
+    from grader.grading import grade, limits
+    from grader.variants import keys
+
+    private = open_tmp / "hidden"
+    private.mkdir(mode=0o700)
+    secret = open_tmp / "variant.secret"
+    secret.write_text("s" * 64)
+    secret.chmod(0o644)
+    monkeypatch.setattr(keys, "_READ", {})
+    keys.load_secret(secret)
+    monkeypatch.setenv(sandbox.MODE_ENV, "rlimits")
+    monkeypatch.setattr(limits, "unit_material", lambda unit_: [private])
+    monkeypatch.setattr(grade, "run_all_cases", _never_called)
+    with pytest.raises(EnvironmentFailure, match=f"{re.escape(str(secret))} is reachable"):
+        grade_submission(unit, Submission({"policies.py": solution}), cases=["fcfs-mixed"])
+    secret.chmod(0o600)
+    with pytest.raises(AssertionError, match="the submission ran"):
         grade_submission(unit, Submission({"policies.py": solution}), cases=["fcfs-mixed"])
 
 
