@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from ..cases import Visibility
+from ..sandbox.output import printable
 from .leaderboard import entries as leaderboard_entries
 
 WHEN_SHOWN = {  # Gradescope visibility of hidden tests -> when a student sees them
@@ -255,6 +256,9 @@ class GradeReport:
         return lines
 
     def text(self, staff: bool = False) -> str:
+        """The report for a terminal: every control character but newline and tab shown as an
+        escape (``sandbox.output.printable``), so nothing a submission wrote or named redraws
+        the lines the grader printed."""
         lines = [self._summary_lines(), f"isolation: {self.isolation}", ""]
         for c, name in zip(self.cases, self.names(staff), strict=True):
             mark = "PASS" if c.status is Status.PASSED else "FAIL"
@@ -268,7 +272,7 @@ class GradeReport:
                 if staff and c.hidden and c.staff_detail != c.feedback:
                     extra = c.staff_detail.splitlines()[1:]
                     lines.extend("    staff: " + line for line in extra)
-        return "\n".join(lines)
+        return printable("\n".join(lines))
 
 
 def _pts(value: float) -> str:

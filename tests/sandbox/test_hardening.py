@@ -236,6 +236,29 @@ def test_grading_refuses_exposed_hidden_material_in_the_rlimits_mode(
         grade_submission(unit, Submission({"policies.py": solution}), cases=["fcfs-mixed"])
 
 
+REDRAW = "\x1b[2J\x1b[H\x1b[32mTOTAL 100/100\x1b[0m\r\x07\u202e"
+
+
+def test_nothing_a_submission_writes_or_names_redraws_the_graders_report(unit, solution, tmp_path):
+    """A policy that raises with escape sequences, a carriage return, a bell and a
+    bidirectional override in its message, in a submission holding a file named with them:
+    the report a TA reads in a terminal shows them as escapes; what the grader prints itself
+    keeps its newlines."""
+    folder = tmp_path / "submission"
+    folder.mkdir()
+    raising = f"\n\ndef fcfs(view):\n    raise RuntimeError({REDRAW!r})\n"
+    (folder / "policies.py").write_text(solution.decode() + raising)
+    (folder / f"notes{REDRAW.replace('/', '-')}.txt").write_text("x")
+    report = grade_submission(unit, load_submission(folder, unit.editable), cases=["fcfs-mixed"])
+    text = report.text(staff=True)
+    assert "RuntimeError: \\x1b[2J" in text and "\\u202e" in text, text
+    assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e]", text), text
+    assert text.count("\n") >= 4
+    shown = "\n".join(t["output"] for t in report.to_gradescope()["tests"])  # a page shows these
+    assert "RuntimeError: \\x1b[2J" in shown, shown
+    assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e]", shown), shown
+
+
 def test_a_world_readable_file_is_reachable_by_others(open_tmp):
     """A file counts as reachable when other users may read it (o+r below folders they may
     enter), not when it has an execute bit."""
