@@ -38,17 +38,22 @@ def mixed(seed: int | None = None) -> dict:
     if seed is not None:
         rng = random.Random(seed)
         while rows == MIXED:  # a draw of the shipped requests is drawn again
-            arrive_l = rng.choice(L_ARRIVAL)
-            rows = (
-                ("A", 0, rng.choice(A_INPUT), rng.choice(A_OUTPUT)),
-                ("L", arrive_l, rng.choice(L_INPUT), rng.choice(L_OUTPUT)),
-                ("S", arrive_l + rng.choice(S_AFTER_L), rng.choice(S_INPUT), rng.choice(S_OUTPUT)),
-            )
+            rows = draw_mixed(rng)
     return _trace(
         "mixed",
         "A is already streaming when the long prompt L arrives; the short question S comes "
         "right after.",
         rows,
+    )
+
+
+def draw_mixed(rng: random.Random) -> tuple:
+    """One draw of ``mixed``'s rows (the shipped rows among them: ``mixed`` draws again)."""
+    arrive_l = rng.choice(L_ARRIVAL)
+    return (
+        ("A", 0, rng.choice(A_INPUT), rng.choice(A_OUTPUT)),
+        ("L", arrive_l, rng.choice(L_INPUT), rng.choice(L_OUTPUT)),
+        ("S", arrive_l + rng.choice(S_AFTER_L), rng.choice(S_INPUT), rng.choice(S_OUTPUT)),
     )
 
 
