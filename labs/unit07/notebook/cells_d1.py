@@ -14,9 +14,11 @@ def cells() -> list:
             """
 ## 交付 1 · 逐 token 重算 `mixed`
 
-`mixed` 里有三条请求：A 在 0 ms 到达（输入 2，输出 12），L 在 2 ms 带着 12 个输入 token
-到达（输出 2），S 在 4 ms 到达（输入 1，输出 4）。下面的单元格用两种策略运行它
-（`chunked` 取 `--chunk 2`），并把原始时序写进 `runs/mixed.json`。
+`mixed` 里有三条请求，角色和课程里的例子一样：A 在 0 ms 到达，输入很短（一个块装得下）、
+输出很长；L 紧接着带着很长的输入到达，这时 A 的输出还远没结束，L 自己只输出几个 token；S 在
+L 之后不久到达，输入很短。具体的到达时刻和 token 数每位同学可能不同，课程页面上的数字只是
+例子：你的请求在 `traces/mixed.json` 里，下面第一个单元格会把它们打印出来。第二个单元格用
+两种策略运行它（`chunked` 取 `--chunk 2`），并把原始时序写进 `runs/mixed.json`。
 
 请**只根据运行文件里的 `arrivalMs` 和 `tokenTimesMs`** 重算，不要照抄打印出来的表：
 
@@ -32,6 +34,7 @@ d1_a_max_itl = {"fcfs": ..., "chunked": ...}
 ```
 """,
         ),
+        locked_code("d1_trace", 'show_trace("mixed")'),
         locked_code(
             "d1_run",
             'simulate("--trace", "mixed", "--policy", "both", "--chunk", "2",'
@@ -92,6 +95,8 @@ for policy, run in mixed.items():
             3,
             """
 ### BEGIN SOLUTION
+（下面的数字是课程自带的 `mixed` 的；学生的 trace 不同时，按同样的推理对照他自己的 `events`
+评分。）
 在 `fcfs` 下，A 在 2.25 ms 得到首 token 后，下一次提交是 L 的整段 prefill（2.25→14.50 ms），
 接着是 S 的 prefill（14.50→15.75 ms），到 15.75→17.00 ms 的 decode batch，A 才拿到第二个
 token，中间隔了 14.75 ms。`chunked` 每个周期先提交一个 decode batch（1.25 ms），再做 L 的

@@ -13,8 +13,10 @@ def cells() -> list:
             """
 ## 交付 2 · 反例：`prefill-only`
 
-`prefill-only` 只有一条请求 P：输入 12 个 token，只输出 1 个 token，所以它从不进入 decode。
-我们分别用每次提交 0.25 ms 和 0 ms 的开销运行两种策略（`chunked` 取 `--chunk 2`）。
+`prefill-only` 只有一条请求 P：输入一段 prompt，只输出 1 个 token，所以它从不进入 decode。
+prompt 的 token 数每位同学可能不同（课程页面上的 12 只是例子），以下一个单元格打印的
+`traces/prefill-only.json` 为准。我们分别用每次提交 0.25 ms 和 0 ms 的开销运行两种策略
+（`chunked` 取 `--chunk 2`）。
 
 **先预测，再运行。** 在下一个单元格写下你手算的结果：两种开销下各策略的结束时刻，以及
 开销为 0.25 ms 时各策略一共提交了几次。
@@ -26,14 +28,18 @@ d2_prediction = {"0.25": {"fcfs": ..., "chunked": ...},
 ```
 """,
         ),
+        locked_code("d2_trace", 'show_trace("prefill-only")'),
         answer_code(
             "d2_prediction_answer",
             """
 ### BEGIN SOLUTION
+trace = json.loads((LAB / "traces" / "prefill-only.json").read_text(encoding="utf-8"))
+prompt = trace["requests"][0]["inputTokens"]
+chunks = math.ceil(prompt / 2)  # fcfs: one submission; chunk=2: one per 2 prompt tokens
 d2_prediction = {
-    "0.25": {"fcfs": 12 * 1.0 + 0.25, "chunked": 12 * 1.0 + 6 * 0.25},
-    "0": {"fcfs": 12 * 1.0, "chunked": 12 * 1.0},
-    "submissions": {"fcfs": 1, "chunked": 12 // 2},
+    "0.25": {"fcfs": prompt * 1.0 + 0.25, "chunked": prompt * 1.0 + chunks * 0.25},
+    "0": {"fcfs": prompt * 1.0, "chunked": prompt * 1.0},
+    "submissions": {"fcfs": 1, "chunked": chunks},
 }
 ### END SOLUTION
 """,
@@ -97,6 +103,8 @@ d2_outputs = {
             2,
             """
 ### BEGIN SOLUTION
+（下面的数字是课程自带的 `prefill-only`（12 个 prompt token）的；学生的 trace 不同时，按同样的
+推理对照他自己的数字评分。）
 这条 trace 里没有正在 decode 的请求需要保护，所以调度次序没有可以改善的地方：两种策略做的都是
 同样 12 个 prefill token，纯计算都是 12 ms。差别全部来自提交次数：`fcfs` 提交 1 次，多
 0.25 ms；`chunk=2` 提交 6 次，多 1.50 ms，所以是 12.25 对 13.50 ms。把开销设为 0 后两者都是

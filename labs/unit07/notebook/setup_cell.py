@@ -21,6 +21,14 @@ def simulate(*args):
         raise RuntimeError(f"simulate.py 以退出码 {done.returncode} 结束：{done.stderr.strip()}")
 
 
+def show_trace(name):
+    """打印 traces/<name>.json 里的请求：每位同学的 trace 可能是自己的一份，以这里打印的为准。"""
+    trace = json.loads((LAB / "traces" / f"{name}.json").read_text(encoding="utf-8"))
+    print(f"{'id':>4} {'arrivalMs':>10} {'inputTokens':>12} {'outputTokens':>13}")
+    for r in trace["requests"]:
+        print(f"{r['id']:>4} {r['arrivalMs']:>10} {r['inputTokens']:>12} {r['outputTokens']:>13}")
+
+
 def load_runs(path):
     """读取一个运行文件，返回 {策略名：该策略的 run}。"""
     document = json.loads((LAB / path).read_text(encoding="utf-8"))

@@ -4,10 +4,11 @@ Part 1 is fcfs, part 2 is chunked. Run ``pytest -q`` from the lab folder; add ``
 the one-line summary each passing test prints.
 """
 
+import math
 from pathlib import Path
 
 import pytest
-from adapters import by_id, expected_token_times, first_divergence, run_policy
+from adapters import LAB, by_id, expected_token_times, first_divergence, run_policy
 from servesim.runview.hint import show_command
 
 LAB_FOLDER = Path(__file__).resolve().parent.parent
@@ -25,6 +26,11 @@ def check_timeline(trace: str, policy: str, run: dict) -> None:
         pytest.fail(f"{policy} on {trace}: first differing token time: {divergence}\n{see}")
 
 
+def longest_gap(times: list[float]) -> tuple[float, float]:
+    """The two consecutive token times with the longest interval between them."""
+    return max(zip(times, times[1:]), key=lambda pair: pair[1] - pair[0])
+
+
 # --- part 1: fcfs (complete prefill first) ---------------------------------------------------
 
 
@@ -34,21 +40,30 @@ def test_part1_fcfs_mixed_timeline():
     summary_line("fcfs mixed", run)
 
 
-def test_part1_fcfs_mixed_lesson_figures():
+def test_part1_fcfs_mixed_a_waits_for_both_prompts():
     run = run_policy("mixed", "fcfs")
     req = by_id(run)
-    assert req["A"]["ttftMs"] == pytest.approx(2.25), (
-        "A's first token comes after its 2-token prefill"
+    first = run["events"][0]
+    assert [(c["id"], c["fromToken"]) for c in first["prefill"]] == [("A", 0)], (
+        "A arrives first and alone: its whole prompt is the first submission"
     )
-    assert req["A"]["maxItlMs"] == pytest.approx(14.75), "A stalls behind L's and S's prefill"
-    assert req["L"]["ttftMs"] == pytest.approx(12.50)
-    assert req["S"]["ttftMs"] == pytest.approx(11.75)
-    assert run["summary"]["allDoneMs"] == pytest.approx(29.50)
+    assert req["A"]["tokenTimesMs"][0] == pytest.approx(first["endMs"]), (
+        "A's first token comes at the end of its prefill"
+    )
+    start, end = longest_gap(req["A"]["tokenTimesMs"])
+    others = [e for e in run["events"] if {c["id"] for c in e["prefill"]} & {"L", "S"}]
+    assert others and all(start <= e["startMs"] and e["endMs"] <= end for e in others), (
+        "A's longest ITL spans the whole prefills of L and S"
+    )
 
 
 def test_part1_fcfs_prefill_only():
-    assert run_policy("prefill-only", "fcfs")["summary"]["allDoneMs"] == pytest.approx(12.25)
-    assert run_policy("prefill-only", "fcfs", overhead_ms=0)["summary"]["allDoneMs"] == 12
+    run = run_policy("prefill-only", "fcfs")
+    check_timeline("prefill-only", "fcfs", run)
+    assert run["summary"]["submissions"] == 1, "fcfs prefills the whole prompt in one submission"
+    no_overhead = run_policy("prefill-only", "fcfs", overhead_ms=0)
+    saved = run["summary"]["allDoneMs"] - no_overhead["summary"]["allDoneMs"]
+    assert saved == pytest.approx(LAB.device.overhead_ms), "one submission, one overhead"
 
 
 # --- part 2: chunked prefill -----------------------------------------------------------------
@@ -60,22 +75,39 @@ def test_part2_chunked_mixed_timeline():
     summary_line("chunked mixed", run)
 
 
-def test_part2_chunked_mixed_lesson_figures():
+def test_part2_chunked_mixed_trades_first_tokens_for_a_shorter_itl():
+    """Compared with the reference's fcfs on the same trace (tests/expected/mixed.json)."""
     run = run_policy("mixed", "chunked", chunk=2)
     req = by_id(run)
-    assert req["A"]["ttftMs"] == pytest.approx(2.25), "chunking cannot change a TTFT already past"
-    assert req["A"]["maxItlMs"] == pytest.approx(3.50), "one decode (1.25) + one chunk (2.25)"
-    assert req["L"]["ttftMs"] == pytest.approx(21.25)
-    assert req["S"]["ttftMs"] == pytest.approx(21.75)
-    assert run["summary"]["allDoneMs"] == pytest.approx(30.75)
+    fcfs = expected_token_times("mixed", "fcfs")
+    assert req["A"]["tokenTimesMs"][0] == pytest.approx(fcfs["A"][0]), (
+        "chunking cannot change a TTFT already past: A's prompt fits one chunk"
+    )
+    a_times = req["A"]["tokenTimesMs"]
+    assert req["A"]["maxItlMs"] < max(b - a for a, b in zip(fcfs["A"], fcfs["A"][1:])), (
+        "A's longest ITL is shorter than under fcfs"
+    )
+    for earlier, later in zip(a_times, a_times[1:]):
+        chunks = [e for e in run["events"] if e["prefill"] and earlier <= e["startMs"] < later]
+        assert len(chunks) <= 1, f"A waits {later - earlier:.2f} ms: one decode + one chunk at most"
+    for rid in ("L", "S"):
+        assert req[rid]["tokenTimesMs"][0] > fcfs[rid][0], f"{rid}'s first token comes later"
 
 
 def test_part2_chunked_prefill_only_counterexample():
     run = run_policy("prefill-only", "chunked", chunk=2)
-    assert run["summary"]["allDoneMs"] == pytest.approx(13.50)
-    assert run["summary"]["prefillSubmissions"] == 6, "12 prompt tokens in chunks of 2"
+    check_timeline("prefill-only", "chunked", run)
+    (prompt,) = [req["inputTokens"] for req in run["requests"]]
+    fcfs_done = expected_token_times("prefill-only", "fcfs")["P"][-1]
+    assert run["summary"]["allDoneMs"] > fcfs_done, "nothing to protect: chunks only add overhead"
+    assert run["summary"]["prefillSubmissions"] == math.ceil(prompt / 2), (
+        f"{prompt} prompt tokens in chunks of 2"
+    )
     no_overhead = run_policy("prefill-only", "chunked", overhead_ms=0, chunk=2)
-    assert no_overhead["summary"]["allDoneMs"] == 12
+    fcfs_no_overhead = run_policy("prefill-only", "fcfs", overhead_ms=0)
+    assert no_overhead["summary"]["allDoneMs"] == fcfs_no_overhead["summary"]["allDoneMs"], (
+        "with overhead 0 both policies finish together"
+    )
 
 
 # --- rules on a trace without published answers -----------------------------------------------
