@@ -9,7 +9,7 @@ keeps its trace's roles and teaching point, and no draw gives the shipped reques
 - ``mixed``: A arrives at 0 ms with a prompt that fits one chunk of 2 and a long output, L
   brings a long prompt before A's first decode, S a short one while L is in prefill. Under
   ``--chunk 2`` A's TTFT is unchanged, its longest ITL is shorter, and L and S get their first
-  token later than under fcfs (tests/grader/test_variant_unit07.py checks every draw).
+  token later than under fcfs (tests/unit07/test_u07_variants.py checks every draw).
 - ``prefill-only``: one request that never decodes (one output token), so chunking only adds
   submissions: with overhead it finishes later than fcfs, without it at the same time.
 - ``unseen``: U1 streams from 0 ms, U2 brings a long prompt just after, U3 and U4 arrive later,
