@@ -15,6 +15,7 @@ from grader.course.golden import GoldenState
 from grader.grading.grade import grade_submission
 from grader.grading.inprocess import run_in_process
 from grader.grading.submission import Submission
+from grader.schema import SchemaError, validate
 from grader.traces.errors import SpecError
 from grader.units import Unit, UnitError, load_unit
 from grader.variants import drawn, identity, keys
@@ -71,6 +72,14 @@ def test_a_protocol_that_cannot_be_drawn_is_one_clear_error():
     unit = Unit(UNIT08.id, doc, UNIT08.course_root, UNIT08.config_dir)
     with pytest.raises(UnitError, match=r"variants\.protocols: nowhere: .*nowhere\.json"):
         drawn.protocols(unit, keys.variant_key(SECRET, "s001"))
+
+
+@pytest.mark.parametrize("value", ["notebook-loops", [""], [3], ["../secret"]])
+def test_variants_protocols_must_list_protocol_names(value):
+    doc = copy.deepcopy(UNIT08.doc)
+    doc["variants"]["protocols"] = value
+    with pytest.raises(SchemaError, match=r"'variants\.protocols' must list protocol names"):
+        validate(doc, "unit", "unit.yaml")
 
 
 def test_each_student_draws_their_own_traces_and_the_fixed_set_stays():
