@@ -5,6 +5,7 @@ unit.yaml names what varies (``variants``)::
     variants:
       public: {burst: "public_traces.py:burst"}   # a builder in labs/<unit>, called with seed=
       hidden: [steady-mix, deadlines]             # traces/<unit>/specs/<name>.yaml
+      protocols: [notebook-sweep]                 # protocols/<name>.json: seeds of its own
 
 A hidden spec must ``generate`` its requests. Its variant gets a ``seed`` derived from the key
 and, for each entry of the spec's optional ``vary`` block, a value drawn for the field the
@@ -27,6 +28,13 @@ knobs it does not name keep their identity values::
 
 The fixed (non-variant) trace ignores ``vary``, so adding one changes no existing file. Every
 drawn trace is checked with the lab's own ``servesim.parse_trace``.
+
+A named protocol (``protocols/<name>.json`` in the lab folder) keeps every field but its
+``seeds``: the variant's replications draw other arrivals, sizes and quality outcomes from the
+same workload, so an experiment's figures are the student's own while what it measures stays
+the same. Its seeds are as many as the fixed protocol's, distinct, and at least
+``PROTOCOL_SEED_FLOOR`` (never one of the small seeds a lab ships); it is checked with
+``servesim.protocol.parse_protocol``.
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ import json
 import random
 
 import servesim
+from servesim.protocol import ProtocolError, parse_protocol
 
 from ..plugins import load_plugin
 from ..traces.errors import SpecError
@@ -52,6 +61,13 @@ def public_names(unit: Unit) -> tuple[str, ...]:
 
 def hidden_names(unit: Unit) -> tuple[str, ...]:
     return tuple(unit.doc.get("variants", {}).get("hidden", ()))
+
+
+def protocol_names(unit: Unit) -> tuple[str, ...]:
+    return tuple(unit.doc.get("variants", {}).get("protocols", ()))
+
+
+PROTOCOL_SEED_FLOOR, PROTOCOL_SEED_CEILING = 1_000, 1_000_000
 
 
 def _label(kind: str, name: str, draw: int) -> str:
@@ -85,6 +101,26 @@ def hidden_traces(unit: Unit, key: str, draw: int = 0) -> dict[str, str]:
         doc = trace_from_spec(draw_spec(spec, key, str(path), draw), f"{path} (variant)")
         _check(doc, name, f"{path} (variant)")
         out[name] = trace_text(doc)
+    return out
+
+
+def protocols(unit: Unit, key: str, draw: int = 0) -> dict[str, str]:
+    """``name -> file text`` of each protocol the unit varies, with seeds drawn for ``key``."""
+    out = {}
+    for name in protocol_names(unit):
+        path = unit.lab_dir / "protocols" / f"{name}.json"
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+            count = len(parse_protocol(doc, str(path)).seeds)
+        except (OSError, ValueError) as exc:  # ProtocolError is a ValueError
+            raise UnitError(f"unit {unit.id}: variants.protocols: {name}: {exc}") from None
+        rng = random.Random(derived_seed(key, _label("protocol", name, draw)))
+        doc["seeds"] = sorted(rng.sample(range(PROTOCOL_SEED_FLOOR, PROTOCOL_SEED_CEILING), count))
+        try:
+            parse_protocol(json.loads(json.dumps(doc)), f"{path} (variant)")
+        except ProtocolError as exc:
+            raise UnitError(f"{path} (variant): the drawn protocol is not valid: {exc}") from None
+        out[name] = json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
     return out
 
 

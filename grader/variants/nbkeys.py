@@ -7,13 +7,14 @@ folder at autograding.
     overlay(variant, folder) -> [rel, ...]   # those copied into ``folder``
     autograde_config(secret) -> str          # nbgrader config lines that turn this on
 
-The answer-key plug-in may say which public traces each key reads: ``TRACES = {case: (trace,
-...)}``. For a variant, a key that reads a trace the unit varies, or whose case ``TRACES`` does
-not name, is computed on the variant itself: the lab folder with the student's own traces, the
-one their notebook runs in. A key that reads no varied trace is the same for every student; it
-is computed once for the class, on the lab folder with every varied trace taken out
-(``shared_unit``), so a ``TRACES`` entry that forgets a varied trace stops that key with an
-error instead of quietly reading the fixed trace. Computed keys are remembered by
+The answer-key plug-in may say which lab files each key reads: ``READS = {case: (lab-relative
+path, ...)}`` (``traces/burst.json``, ``protocols/notebook-sweep.json``). For a variant, a key
+that reads a file the unit varies (``varied_files``: its redrawn public traces and protocols),
+or whose case ``READS`` does not name, is computed on the variant itself: the lab folder with
+the student's own files, the one their notebook runs in. A key that reads no varied file is the
+same for every student; it is computed once for the class, on the lab folder with every varied
+file taken out (``shared_unit``), so a ``READS`` entry that forgets a varied file stops that
+key with an error instead of quietly reading the fixed one. Computed keys are remembered by
 ``grader.course.nbcheck`` under the hash of the folder they were computed on.
 """
 
@@ -39,7 +40,7 @@ SHARED = "notebook-shared"  # the cache's folder of masked lab folders, by conte
 
 @dataclass(frozen=True)
 class SharedUnit(Unit):
-    """The fixed unit seen through its lab folder with every varied public trace taken out."""
+    """The fixed unit seen through its lab folder with every varied file taken out."""
 
     masked_lab: Path | None = None
 
@@ -54,24 +55,25 @@ def fixed_unit(unit: Unit) -> Unit:
 
 
 def varied_files(unit: Unit) -> set[str]:
-    """Lab-relative paths of the public traces the unit varies."""
-    return {f"traces/{name}.json" for name in drawn.public_names(unit)}
+    """Lab-relative paths of the public traces and protocols the unit varies."""
+    traces = {f"traces/{name}.json" for name in drawn.public_names(unit)}
+    return traces | {f"protocols/{name}.json" for name in drawn.protocol_names(unit)}
 
 
 def reads_varied(unit: Unit, case: str) -> bool:
-    """Whether the key of ``case`` may read a trace the unit varies (yes unless ``TRACES``
-    names the case and none of its traces varies)."""
+    """Whether the key of ``case`` may read a file the unit varies (yes unless ``READS``
+    names the case and none of its files varies)."""
     try:
-        declared = plugin_table(unit, "TRACES", "case: (trace, ...)")
-    except UnitError:  # no TRACES table: every key is taken to read every trace
+        declared = plugin_table(unit, "READS", "case: (lab-relative path, ...)")
+    except UnitError:  # no READS table: every key is taken to read every file
         return True
     if case not in declared:
         return True
-    return bool(set(declared[case]) & set(drawn.public_names(unit)))
+    return bool(set(declared[case]) & varied_files(unit))
 
 
 def key_unit(unit: Unit, case: str) -> Unit:
-    """``unit`` itself, unless it is a variant and the key of ``case`` reads no varied trace:
+    """``unit`` itself, unless it is a variant and the key of ``case`` reads no varied file:
     then the shared unit (the same for every variant of the unit)."""
     if not isinstance(unit, VariantUnit) or reads_varied(unit, case):
         return unit
@@ -79,7 +81,7 @@ def key_unit(unit: Unit, case: str) -> Unit:
 
 
 def shared_unit(unit: Unit) -> SharedUnit:
-    """``unit`` with a lab folder that lacks its varied traces (made once per content, in the
+    """``unit`` with a lab folder that lacks its varied files (made once per content, in the
     variants' cache, atomically: a reader sees a whole folder or none)."""
     masked = dict(tree(unit.lab_dir))
     for rel in varied_files(unit):
@@ -127,7 +129,8 @@ c.SandboxedAutograde.variant_secret = {str(path)!r}
 
 def own_files(variant: Unit) -> dict[str, Path]:
     """The lab files the variant holds differently from the fixed lab (the student's own
-    public traces and expected snapshots), by lab-relative path; never an editable file."""
+    public traces, protocols and expected snapshots), by lab-relative path; never an editable
+    file."""
     if not isinstance(variant, VariantUnit):
         return {}
     fixed = fixed_unit(variant).lab_dir

@@ -3,10 +3,10 @@
     variant_unit(unit, key) -> VariantUnit   # built on first use, then read from the cache
 
 The cache holds one folder per variant hash (``cache_root()/<unit>/<hash>/``): ``lab/`` (the
-unit's own lab files with the variant's public traces and expected snapshots), ``traces/hidden``
-(the fixed hidden traces with the varied ones replaced), ``traces/golden`` (made by
-``golden.write_golden`` from the reference, with the fixed set's label key, so hidden cases
-keep their labels) and ``variant.json``. The hash covers the key and every input the folder is
+unit's own lab files with the variant's public traces, protocols and expected snapshots),
+``traces/hidden`` (the fixed hidden traces with the varied ones replaced), ``traces/golden``
+(made by ``golden.write_golden`` from the reference, with the fixed set's label key, so hidden
+cases keep their labels) and ``variant.json``. The hash covers the key and every input the folder is
 made from (unit.yaml's content, lab files and engine, specs, hidden traces, builders,
 solutions, and with ``variants.strict`` the mutants), so a changed input makes a new folder
 instead of serving a stale one. With ``variants.strict`` a draw on which some mutant loses no
@@ -70,7 +70,7 @@ class VariantUnit(Unit):
 
 def varies(unit: Unit) -> bool:
     """Whether unit.yaml declares anything that varies per student."""
-    return bool(drawn.public_names(unit) or drawn.hidden_names(unit))
+    return bool(drawn.public_names(unit) or drawn.hidden_names(unit) or drawn.protocol_names(unit))
 
 
 def variant_hash(unit: Unit, key: str) -> str:
@@ -163,6 +163,7 @@ def _fill(unit: Unit, key: str, name: str, staging: Path) -> None:
     verdicts.judge_reference(variant, {c: entry for c, entry in kept.items() if c in same})
     marker = {"unit": unit.id, "hash": name, "public": sorted(public)}
     marker |= {"hidden": list(drawn.hidden_names(unit)), "draw": draw, "refused": refused}
+    marker["protocols"] = list(drawn.protocol_names(unit))
     marker["strictChecked"] = checked  # mutants each killed on the kept draw; None: not strict
     (staging / MARKER).write_text(json.dumps(marker, indent=1) + "\n", encoding="utf-8")
 
@@ -177,6 +178,8 @@ def _write_draw(unit: Unit, key: str, draw: int, variant: VariantUnit) -> tuple[
         write_text_atomic(variant.lab_dir / "traces" / f"{trace}.json", text)
     for trace, text in drawn.hidden_traces(unit, key, draw).items():
         write_text_atomic(variant.traces_dir / "hidden" / f"{trace}.json", text)
+    for name, text in drawn.protocols(unit, key, draw).items():
+        write_text_atomic(variant.lab_dir / "protocols" / f"{name}.json", text)
     for spec in starter.snapshot_specs(variant):
         if spec["trace"] in public:
             path = variant.lab_dir / "tests" / "expected" / f"{spec['id']}.json"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import random
 
@@ -14,8 +15,9 @@ from grader.course.golden import GoldenState
 from grader.grading.grade import grade_submission
 from grader.grading.inprocess import run_in_process
 from grader.grading.submission import Submission
+from grader.schema import SchemaError, validate
 from grader.traces.errors import SpecError
-from grader.units import UnitError, load_unit
+from grader.units import Unit, UnitError, load_unit
 from grader.variants import drawn, identity, keys
 from grader.variants.keys import SecretError
 
@@ -41,6 +43,43 @@ def test_the_same_id_draws_byte_identical_traces():
     key = keys.variant_key(SECRET, "s001")
     assert drawn.public_traces(UNIT08, key) == drawn.public_traces(UNIT08, key)
     assert drawn.hidden_traces(UNIT08, key) == drawn.hidden_traces(UNIT08, key)
+
+
+def test_a_variants_protocols_keep_all_but_their_seeds_on_every_draw():
+    """``variants.protocols`` over 200 keys: the same key, the same file; every other field
+    the shipped protocol's; seeds as many, distinct, never below the floor (so never a seed
+    the lab ships); and no two keys with the same seeds."""
+    seen = set()
+    for n in range(200):
+        key = keys.variant_key(SECRET, f"p{n:03d}")
+        texts = drawn.protocols(UNIT08, key)
+        assert texts == drawn.protocols(UNIT08, key)
+        assert set(texts) == {"notebook-loops", "notebook-sweep"}
+        for name, text in texts.items():
+            doc = json.loads(text)
+            fixed = json.loads((UNIT08.lab_dir / "protocols" / f"{name}.json").read_text())
+            seeds = doc.pop("seeds")
+            assert doc == {k: v for k, v in fixed.items() if k != "seeds"}
+            assert len(set(seeds)) == len(seeds) == len(fixed["seeds"])
+            assert min(seeds) >= drawn.PROTOCOL_SEED_FLOOR > max(fixed["seeds"])
+            seen.add((name, tuple(seeds)))
+    assert len(seen) == 400
+
+
+def test_a_protocol_that_cannot_be_drawn_is_one_clear_error():
+    doc = copy.deepcopy(UNIT08.doc)
+    doc["variants"]["protocols"] = ["notebook-loops", "nowhere"]
+    unit = Unit(UNIT08.id, doc, UNIT08.course_root, UNIT08.config_dir)
+    with pytest.raises(UnitError, match=r"variants\.protocols: nowhere: .*nowhere\.json"):
+        drawn.protocols(unit, keys.variant_key(SECRET, "s001"))
+
+
+@pytest.mark.parametrize("value", ["notebook-loops", [""], [3], ["../secret"]])
+def test_variants_protocols_must_list_protocol_names(value):
+    doc = copy.deepcopy(UNIT08.doc)
+    doc["variants"]["protocols"] = value
+    with pytest.raises(SchemaError, match=r"'variants\.protocols' must list protocol names"):
+        validate(doc, "unit", "unit.yaml")
 
 
 def test_each_student_draws_their_own_traces_and_the_fixed_set_stays():

@@ -38,16 +38,34 @@ def expected(student: str, secret) -> dict:
     return expected_key("unit08", "goodput", student, secret)
 
 
-def notebook_d1(lab) -> dict:
-    """``d1`` as the notebook's own cells compute it in ``lab`` (setup, the runs, the model
-    solution), run with the lab's Python as a student's kernel would."""
-    code = "\n\n".join(cell.source for cell in cells("setup", "d1_run", "d1_answer"))
-    code += f"\nprint({MARK!r} + json.dumps(d1))\n"
+def notebook_answers(lab, grade_ids: tuple[str, ...], answer: str) -> dict:
+    """``answer`` (a Python expression over the notebook's variables) as the notebook's own
+    cells ``grade_ids`` (setup, runs, model solutions) compute it in ``lab``, run with the
+    lab's Python as a student's kernel would."""
+    code = "\n\n".join(cell.source for cell in cells(*grade_ids))
+    code += f"\nprint({MARK!r} + json.dumps({answer}))\n"
     done = subprocess.run(
         [sys.executable, "-c", code], cwd=lab, capture_output=True, text=True, check=False
     )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.rsplit(MARK, 1)[1])
+
+
+def notebook_d1(lab) -> dict:
+    return notebook_answers(lab, ("setup", "d1_run", "d1_answer"), "d1")
+
+
+D2_CELLS = ("setup", "d2_closed_run", "d2_rate_answer", "d2_open_run", "d2_answer")
+D2_ANSWER = (
+    '{"rate": d2_rate, "loops": d2_loops, "open_above_p99": d2_open_above, "little": d2_little}'
+)
+
+
+def notebook_d2_d3(lab) -> tuple[dict, dict]:
+    """Deliverables 2 and 3 as the notebook's own cells compute them in ``lab``, in the
+    answer keys' shape (``protocol`` without its replication count, ``sweep``)."""
+    got = notebook_answers(lab, (*D2_CELLS, "d3_run", "d3_answer"), f"[{D2_ANSWER}, d3]")
+    return got[0], got[1]
 
 
 def test_each_students_lab_computes_their_own_notebook_numbers(tmp_path):
@@ -73,22 +91,66 @@ def test_each_students_lab_computes_their_own_notebook_numbers(tmp_path):
     one, two = got["s001"], got["s002"]
     differing = {(p, f) for p in fixed for f in fixed[p] if one[p][f] != two[p][f]}
     assert ("paged", "submitted") in differing  # different traces, different counts
+    # deliverables 2 and 3 (their sweeps run in one student's lab only, to keep this test short)
+    d2, d3 = notebook_d2_d3(out / "s001" / "infra-lab-unit08")
+    key = expected_key("unit08", "protocol", "s001", secret)
+    assert key.pop("replications") == 3 and d2 == key
+    assert d3 == expected_key("unit08", "sweep", "s001", secret)
 
 
-def test_keys_that_read_no_varied_trace_are_one_for_the_class():
-    """``TRACES`` of unit 08: the goodput key reads ``burst`` (varied) and is the variant's
-    own; the loops and the sweep read only ``azure-conv-slice`` and share one lab folder that
-    lacks every varied trace."""
-    one, two = variant08("s001"), variant08("s002")
-    assert nbkeys.key_unit(one, "goodput") is one
-    shared = {
-        nbkeys.key_unit(v, case).lab_dir for v in (one, two) for case in ("protocol", "sweep")
-    }
-    (folder,) = shared
-    assert not (folder / "traces" / "burst.json").exists()
-    assert not (folder / "traces" / "tenants.json").exists()
-    assert (folder / "traces" / "azure-conv-slice.json").is_file()
+def test_two_students_get_their_own_loop_and_sweep_keys(tmp_path):
+    """Deliverables 2 and 3 run the notebook's protocols, whose seeds each variant draws
+    again: two students' keys differ from each other's and from the fixed set's, in the
+    figures themselves (rates, tails, goodput), not only in which cells are known."""
+    secret = write_secret(tmp_path)
+    for case in ("protocol", "sweep"):
+        fixed = nbcheck.answer_key(UNIT, case)
+        one, two = (expected_key("unit08", case, s, secret) for s in ("s001", "s002"))
+        assert len({json.dumps(k, sort_keys=True) for k in (fixed, one, two)}) == 3, case
+        if case == "protocol":
+            assert len({k["rate"]["measured"] for k in (fixed, one, two)}) == 3
+            assert len({k["loops"]["closed"]["p99_ttft"] for k in (fixed, one, two)}) == 3
+        else:
+            goodput = {
+                k["target"]["points"]["large-paged"]["goodput_per_s"] for k in (fixed, one, two)
+            }
+            assert len(goodput) == 3
+
+
+def test_a_variants_notebook_protocols_differ_from_the_fixed_ones_only_in_their_seeds():
+    """``variants.protocols``: every field but ``seeds`` is the shipped protocol's; the seeds
+    are as many, distinct, none a seed the lab ships, and each student's own."""
+    assert drawn.protocol_names(UNIT) == ("notebook-loops", "notebook-sweep")
+    for name in drawn.protocol_names(UNIT):
+        fixed = json.loads((UNIT.lab_dir / "protocols" / f"{name}.json").read_text())
+        drawn_seeds = []
+        for variant in (variant08("s001"), variant08("s002")):
+            doc = json.loads((variant.lab_dir / "protocols" / f"{name}.json").read_text())
+            seeds = doc.pop("seeds")
+            assert doc == {k: v for k, v in fixed.items() if k != "seeds"}
+            assert len(set(seeds)) == len(seeds) == len(fixed["seeds"])
+            assert min(seeds) >= drawn.PROTOCOL_SEED_FLOOR > max(fixed["seeds"])
+            drawn_seeds.append(seeds)
+        assert drawn_seeds[0] != drawn_seeds[1], name
+
+
+def test_every_notebook_key_of_unit08_is_the_variants_own():
+    """``READS`` of unit 08: the goodput key reads ``burst``, the loops and the sweep read
+    their protocols, whose seeds a variant redraws: all three are computed on the variant. The
+    class's shared folder lacks every varied file, protocols included."""
+    one = variant08("s001")
+    for case in ("goodput", "protocol", "sweep"):
+        assert nbkeys.key_unit(one, case) is one, case
     assert nbkeys.key_unit(UNIT, "sweep") is UNIT  # the fixed set is left as it is
+    folder = nbkeys.shared_unit(UNIT).lab_dir
+    for rel in (
+        "traces/burst.json",
+        "traces/tenants.json",
+        *(f"protocols/{name}.json" for name in ("notebook-loops", "notebook-sweep")),
+    ):
+        assert not (folder / rel).exists(), rel
+    assert (folder / "traces" / "azure-conv-slice.json").is_file()
+    assert (folder / "protocols" / "lesson.json").is_file()
 
 
 def test_a_key_that_forgets_a_varied_trace_fails_instead_of_reading_the_fixed_one():
@@ -96,15 +158,17 @@ def test_a_key_that_forgets_a_varied_trace_fails_instead_of_reading_the_fixed_on
     shared folder, where ``burst`` is missing: an error, not the fixed trace's numbers."""
     shared = nbkeys.shared_unit(UNIT)
     keys = nbcheck.answer_keys(UNIT)
-    with pytest.raises((OSError, UnitError, ValueError)):
-        keys["goodput"](shared)
+    for case in ("goodput", "protocol", "sweep"):  # burst, or the protocol, is not there
+        with pytest.raises((OSError, UnitError, ValueError)):
+            keys[case](shared)
 
 
 def test_overlay_puts_the_variants_public_files_and_keeps_the_students_own(tmp_path):
     lab = copy_lab(tmp_path / "lab", False, UNIT)
     (lab / "policies.py").write_text("# the student's file\n")
     written = nbkeys.overlay(variant08("s001"), lab)
-    assert {f"traces/{n}.json" for n in drawn.public_names(UNIT)} <= set(written)
+    assert nbkeys.varied_files(UNIT) <= set(written)
+    assert {"protocols/notebook-loops.json", "protocols/notebook-sweep.json"} <= set(written)
     assert all(not w.endswith(".py") for w in written)
     for rel in written:
         assert (lab / rel).read_bytes() == (variant08("s001").lab_dir / rel).read_bytes()

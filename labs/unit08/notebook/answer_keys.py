@@ -207,19 +207,20 @@ def sweep_key(unit) -> dict:
 KEYS = {"goodput": goodput_key, "protocol": protocol_key, "sweep": sweep_key}
 
 
-def _sizes(protocol: str) -> tuple[str, ...]:
-    """The trace a protocol file draws its request sizes from."""
+def _protocol_reads(protocol: str) -> tuple[str, ...]:
+    """The lab files a run of a protocol reads: the protocol and the trace of its sizes."""
     doc = json.loads((load_unit("unit08").lab_dir / protocol).read_text(encoding="utf-8"))
-    return (doc["workload"]["sizes"],)
+    return (protocol, f"traces/{doc['workload']['sizes']}.json")
 
 
-# The public traces each key reads (``grader.variants.nbkeys``): a key reading a trace that a
-# student's variant redraws is computed on that variant; the others once for the class, on a
-# lab folder without the varied traces (so a trace left out here is an error, not a stale key).
-TRACES = {
-    "goodput": (SETUP.D1["trace"],),
-    "protocol": _sizes(SETUP.D2["protocol"]),
-    "sweep": _sizes(SETUP.D3["protocol"]),
+# The lab files each key reads (``grader.variants.nbkeys``): a key reading a file that a
+# student's variant redraws (a public trace, a protocol's seeds) is computed on that variant;
+# the others once for the class, on a lab folder without the varied files (so a file left out
+# here is an error, not a stale key).
+READS = {
+    "goodput": (f"traces/{SETUP.D1['trace']}.json", SETUP.D1["device"]),
+    "protocol": _protocol_reads(SETUP.D2["protocol"]),
+    "sweep": _protocol_reads(SETUP.D3["protocol"]),
 }
 
 

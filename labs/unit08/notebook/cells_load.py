@@ -60,7 +60,7 @@ def d2_cells(keys: dict) -> list:
     n, above, little = key["replications"], key["open_above_p99"], key["little"]
     doc = protocol_doc()
     users, think = doc["loads"][0], doc["workload"]["arrivals"]["thinkMs"]
-    seeds = ", ".join(map(str, doc["seeds"]))
+    fixed_seeds = ", ".join(map(str, doc["seeds"]))
     claim(
         opened["attainment_submitted"] < closed["attainment_submitted"],
         "the open loop's mean attainment is lower",
@@ -80,7 +80,8 @@ def d2_cells(keys: dict) -> list:
 `{doc["workload"]["sizes"]}` 里抽，{users} 个用户，每个用户在上一个请求结束（完成、被拒绝或
 被取消）后先思考一段时间再发下一个，思考时间服从均值 {think:g} ms 的指数分布；每次重复
 {doc["requestsPerRun"]} 个请求，去掉前 {doc["warmupRequests"]} 个（预热）和最后
-{doc["cooldownRequests"]} 个（冷却），重复 {len(doc["seeds"])} 次（种子 {seeds}）。
+{doc["cooldownRequests"]} 个（冷却），重复 {len(doc["seeds"])} 次，每次一个种子（协议文件的
+`seeds`）。按学生分发的实验包里每个学生的种子不同，数字也就各不相同。
 所有数字都只在协议的测量窗口里算（`measure.replication` 用的 `measurement_window`）。
 
 - **闭环**：就是这个协议，`simulate.py --protocol ... --replication k`。到达取决于完成。
@@ -271,6 +272,8 @@ d2_little = {{field: getattr(_law, field) for field in {LITTLE_FIELDS!r}}}
             3,
             f"""
 ### BEGIN SOLUTION
+（参考答案里的数字来自随课程发布的协议（种子 {fixed_seeds}）；学生的种子不同，
+按他们自己的数字批改。）
 (a) 闭环在协议窗口里实际达到 {rate["measured"]:.2f} 请求/s（{n} 次重复的平均；Little 定律估计为
 {rate["little"]:.2f}），开环按 {round(rate["measured"], 2):g} 请求/s 发送。{n} 次重复的平均：
 完成请求的

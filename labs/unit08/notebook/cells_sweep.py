@@ -54,7 +54,8 @@ def d3_cells(keys: dict) -> list:
 
 下面的单元格用你的 `policies.py` 和 `measure.py` 按协议 `{D3["protocol"]}` 运行 `sweep.py`：
 `tiers/` 里的每个档位（{", ".join(f"`{t}`" for t in tiers)}）× 开环泊松负载 {loads} 请求/s，
-每个格子重复 {len(doc["seeds"])} 次、每次 {doc["requestsPerRun"]} 个请求，SLO 为 TTFT ≤
+每个格子重复 {len(doc["seeds"])} 次（种子见协议文件，按学生分发时每人不同）、
+每次 {doc["requestsPerRun"]} 个请求，SLO 为 TTFT ≤
 {doc["slo"]["ttftMs"]:g} ms、TPOT ≤ {doc["slo"]["tpotMs"]:g} ms，
 质量检查用各档位的 `qualityPassRate`
 和每次重复的种子。它打印带区间和结论的表格，把三张图写进 `runs/sweep/`，并返回
@@ -148,6 +149,8 @@ for label, targets in TARGETS.items():
             4,
             f"""
 ### BEGIN SOLUTION
+（参考答案里的数字来自随课程发布的协议（种子 {", ".join(map(str, doc["seeds"]))}）；
+学生的种子不同，按他们自己的数字批改。）
 (a) 目标一（{_targets(first)}）：{_describe(sweep[first])}。目标二（{_targets(second)}）：
 {_describe(sweep[second])}。一个格子只有在区间整个越过目标时才算可行；区间跨过目标的格子是
 “尚不能确定”；这样的格子落在更便宜的档位上时，最便宜的档位也就定不下来，表格的“还需”一栏给出大约要多少次
