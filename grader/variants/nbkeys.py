@@ -54,8 +54,8 @@ def fixed_unit(unit: Unit) -> Unit:
 
 
 def varied_files(unit: Unit) -> set[str]:
-    """Lab-relative paths of the public traces the unit varies."""
-    return {f"traces/{name}.json" for name in drawn.public_names(unit)}
+    """Lab-relative paths of the public traces (and other lab files) the unit varies."""
+    return {drawn.public_file(name) for name in drawn.public_names(unit)}
 
 
 def reads_varied(unit: Unit, case: str) -> bool:
