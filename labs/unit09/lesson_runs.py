@@ -175,7 +175,7 @@ def _load(tailruns, rows: list[dict]) -> dict:
         "long_gap_ms": _gap(long),
         "long_input": long[0]["inputTokens"] if long else None,
         "slow": len(slow),
-        "slow_read": slow[0]["readBytesPerS"] if slow else None,
+        "slow_read": tailruns.values()["slow clients"]["readBytesPerS"],
         "slow_output": slow[0]["outputTokens"] if slow else None,
     }
 
