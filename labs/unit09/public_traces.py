@@ -180,7 +180,7 @@ def render(doc: dict) -> str:
 # deliverables 2 and 3 run. A variant draws each value out of these; the pattern's shift is
 # never the course's 0, so no situation's requests are the course's (nobody's keys are the
 # shipped ones), and the baseline's is another. Every drawable value keeps each situation's
-# cause and what each follow-up does (tests/unit09/test_u09_tailruns_draws.py, 200 draws);
+# cause and what each follow-up does (tests/unit09/test_u09_tailruns_draws.py, all of them);
 # a slow reader every third request, a baseline shift of 0, long prompts 950 ms or more apart,
 # prompts of 5,000 or 7,000 tokens or a light load sparser than one every 400 ms broke some
 # claim there.
