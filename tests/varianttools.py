@@ -39,7 +39,7 @@ def assert_own_traces(unit, one, two) -> set[str]:
         texts = {(u.traces_dir / "hidden" / f"{name}.json").read_bytes() for u in (one, two, unit)}
         assert len(texts) == 3, name
     for name in drawn.public_names(unit):
-        texts = {(u.lab_dir / "traces" / f"{name}.json").read_bytes() for u in (one, two, unit)}
+        texts = {(u.lab_dir / drawn.public_file(name)).read_bytes() for u in (one, two, unit)}
         assert len(texts) == 3, name
     kept = {p.name for p in (unit.traces_dir / "hidden").glob("*.json")}
     kept -= {f"{name}.json" for name in drawn.hidden_names(unit)}

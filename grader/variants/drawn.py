@@ -7,6 +7,10 @@ unit.yaml names what varies (``variants``)::
       hidden: [steady-mix, deadlines]             # traces/<unit>/specs/<name>.yaml
       protocols: [notebook-sweep]                 # protocols/<name>.json: seeds of its own
 
+A public name is a trace, drawn into the lab's ``traces/<name>.json``; a name that ends in
+``.json`` is another lab file of that path (``tailruns.json: "public_traces.py:tailruns"``),
+which is no trace: its builder checks what it draws, this module only that it is an object.
+
 A hidden spec must ``generate`` its requests. Its variant gets a ``seed`` derived from the key
 and, for each entry of the spec's optional ``vary`` block, a value drawn for the field the
 entry names (a dotted path into ``generate``)::
@@ -59,6 +63,16 @@ def public_names(unit: Unit) -> tuple[str, ...]:
     return tuple(unit.doc.get("variants", {}).get("public", {}))
 
 
+def public_file(name: str) -> str:
+    """The lab-relative path that public variant ``name`` is drawn into."""
+    return name if is_lab_file(name) else f"traces/{name}.json"
+
+
+def is_lab_file(name: str) -> bool:
+    """Whether public variant ``name`` is a lab file that is not a trace."""
+    return name.endswith(".json")
+
+
 def hidden_names(unit: Unit) -> tuple[str, ...]:
     return tuple(unit.doc.get("variants", {}).get("hidden", ()))
 
@@ -77,7 +91,8 @@ def _label(kind: str, name: str, draw: int) -> str:
 
 
 def public_traces(unit: Unit, key: str, draw: int = 0) -> dict[str, str]:
-    """``name -> file text`` of each public trace the unit varies, drawn for ``key``."""
+    """``name -> file text`` of each public trace (or lab file) the unit varies, drawn for
+    ``key``; ``public_file(name)`` is where it goes."""
     out = {}
     for name, ref in unit.doc.get("variants", {}).get("public", {}).items():
         relative, function = ref.split(":")
@@ -86,7 +101,11 @@ def public_traces(unit: Unit, key: str, draw: int = 0) -> dict[str, str]:
         if not callable(build):
             raise UnitError(f"unit {unit.id}: variants.public.{name}: {ref} is not a function")
         doc = build(seed=derived_seed(key, _label("public", name, draw)))
-        _check(doc, name, f"{ref} (variant)")
+        if is_lab_file(name):
+            if not isinstance(doc, dict):
+                raise UnitError(f"{ref} (variant): the drawn {name} must be a JSON object")
+        else:
+            _check(doc, name, f"{ref} (variant)")
         render = getattr(module, "render", None)
         out[name] = render(doc) if callable(render) else trace_text(doc)
     return out

@@ -55,9 +55,10 @@ def fixed_unit(unit: Unit) -> Unit:
 
 
 def varied_files(unit: Unit) -> set[str]:
-    """Lab-relative paths of the public traces and protocols the unit varies."""
-    traces = {f"traces/{name}.json" for name in drawn.public_names(unit)}
-    return traces | {f"protocols/{name}.json" for name in drawn.protocol_names(unit)}
+    """Lab-relative paths of the public traces (and other lab files) and the protocols the
+    unit varies."""
+    files = {drawn.public_file(name) for name in drawn.public_names(unit)}
+    return files | {f"protocols/{name}.json" for name in drawn.protocol_names(unit)}
 
 
 def reads_varied(unit: Unit, case: str) -> bool:

@@ -174,8 +174,8 @@ def _write_draw(unit: Unit, key: str, draw: int, variant: VariantUnit) -> tuple[
     refused draw survives); the public traces drawn and the ids of the cases whose trace is
     the fixed set's (their golden files are the fixed set's, ``fixedset``)."""
     public = drawn.public_traces(unit, key, draw)
-    for trace, text in public.items():
-        write_text_atomic(variant.lab_dir / "traces" / f"{trace}.json", text)
+    for name, text in public.items():
+        write_text_atomic(variant.lab_dir / drawn.public_file(name), text)
     for trace, text in drawn.hidden_traces(unit, key, draw).items():
         write_text_atomic(variant.traces_dir / "hidden" / f"{trace}.json", text)
     for name, text in drawn.protocols(unit, key, draw).items():

@@ -165,7 +165,7 @@ def _load(tailruns, rows: list[dict]) -> dict:
     """What a situation's rows hold: short requests, long prompts, slow readers."""
     short = [r for r in rows if r["id"].startswith("r")]
     long = [r for r in rows if r["id"].startswith("long")]
-    slow = [r for r in rows if r.get("readBytesPerS") == tailruns.SLOW_READ]
+    slow = [r for r in rows if r.get("readBytesPerS", tailruns.FAST_READ) < tailruns.FAST_READ]
     return {
         "requests": len(rows),
         "short": len(short),
@@ -175,7 +175,7 @@ def _load(tailruns, rows: list[dict]) -> dict:
         "long_gap_ms": _gap(long),
         "long_input": long[0]["inputTokens"] if long else None,
         "slow": len(slow),
-        "slow_read": tailruns.SLOW_READ,
+        "slow_read": tailruns.values()["slow clients"]["readBytesPerS"],
         "slow_output": slow[0]["outputTokens"] if slow else None,
     }
 

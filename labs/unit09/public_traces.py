@@ -23,6 +23,7 @@ import json
 import random
 from pathlib import Path
 
+from grader.plugins import load_file
 from grader.traces.tracegen import trace_from_spec
 from grader.variants.drawn import draw_spec
 
@@ -173,3 +174,43 @@ def render(doc: dict) -> str:
     """The file text, as the shipped file is written."""
     end = "" if doc.get("name") in _NO_FINAL_NEWLINE else "\n"
     return json.dumps(doc, indent=1, ensure_ascii=False) + end
+
+
+# tailruns.json: the numbers of exercise 31.13's situations (tailruns.py), which the notebook's
+# deliverables 2 and 3 run. A variant draws each value out of these; the pattern's shift is
+# never the course's 0, so no situation's requests are the course's (nobody's keys are the
+# shipped ones), and the baseline's is another. Every drawable value keeps each situation's
+# cause and what each follow-up does (tests/unit09/test_u09_tailruns_draws.py, all of them);
+# a slow reader every third request, a baseline shift of 0, long prompts 950 ms or more apart,
+# prompts of 5,000 or 7,000 tokens or a light load sparser than one every 400 ms broke some
+# claim there.
+TAILRUNS_SHIFTS = (1, 2, 3, 4)  # the pattern's; the baseline's is any other of these
+TAILRUNS_DRAWS = {
+    ("light", "everyMs"): (380, 390, 400),
+    ("overload", "everyMs"): (34, 36, 38, 40, 42, 44, 46),
+    ("long prompts", "everyMs"): (800, 850, 900),
+    ("long prompts", "inputTokens"): (5500, 6000, 6500),
+    ("slow clients", "every"): (4, 5),
+    ("slow clients", "readBytesPerS"): (1300.0, 1400.0, 1500.0, 1600.0, 1700.0, 1800.0, 1900.0),
+    ("pattern", "shift"): TAILRUNS_SHIFTS,
+}
+TAILRUNS_DESCRIPTION = "Exercise 31.13's situations (tailruns.py): this lab's own numbers"
+
+
+def _lab_tailruns():
+    return load_file(SHIPPED.parent / "tailruns.py")
+
+
+def tailruns(seed: int | None = None) -> dict:
+    """The shipped ``tailruns.json`` (no seed), else a variant: each value drawn from ``seed``
+    out of ``TAILRUNS_DRAWS``, checked by the lab's own ``tailruns.parse_values``."""
+    doc = json.loads((SHIPPED.parent / "tailruns.json").read_text(encoding="utf-8"))
+    if seed is None:
+        return doc
+    rng = random.Random(seed)
+    for (part, field), choices in TAILRUNS_DRAWS.items():
+        doc[part][field] = rng.choice(choices)
+    pattern = doc["pattern"]
+    pattern["baselineShift"] = rng.choice([s for s in TAILRUNS_SHIFTS if s != pattern["shift"]])
+    doc["description"] = TAILRUNS_DESCRIPTION
+    return _lab_tailruns().parse_values(doc, "labs/unit09/public_traces.py:tailruns")

@@ -4,8 +4,9 @@
     python3 exercises.py 31.13 [--json]
 
 Each situation of ``tailruns.py`` (light load, overload, long prompts among decoding streams,
-slow clients) runs on the engine; ``diagnose()`` from your measure.py names its cause against
-the light-load baseline, and the figures behind it are printed with their denominators. Then
+slow clients, with this lab's numbers from ``tailruns.json``) runs on the engine;
+``diagnose()`` from your measure.py names its cause against the light-load baseline, and the
+figures behind it are printed with their denominators. Then
 the action the diagnosis implies runs on the engine too: for overload, admission control (a
 queue cap, what to do until added capacity is warm) and then the capacity itself (more slots);
 for long prompts, chunked prefill (smaller token budgets); for slow clients, a shorter pause
@@ -149,7 +150,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _main(argv=None) -> int:
     args = build_parser().parse_args(argv)
-    result = exercise()
+    try:
+        result = exercise()
+    except tailruns.ValuesError as exc:
+        print(f"exercises.py 31.13: error: {exc}", file=sys.stderr)
+        return 2
     print(json.dumps(result, indent=1) if args.json else render(result))
     return 0
 

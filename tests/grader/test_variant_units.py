@@ -14,7 +14,7 @@ from varianttools import SECRET, assert_own_traces, variant_of, write_secret
 
 from grader.course import release
 from grader.units import load_unit
-from grader.variants import keys, store
+from grader.variants import drawn, keys, store
 
 # unit -> (the varied public trace, a public case on it)
 UNITS = {
@@ -31,7 +31,7 @@ def test_the_builders_default_is_the_shipped_trace_byte_for_byte(unit_id):
         spec = importlib.util.spec_from_file_location(f"_t_{unit_id}", unit.unit_dir / path)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-        shipped = (unit.lab_dir / "traces" / f"{name}.json").read_text(encoding="utf-8")
+        shipped = (unit.lab_dir / drawn.public_file(name)).read_text(encoding="utf-8")
         assert module.render(getattr(module, function)()) == shipped
 
 

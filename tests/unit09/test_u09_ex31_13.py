@@ -24,7 +24,7 @@ def run_exercise(measure_source: str, *args: str) -> subprocess.CompletedProcess
     afterwards: it may hold the solution)."""
     with tempfile.TemporaryDirectory(prefix="u09-ex31-13-") as folder:
         lab = Path(folder)
-        for name in ("ex31_13.py", "tailruns.py"):
+        for name in ("ex31_13.py", "tailruns.py", "tailruns.json"):
             shutil.copy(LAB / name, lab / name)
         (lab / "measure.py").write_text(measure_source, encoding="utf-8")
         return subprocess.run(

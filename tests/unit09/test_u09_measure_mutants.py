@@ -33,7 +33,8 @@ def public_tests_on(measure_source: bytes) -> subprocess.CompletedProcess:
         (lab / "tests").mkdir()
         for name in TEST_FILES:
             shutil.copy(PUBLIC_TESTS / name, lab / "tests" / name)
-        shutil.copy(PUBLIC_TESTS.parent / "tailruns.py", lab / "tailruns.py")
+        for name in ("tailruns.py", "tailruns.json"):
+            shutil.copy(PUBLIC_TESTS.parent / name, lab / name)
         (lab / "measure.py").write_bytes(measure_source)
         return subprocess.run(
             [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "tests"],

@@ -53,8 +53,9 @@ def intro_cells() -> list:
 - 百分位一律用 nearest-rank（`measure.p99`）。TTFT、ITL、prefill、decode 的含义和课上相同。
 - 不要删除、复制或改动只读单元格；答案写在 `YOUR CODE HERE` / `YOUR ANSWER HERE` 的位置。
 - 自动评分时，笔记本会在干净的课程文件夹里重新运行：`simulate.py`、`servesim/`、
-  `tailruns.py`、`ex31_*.py` 和 trace 都换回课程原版，只有 `policies.py`、`measure.py`
-  和笔记本里的答案来自你。所有数字都要从运行里算出来，抄写常数拿不到分。
+  `tailruns.py`、`ex31_*.py`、`tailruns.json` 和 trace 都换回课程发给你的原样（trace 和
+  `tailruns.json` 是你自己的那一份），只有 `policies.py`、`measure.py` 和笔记本里的答案
+  来自你。所有数字都要从运行里算出来，抄写常数拿不到分。
 - 文字题用中文回答，由助教人工评分。
 """,
         ),

@@ -80,11 +80,13 @@ def d2_cells(keys: dict) -> list:
 
 下面的只读单元格准备三次运行，每次的原因都是构造出来的：
 
-- `overload`：`tailruns.py` 的过载情形，每 40 ms 到达一个请求，超过 K = 8 个槽位能服务的速率；
+- `overload`：`tailruns.py` 的过载情形，到达间隔远小于轻负载（课程原版每 40 ms 一个；你的数值见
+  实验文件夹里的 `tailruns.json`），超过 K = 8 个槽位能服务的速率；
 - `recompute`：**你的** `{D2["recompute"]["policy"]}` 在
   `{D2["recompute"]["device"]}`（24 页）上运行
   `{D2["recompute"]["trace"]}`，页不够时要抢占、之后重跑 prefill；
-- `slow clients`：`tailruns.py` 的慢客户端情形，每四个请求里有一个的客户端每秒只读 1,500 字节。
+- `slow clients`：`tailruns.py` 的慢客户端情形，一部分请求的客户端读得比输出慢（课程原版是每四个
+  请求里有一个每秒只读 1,500 字节；你的比例和读速见 `tailruns.json`）。
 
 请对每次运行，用**你的** `measure.py` 算出（比例写成 `[num, den]`）：
 

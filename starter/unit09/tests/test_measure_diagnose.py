@@ -1,5 +1,6 @@
 """measure.py, diagnose() (exercise 31.13): runs of this lab's engine whose cause is known from
-how their trace was built (tailruns.py), on a device whose memory stays free."""
+how their trace was built (tailruns.py, with this lab's numbers from tailruns.json), on a device
+whose memory stays free."""
 
 import measure
 import tailruns
@@ -25,7 +26,7 @@ def test_nothing_fired_and_no_baseline_is_not_enough_evidence():
 
 
 def test_arrivals_above_capacity_are_overload():
-    """25 requests/s on 8 slots that serve about 11/s: the queue grows while memory is free."""
+    """Arrivals faster than 8 slots serve (about 11/s): the queue grows while memory is free."""
     got = measure.diagnose(situation("overload"), BASELINE)
     assert got.cause is measure.Cause.OVERLOAD, f"{got.cause}: {got.evidence}"
     assert got.evidence.queue_second_half > got.evidence.queue_first_half
@@ -33,14 +34,14 @@ def test_arrivals_above_capacity_are_overload():
 
 
 def test_long_prompts_among_decoding_streams_are_prefill_blocking():
-    """One 6,000-token prompt a second (300 ms of prefill in one step) among light load."""
+    """A long prompt about every second (prefilled in one step) among light load."""
     got = measure.diagnose(situation("long prompts"), BASELINE)
     assert got.cause is measure.Cause.PREFILL_BLOCKING, f"{got.cause}: {got.evidence}"
     assert got.also == ()
 
 
 def test_rejections_under_admission_control_are_overload():
-    """A queue cap of 4 holds the queue still; half the submitted requests are rejected."""
+    """A queue cap of 4 holds the queue still; many submitted requests are rejected."""
     got = measure.diagnose(situation("overload", queue_cap=4), BASELINE)
     assert got.cause is measure.Cause.OVERLOAD, f"{got.cause}: {got.evidence}"
     assert got.evidence.rejected.den == 60, "rejected / submitted: every request was submitted"
