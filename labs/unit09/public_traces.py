@@ -23,11 +23,17 @@ import json
 import random
 from pathlib import Path
 
+import servesim
+
 from grader.plugins import load_file
+from grader.reference import run_reference, solution_module
+from grader.traces.errors import SpecError
 from grader.traces.tracegen import trace_from_spec
+from grader.units import load_unit
 from grader.variants.drawn import draw_spec
 
-SHIPPED = Path(__file__).resolve().parents[2] / "starter" / "unit09" / "traces"
+HERE = Path(__file__).resolve().parent
+SHIPPED = HERE.parents[1] / "starter" / "unit09" / "traces"
 
 SLOW_READERS = {
     "name": "slow-readers",
@@ -118,17 +124,44 @@ def shared_prefix(seed: int | None = None) -> dict:
 
 
 def evict(seed: int | None = None) -> dict:
-    """The shipped ``evict`` (no seed), else a variant drawn from ``seed``."""
-    return _listed("evict", EVICT_VARY, EVICT_DESCRIPTION, seed)
+    """The shipped ``evict`` (no seed), else a variant drawn from ``seed``: the first of its
+    draws on which the notebook's recompute run recomputes (``recomputes``); about one draw in
+    seven does not, and is drawn again."""
+    if seed is None:
+        return _listed("evict", EVICT_VARY, EVICT_DESCRIPTION, seed)
+    for draw in range(EVICT_DRAWS):
+        doc = _listed("evict", EVICT_VARY, EVICT_DESCRIPTION, seed, draw)
+        if recomputes(doc):
+            return doc
+    raise SpecError(f"evict: none of {EVICT_DRAWS} draws of seed {seed} recomputes a prompt")
 
 
-def _listed(name: str, vary: dict, description: str, seed: int | None) -> dict:
+EVICT_DRAWS = 16  # 28 of 200 first draws do not recompute: 16 in a row would be about 1e-14
+
+
+def recomputes(doc: dict) -> bool:
+    """Whether deliverable 2's recompute run (``notebook_setup.D2``: the reference policy on
+    its device) runs some prompt token twice on the trace ``doc``, as the reference
+    ``measure.prefill_amplification`` counts: the run 31.12 names for recompute must show one."""
+    spec = load_file(HERE / "notebook" / "notebook_setup.py").D2["recompute"]
+    unit = load_unit("unit09")
+    device = json.loads((unit.lab_dir / spec["device"]).read_text(encoding="utf-8"))["device"]
+    profile = servesim.DeviceProfile.from_json(device, source=spec["device"])
+    policy = next(p for p in unit.policies if p["name"] == spec["policy"])
+    params = {name: meta["default"] for name, meta in policy.get("params", {}).items()}
+    trace = servesim.parse_trace(doc, source="evict (variant)")
+    run = run_reference(unit, trace, spec["policy"], params, profile)
+    amplification = solution_module(unit, "measure.py").prefill_amplification(run)
+    return amplification.num > amplification.den
+
+
+def _listed(name: str, vary: dict, description: str, seed: int | None, draw: int = 0) -> dict:
     where = f"labs/unit09/public_traces.py:{name}"
     doc = json.loads((SHIPPED / f"{name}.json").read_text(encoding="utf-8"))
     if seed is None:
         return doc
     spec = {"name": name, "description": description, "requests": doc["requests"], "vary": vary}
-    return trace_from_spec(draw_spec(spec, f"public:{seed}", where), where)
+    return trace_from_spec(draw_spec(spec, f"public:{seed}", where, draw), where)
 
 
 # ex31_10.py's device writes 384-byte events every 31.25 ms (12 KiB/s) into a 64 KiB buffer

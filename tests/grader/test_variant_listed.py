@@ -14,7 +14,7 @@ from grader import reference
 from grader.cases import load_grading
 from grader.course import golden
 from grader.labfolder import tree
-from grader.plugins import load_plugin
+from grader.plugins import load_file, load_plugin
 from grader.traces.errors import SpecError
 from grader.traces.mutants import list_mutants
 from grader.traces.perturb import perturb_requests
@@ -240,3 +240,24 @@ def test_the_public_evict_trace_keeps_what_the_handout_says_in_every_draw():
             assert len(cancelled) == 2, (seed, policy)
         hits = [op for e in run["events"] for op in e.get("pageOps") or [] if op[0] == "hit"]
         assert hits, seed
+
+
+def test_every_students_evict_recomputes_in_the_notebooks_recompute_run():
+    """Deliverable 2 of unit 09's notebook names its run on ``evict`` (the reference
+    ``cancel_aware`` on ``notebook_setup.D2``'s device) as the one that recomputes; on 28 of
+    200 first draws it recomputed nothing, so ``evict`` draws again until it does (200 seeds,
+    measured as the answer key measures: the reference ``prefill_amplification``)."""
+    unit = load_unit("unit09")
+    builders = load_plugin(unit, "public_traces.py", "variant builder")
+    setup = load_file(unit.course_root / "labs" / "unit09" / "notebook" / "notebook_setup.py")
+    spec = setup.D2["recompute"]
+    doc = json.loads((unit.lab_dir / spec["device"]).read_text(encoding="utf-8"))
+    device = servesim.DeviceProfile.from_json(doc["device"], source=spec["device"])
+    measure = reference.solution_module(unit, "measure.py")
+    policy = next(p for p in unit.policies if p["name"] == spec["policy"])
+    params = {name: meta["default"] for name, meta in policy.get("params", {}).items()}
+    for seed in range(200):
+        trace = servesim.parse_trace(builders.evict(seed=seed), source=f"seed {seed}")
+        run = reference.run_reference(unit, trace, spec["policy"], params, device)
+        ratio = measure.prefill_amplification(run)
+        assert ratio.num > ratio.den, seed
