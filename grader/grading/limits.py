@@ -39,9 +39,12 @@ def hidden_material(unit: Unit) -> list[Path]:
 
 
 def unit_material(unit: Unit) -> list[Path]:
-    """The unit's hidden traces and golden files (a variant's and the fixed set's), and its
-    solutions."""
-    return [unit.traces_dir, unit.course_root / "traces" / unit.id, unit.solutions_dir]
+    """The unit's hidden traces and golden files (a variant's and the fixed set's), its
+    solutions, and its unit folder (``labs/<id>``): the mutants there are the reference with
+    one mistake each, the notebook's source holds its solutions, and unit.yaml names the hidden
+    traces."""
+    traces = [unit.traces_dir, unit.course_root / "traces" / unit.id]
+    return [*traces, unit.solutions_dir, unit.unit_dir]
 
 
 def run_file_cap(trace_doc: dict) -> int:

@@ -16,6 +16,8 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from ..sandbox.output import printable
+
 MAX_FILE_BYTES = 1024 * 1024  # one editable file
 MAX_TOTAL_BYTES = 64 * 1024 * 1024  # uncompressed size of the whole zip
 MAX_ENTRIES = 10_000
@@ -24,7 +26,17 @@ SUPPORTED_COMPRESSION = {zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED}
 
 
 class SubmissionError(Exception):
-    """A submission that cannot be graded; the message says why."""
+    """A submission that cannot be graded; the message says why, in one line.
+
+    The names it quotes are the student's (a zip's entry names), and the message reaches a
+    TA's terminal (``infralab: error:``) and ``scores.csv``: every control character in it,
+    newline and tab included, is shown as an escape (``sandbox.output.printable``), so no
+    name can redraw, reorder or add a line to what the grader prints.
+    """
+
+    def __init__(self, message: str):
+        one_line = printable(message).replace("\n", "\\n").replace("\t", "\\t")
+        super().__init__(one_line)
 
 
 @dataclass

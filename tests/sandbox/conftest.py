@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from grader import sandbox
+from grader.grading.limits import unit_material
 from grader.units import REPO_ROOT, load_unit
 
 ADVERSARIAL = Path(__file__).parent / "adversarial"
@@ -76,7 +77,7 @@ def _in_mode(name: str, monkeypatch, unit):
 
 @contextlib.contextmanager
 def private_material(unit):
-    """The unit's hidden traces, golden files and solutions unreachable by other users, with
+    """The unit's hidden material (``unit_material``) unreachable by other users, with
     the lock held that keeps every other test process from doing the same meanwhile."""
     MATERIAL_LOCK.parent.mkdir(exist_ok=True)
     with open(MATERIAL_LOCK, "a") as lock:
@@ -87,7 +88,7 @@ def private_material(unit):
 
 @contextlib.contextmanager
 def _private(unit):
-    folders = [p for p in (unit.traces_dir, unit.solutions_dir) if p.exists()]
+    folders = [p for p in dict.fromkeys(unit_material(unit)) if p.exists()]
     modes = {p: p.stat().st_mode & 0o7777 for p in folders}
     try:
         for folder in folders:

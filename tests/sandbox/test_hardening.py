@@ -8,6 +8,7 @@ import io
 import json
 import os
 import re
+import shutil
 import struct
 import subprocess
 import sys
@@ -25,6 +26,7 @@ from grader.grading.grade import EnvironmentFailure, GradingError, grade_submiss
 from grader.grading.submission import Submission, SubmissionError, load_submission
 from grader.labfolder import built
 from grader.sandbox import Limits, host, run_cases, run_simulation, template, uids
+from grader.units import REPO_ROOT
 
 FAST = Limits(wall_s=10, submission_s=60, cpu_s=2, memory_mb=512)
 
@@ -259,6 +261,35 @@ def test_nothing_a_submission_writes_or_names_redraws_the_graders_report(unit, s
     assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e]", shown), shown
 
 
+def test_no_zip_entry_name_redraws_what_the_grader_prints(tmp_path, solution):
+    """A zip whose entry names hold escape sequences, carriage returns and a newline (two
+    ``policies.py`` at one depth, so the refusal quotes them): ``infralab grade`` (one
+    submission and a batch's ``scores.csv``) and ``infralab similarity`` print them as escapes,
+    in one line. Before, the raw bytes reached the TA's terminal and the CSV cell."""
+    zipped = tmp_path / "student.zip"
+    with zipfile.ZipFile(zipped, "w") as archive:
+        archive.writestr("a/policies.py", solution)
+        archive.writestr(f"{REDRAW.replace('/', '-')}\nTOTAL 59 - 59/policies.py", solution)
+    cli = [sys.executable, "-m", "grader.cli"]
+    one = subprocess.run([*cli, "grade", "--unit", "unit07", str(zipped)], **_TEXT)
+    reference = str(REPO_ROOT / "solutions" / "unit07")
+    batch = [*cli, "grade", "--unit", "unit07", "--out", str(tmp_path / "out")]
+    many = subprocess.run([*batch, str(zipped), reference], **_TEXT)
+    alike = [*cli, "similarity", "--unit", "unit07", "--out", str(tmp_path / "similar")]
+    similar = subprocess.run([*alike, str(zipped), reference], **_TEXT)
+    assert many.returncode == 0, many.stderr
+    csv_text = (tmp_path / "out" / "scores.csv").read_text()
+    for shown in (one.stderr, similar.stderr, csv_text):
+        assert "\\x1b[2J" in shown and "\\nTOTAL" in shown, shown
+        assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e]", shown), shown
+    assert (one.returncode, similar.returncode, many.returncode) == (2, 2, 0)
+    assert one.stderr.count("\n") == similar.stderr.count("\n") == 1
+    assert csv_text.count("\n") == 3, csv_text  # the header and two rows
+
+
+_TEXT = {"capture_output": True, "text": True, "timeout": 300}
+
+
 def test_a_world_readable_file_is_reachable_by_others(open_tmp):
     """A file counts as reachable when other users may read it (o+r below folders they may
     enter), not when it has an execute bit."""
@@ -297,6 +328,53 @@ def test_grading_refuses_a_variant_secret_other_users_can_read(
     secret.chmod(0o600)
     with pytest.raises(AssertionError, match="the submission ran"):
         grade_submission(unit, Submission({"policies.py": solution}), cases=["fcfs-mixed"])
+
+
+# Each function taken from a mutant whose one mistake is in the other function.
+FROM_MUTANTS = """
+import types
+
+
+def _take(name, function):
+    path = f"MUTANTS/{name}.py"
+    module = types.ModuleType(name)
+    exec(compile(open(path).read(), path, "exec"), module.__dict__)
+    return getattr(module, function)
+
+
+fcfs = _take("chunk_off_by_one", "fcfs")
+chunked = _take("fcfs_interleaves_decode", "chunked")
+"""
+
+
+def test_grading_refuses_a_unit_folder_other_users_can_read(open_tmp, tmp_path):
+    """In rlimits+uid with the hidden traces and solutions private, as the refusal asks, a
+    child read the unit's mutants (the reference with one mistake each) and took each function
+    from a mutant where it is right: full marks on unit 07 through ``infralab grade``. The unit
+    folder is hidden material: grading refuses, naming it, and once it is private the same
+    submission earns nothing."""
+    if not as_root():
+        pytest.skip("rlimits+uid needs root")
+    course = open_tmp / "course"
+    for rel in ("labs/unit07", "starter/unit07", "traces/unit07", "solutions/unit07"):
+        shutil.copytree(REPO_ROOT / rel, course / rel, symlinks=True)
+    for rel in ("traces", "solutions"):
+        (course / rel).chmod(0o700)
+    unit_dir = course / "labs" / "unit07"
+    (tmp_path / "submission").mkdir()
+    source = FROM_MUTANTS.replace("MUTANTS", str(unit_dir / "mutants"))
+    (tmp_path / "submission" / "policies.py").write_text(source)
+    argv = [sys.executable, "-m", "grader.cli", "--root", str(course), "grade", "--unit"]
+    argv += ["unit07", str(tmp_path / "submission"), "--case", "fcfs-mixed"]
+    argv += ["--case", "chunked-mixed"]
+    env = {**os.environ, sandbox.MODE_ENV: "rlimits"}
+    refused = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
+    assert refused.returncode == 3, refused.stdout
+    assert f"{unit_dir} is reachable by other users" in refused.stderr
+    (course / "labs").chmod(0o700)
+    graded = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
+    assert graded.returncode == 0, graded.stderr
+    assert re.search(r"^unit07: 0 / [1-9]", graded.stdout, re.MULTILINE), graded.stdout
 
 
 def _never_called(*args, **kwargs):
