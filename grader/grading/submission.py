@@ -13,6 +13,7 @@ import os
 import stat
 import zipfile
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -21,6 +22,7 @@ from ..sandbox.output import printable
 MAX_FILE_BYTES = 1024 * 1024  # one editable file
 MAX_TOTAL_BYTES = 64 * 1024 * 1024  # uncompressed size of the whole zip
 MAX_ENTRIES = 10_000
+MAX_DEPTH = 32  # folders below the submission's own
 IGNORED_DIRS = {"__pycache__", ".git", ".ipynb_checkpoints", "__MACOSX"}
 SUPPORTED_COMPRESSION = {zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED}
 
@@ -89,19 +91,35 @@ def _select(entries: dict[PurePosixPath, callable], editable, source: Path) -> S
     return Submission(files, ignored, missing, str(source))
 
 
+def folder_entries(root: Path, skip: set[str] = frozenset()) -> Iterator[tuple[str, Path]]:
+    """Every entry of a submission folder that is not a folder, as (relative POSIX path,
+    path), sorted, top-down, without following links, leaving out folders named in ``skip``.
+
+    A folder is untrusted data as a zip is: more than ``MAX_ENTRIES`` entries, or folders
+    nested more than ``MAX_DEPTH`` deep (the standard library's walk recurses once per level,
+    so a deep enough folder crashed it), is a ``SubmissionError``, raised before the walk goes
+    further. Every walk of a submission folder goes through this one.
+    """
+    count = 0
+    for folder, dirs, names in os.walk(root, followlinks=False):
+        dirs[:] = sorted(d for d in dirs if d not in skip)
+        if dirs and len(Path(folder).relative_to(root).parts) >= MAX_DEPTH:
+            raise SubmissionError(f"submission {root}: folders nested more than {MAX_DEPTH} deep")
+        for name in sorted(names):
+            count += 1
+            if count > MAX_ENTRIES:  # a zip's bound: the walk stops here
+                raise SubmissionError(f"submission {root}: more than {MAX_ENTRIES} files")
+            path = Path(folder) / name
+            yield path.relative_to(root).as_posix(), path
+
+
 def _folder_entries(root: Path) -> dict:
     entries = {}
-    for folder, dirs, names in os.walk(root, followlinks=False):
-        dirs[:] = sorted(d for d in dirs if d not in IGNORED_DIRS)
-        for name in sorted(names):
-            path = Path(folder) / name
-            rel = PurePosixPath(path.relative_to(root).as_posix())
-            if path.is_symlink():
-                raise SubmissionError(f"submission {root}: '{rel}' is a symbolic link")
-            if path.is_file():
-                entries[rel] = _reader_file(path, rel, root)
-                if len(entries) > MAX_ENTRIES:  # a zip's bound: the walk stops here
-                    raise SubmissionError(f"submission {root}: more than {MAX_ENTRIES} files")
+    for rel, path in folder_entries(root, IGNORED_DIRS):
+        if path.is_symlink():
+            raise SubmissionError(f"submission {root}: '{rel}' is a symbolic link")
+        if path.is_file():
+            entries[PurePosixPath(rel)] = _reader_file(path, rel, root)
     return entries
 
 

@@ -290,6 +290,39 @@ def test_no_zip_entry_name_redraws_what_the_grader_prints(tmp_path, solution):
 _TEXT = {"capture_output": True, "text": True, "timeout": 300}
 
 
+def test_a_deep_submission_folder_is_one_line_and_never_stops_a_batch(tmp_path, solution):
+    """A submission folder 1,200 folders deep (the reference's ``policies.py`` on top, as an
+    unpacked zip would hand it to the grader): ``infralab grade`` and ``infralab similarity``
+    refuse it in one line, and a batch gives it a row of its own and grades the others. Before,
+    the standard library's recursive walk raised ``RecursionError``: a traceback, and a batch
+    stopped before grading anyone."""
+    deep = tmp_path / "deep"
+    deep.mkdir()
+    (deep / "policies.py").write_bytes(solution)
+    folders = [deep]
+    for _ in range(1200):
+        folders.append(folders[-1] / "a")
+        folders[-1].mkdir()
+    try:
+        cli = [sys.executable, "-m", "grader.cli"]
+        reference = str(REPO_ROOT / "solutions" / "unit07")
+        grade = [*cli, "grade", "--unit", "unit07", "--case", "fcfs-mixed", str(deep)]
+        one, batch = grade, [*grade, reference, "--out", str(tmp_path / "out")]
+        alike = [*cli, "similarity", "--unit", "unit07", str(deep), reference]
+        alike += ["--out", str(tmp_path / "similar")]
+        runs = [subprocess.run(argv, **_TEXT) for argv in (one, batch, alike)]
+    finally:  # the standard library's rmtree recurses too
+        for folder in reversed(folders[1:]):
+            folder.rmdir()
+    refusal = f"infralab: error: submission {deep}: folders nested more than 32 deep\n"
+    assert (runs[0].returncode, runs[0].stderr) == (2, refusal)
+    assert (runs[2].returncode, runs[2].stderr) == (2, refusal)
+    assert runs[1].returncode == 0, runs[1].stderr
+    rows = (tmp_path / "out" / "scores.csv").read_text().splitlines()
+    assert rows[1] == f"deep,0,,0,0,submission {deep}: folders nested more than 32 deep"
+    assert rows[2].startswith("unit07,2,2,2,"), rows
+
+
 def test_a_world_readable_file_is_reachable_by_others(open_tmp):
     """A file counts as reachable when other users may read it (o+r below folders they may
     enter), not when it has an execute bit."""
