@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ..cases import load_grading
 from ..sandbox import Limits
-from ..units import Unit, load_unit
+from ..units import Unit, UnitError, load_unit, unit_ids
 from ..variants.keys import secrets_read
 
 RUN_FILE_BASE = 64 * 1024  # run-file cap: this much, plus
@@ -39,12 +39,25 @@ def hidden_material(unit: Unit) -> list[Path]:
 
 
 def unit_material(unit: Unit) -> list[Path]:
-    """The unit's hidden traces and golden files (a variant's and the fixed set's), its
-    solutions, and its unit folder (``labs/<id>``): the mutants there are the reference with
-    one mistake each, the notebook's source holds its solutions, and unit.yaml names the hidden
-    traces."""
-    traces = [unit.traces_dir, unit.course_root / "traces" / unit.id]
-    return [*traces, unit.solutions_dir, unit.unit_dir]
+    """The hidden traces and golden files (a variant's and the fixed set's), the solutions and
+    the unit folder (``labs/<id>``: the mutants there are the reference with one mistake each,
+    the notebook's source holds its solutions, unit.yaml names the hidden traces) of ``unit``
+    and of every other unit of its course: a child graded on one unit must not read another's
+    (a later unit's solutions, shown in a public case's traceback)."""
+    labs = unit.unit_dir.parent
+    paths = [unit.traces_dir]
+    for other in dict.fromkeys([unit.id, *unit_ids(labs)]):
+        paths += [unit.course_root / "traces" / other, labs / other]
+        paths.append(unit.solutions_dir if other == unit.id else _solutions(unit, labs, other))
+    return paths
+
+
+def _solutions(unit: Unit, labs: Path, other: str) -> Path:
+    """Another unit's solutions folder (``solutions/<id>`` where its unit.yaml cannot say)."""
+    try:
+        return unit.course_root / load_unit(other, labs).doc["solutions"]
+    except UnitError:
+        return unit.course_root / "solutions" / other
 
 
 def run_file_cap(trace_doc: dict) -> int:

@@ -18,7 +18,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import ADVERSARIAL, as_root
+from conftest import ADVERSARIAL, as_root, private_material
 from labtools import READABLE_REPO, WALL_CLOCK
 
 from grader import sandbox
@@ -380,7 +380,7 @@ chunked = _take("fcfs_interleaves_decode", "chunked")
 """
 
 
-def test_grading_refuses_a_unit_folder_other_users_can_read(open_tmp, tmp_path):
+def test_grading_refuses_a_unit_folder_other_users_can_read(open_tmp, tmp_path, unit):
     """In rlimits+uid with the hidden traces and solutions private, as the refusal asks, a
     child read the unit's mutants (the reference with one mistake each) and took each function
     from a mutant where it is right: full marks on unit 07 through ``infralab grade``. The unit
@@ -388,26 +388,69 @@ def test_grading_refuses_a_unit_folder_other_users_can_read(open_tmp, tmp_path):
     submission earns nothing."""
     if not as_root():
         pytest.skip("rlimits+uid needs root")
-    course = open_tmp / "course"
-    for rel in ("labs/unit07", "starter/unit07", "traces/unit07", "solutions/unit07"):
+    with private_material(unit):  # rlimits tests one at a time: a copy is in reach
+        course = _course_copy(open_tmp, "unit07")
+        for rel in ("traces", "solutions"):
+            (course / rel).chmod(0o700)
+        unit_dir = course / "labs" / "unit07"
+        (tmp_path / "submission").mkdir()
+        source = FROM_MUTANTS.replace("MUTANTS", str(unit_dir / "mutants"))
+        (tmp_path / "submission" / "policies.py").write_text(source)
+        argv = [sys.executable, "-m", "grader.cli", "--root", str(course), "grade", "--unit"]
+        argv += ["unit07", str(tmp_path / "submission"), "--case", "fcfs-mixed"]
+        argv += ["--case", "chunked-mixed"]
+        env = {**os.environ, sandbox.MODE_ENV: "rlimits"}
+        refused = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
+        assert refused.returncode == 3, refused.stdout
+        assert f"{unit_dir} is reachable by other users" in refused.stderr
+        (course / "labs").chmod(0o700)
+        graded = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
+        assert graded.returncode == 0, graded.stderr
+        assert re.search(r"^unit07: 0 / [1-9]", graded.stdout, re.MULTILINE), graded.stdout
+
+
+def _course_copy(where: Path, *units: str) -> Path:
+    """A course root below ``where`` with the material of ``units`` and unit 07's lab folder,
+    each copied folder readable by other users (``private_material`` may hold the checkout's
+    own private while this copies)."""
+    course = where / "course"
+    for rel in ["starter/unit07", *(f"{top}/{u}" for u in units for top in COURSE_TOPS)]:
         shutil.copytree(REPO_ROOT / rel, course / rel, symlinks=True)
-    for rel in ("traces", "solutions"):
-        (course / rel).chmod(0o700)
-    unit_dir = course / "labs" / "unit07"
-    (tmp_path / "submission").mkdir()
-    source = FROM_MUTANTS.replace("MUTANTS", str(unit_dir / "mutants"))
-    (tmp_path / "submission" / "policies.py").write_text(source)
-    argv = [sys.executable, "-m", "grader.cli", "--root", str(course), "grade", "--unit"]
-    argv += ["unit07", str(tmp_path / "submission"), "--case", "fcfs-mixed"]
-    argv += ["--case", "chunked-mixed"]
-    env = {**os.environ, sandbox.MODE_ENV: "rlimits"}
-    refused = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
-    assert refused.returncode == 3, refused.stdout
-    assert f"{unit_dir} is reachable by other users" in refused.stderr
-    (course / "labs").chmod(0o700)
-    graded = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
-    assert graded.returncode == 0, graded.stderr
-    assert re.search(r"^unit07: 0 / [1-9]", graded.stdout, re.MULTILINE), graded.stdout
+        (course / rel).chmod(0o755)
+    return course
+
+
+COURSE_TOPS = ("labs", "traces", "solutions")
+
+
+def test_grading_refuses_another_units_material_other_users_can_read(open_tmp, tmp_path, unit):
+    """In rlimits+uid with unit 07's own material private, a unit 07 submission read unit 08's
+    reference solution and showed it in a public case's traceback (its student view). Every
+    unit of the course is hidden material: grading refuses, naming unit 08's first folder, and
+    once unit 08's folders are private too the traceback shows no line of that solution."""
+    if not as_root():
+        pytest.skip("rlimits+uid needs root")
+    with private_material(unit):  # rlimits tests one at a time: a copy is in reach
+        course = _course_copy(open_tmp, "unit07", "unit08")
+        for top in COURSE_TOPS:
+            (course / top / "unit07").chmod(0o700)
+        target = course / "solutions" / "unit08" / "policies.py"
+        leak = f"def fcfs(view):\n    raise RuntimeError(open({str(target)!r}).read())\n"
+        (tmp_path / "submission").mkdir()
+        (tmp_path / "submission" / "policies.py").write_text(leak + "chunked = fcfs\n")
+        argv = [sys.executable, "-m", "grader.cli", "--root", str(course), "grade", "--unit"]
+        argv += ["unit07", "--case", "fcfs-mixed", str(tmp_path / "submission")]
+        env = {**os.environ, sandbox.MODE_ENV: "rlimits"}
+        refused = subprocess.run(argv, env=env, **_TEXT)
+        assert refused.returncode == 3, refused.stdout
+        assert f"{course / 'traces' / 'unit08'} is reachable by other users" in refused.stderr
+        for top in COURSE_TOPS:
+            (course / top / "unit08").chmod(0o700)
+        graded = subprocess.run(argv, env=env, **_TEXT)
+        assert graded.returncode == 0, graded.stderr
+        assert "PermissionError" in graded.stdout, graded.stdout
+        assert "Unit 08 scheduling policies" not in graded.stdout
+        assert target.read_text().splitlines()[0] not in graded.stdout
 
 
 def _never_called(*args, **kwargs):
