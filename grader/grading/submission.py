@@ -23,6 +23,8 @@ MAX_FILE_BYTES = 1024 * 1024  # one editable file
 MAX_TOTAL_BYTES = 64 * 1024 * 1024  # uncompressed size of the whole zip
 MAX_ENTRIES = 10_000
 MAX_DEPTH = 32  # folders below the submission's own
+MAX_MESSAGE = 1000  # characters of a SubmissionError
+LISTED = 3  # names a message lists
 IGNORED_DIRS = {"__pycache__", ".git", ".ipynb_checkpoints", "__MACOSX"}
 SUPPORTED_COMPRESSION = {zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED}
 
@@ -33,11 +35,14 @@ class SubmissionError(Exception):
     The names it quotes are the student's (a zip's entry names), and the message reaches a
     TA's terminal (``infralab: error:``) and ``scores.csv``: every control character in it,
     newline and tab included, is shown as an escape (``sandbox.output.printable``), so no
-    name can redraw, reorder or add a line to what the grader prints.
+    name can redraw, reorder or add a line to what the grader prints. It holds at most
+    ``MAX_MESSAGE`` characters (its start and end), whatever the names it quotes.
     """
 
     def __init__(self, message: str):
         one_line = printable(message).replace("\n", "\\n").replace("\t", "\\t")
+        if len(one_line) > MAX_MESSAGE:  # names are the student's: as long as a zip allows
+            one_line = f"{one_line[: MAX_MESSAGE - 200]} [...] {one_line[-190:]}"
         super().__init__(one_line)
 
 
@@ -77,7 +82,8 @@ def _select(entries: dict[PurePosixPath, callable], editable, source: Path) -> S
         depth = min(len(p.parts) for p in candidates)
         shallowest = sorted(p for p in candidates if len(p.parts) == depth)
         if len(shallowest) > 1:
-            listed = ", ".join(str(p) for p in shallowest)
+            listed = ", ".join(str(p) for p in shallowest[:LISTED])
+            listed += f" and {len(shallowest) - LISTED} more" if len(shallowest) > LISTED else ""
             raise SubmissionError(f"submission {source}: more than one {name} ({listed})")
         chosen[name] = shallowest[0]
     if not chosen:

@@ -4,6 +4,7 @@ reserved across grader processes, odd zips."""
 
 from __future__ import annotations
 
+import csv
 import io
 import json
 import os
@@ -288,6 +289,26 @@ def test_no_zip_entry_name_redraws_what_the_grader_prints(tmp_path, solution):
 
 
 _TEXT = {"capture_output": True, "text": True, "timeout": 300}
+
+
+def test_a_refusal_quotes_a_bounded_part_of_the_names(tmp_path):
+    """A zip of 2,000 ``policies.py`` at one depth, each below a folder with a 1,000-character
+    name: the refusal in a batch's ``scores.csv`` (a cell a spreadsheet must hold) and in the
+    student's report lists three names and how many more, in at most 1,000 characters. Before,
+    it listed every name: a 2 MB cell, rewritten with the CSV after every submission."""
+    zipped = tmp_path / "student.zip"
+    with zipfile.ZipFile(zipped, "w") as archive:
+        for number in range(2000):
+            archive.writestr(f"{number:04d}{'x' * 996}/policies.py", b"")
+    out = tmp_path / "out"
+    argv = [sys.executable, "-m", "grader.cli", "grade", "--unit", "unit07", "--case"]
+    argv += ["fcfs-mixed", str(zipped), str(REPO_ROOT / "solutions" / "unit07"), "--out", str(out)]
+    done = subprocess.run(argv, **_TEXT)
+    assert done.returncode == 0, done.stderr
+    error = next(csv.DictReader((out / "scores.csv").open()))["error"]
+    assert error.startswith(f"submission {zipped}: more than one policies.py (0000x"), error
+    assert error.endswith("/policies.py and 1997 more)") and len(error) <= 1000, len(error)
+    assert json.loads((out / "reports" / "student.json").read_text())["error"] == error
 
 
 def test_a_deep_submission_folder_is_one_line_and_never_stops_a_batch(tmp_path, solution):
