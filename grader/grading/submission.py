@@ -3,8 +3,9 @@
 Each editable file is found by its name at the shallowest level it occurs (students often zip
 a folder, so ``infra-lab/policies.py`` counts as ``policies.py``). Everything else is ignored
 and listed. A zip whose entries escape its folder, a link, an oversized file, an encrypted entry, an
-unsupported compression method or an unreadable archive is refused with one
-``SubmissionError`` naming the problem (never another exception: a zip is untrusted data).
+unsupported compression method, an unreadable archive, too many entries or folders nested too
+deep is refused with one ``SubmissionError`` naming the problem (never another exception: a
+zip or a folder is untrusted data).
 """
 
 from __future__ import annotations
