@@ -58,6 +58,9 @@ from ..traces.tracetools import trace_text
 from ..units import Unit, UnitError
 from .keys import derived_seed
 
+# A drawn protocol seed lies in [FLOOR, CEILING): above every seed a lab ships.
+PROTOCOL_SEED_FLOOR, PROTOCOL_SEED_CEILING = 1_000, 1_000_000
+
 
 def public_names(unit: Unit) -> tuple[str, ...]:
     return tuple(unit.doc.get("variants", {}).get("public", {}))
@@ -79,9 +82,6 @@ def hidden_names(unit: Unit) -> tuple[str, ...]:
 
 def protocol_names(unit: Unit) -> tuple[str, ...]:
     return tuple(unit.doc.get("variants", {}).get("protocols", ()))
-
-
-PROTOCOL_SEED_FLOOR, PROTOCOL_SEED_CEILING = 1_000, 1_000_000
 
 
 def _label(kind: str, name: str, draw: int) -> str:
