@@ -34,6 +34,9 @@ from grader.variants.drawn import draw_spec
 
 HERE = Path(__file__).resolve().parent
 SHIPPED = HERE.parents[1] / "starter" / "unit09" / "traces"
+# What the builders read outside the lab folder (evict's ``recomputes``): the variant cache
+# hashes them too (grader.variants.drawn.builder_inputs).
+INPUTS = ("notebook/notebook_setup.py", "notebook/answer_keys.py")
 
 SLOW_READERS = {
     "name": "slow-readers",
