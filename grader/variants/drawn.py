@@ -10,6 +10,8 @@ unit.yaml names what varies (``variants``)::
 A public name is a trace, drawn into the lab's ``traces/<name>.json``; a name that ends in
 ``.json`` is another lab file of that path (``tailruns.json: "public_traces.py:tailruns"``),
 which is no trace: its builder checks what it draws, this module only that it is an object.
+A builder module that reads files of ``labs/<unit>`` besides itself names them in ``INPUTS``
+(``builder_inputs``), so that a change to one of them makes new variants (``store``).
 
 A hidden spec must ``generate`` its requests. Its variant gets a ``seed`` derived from the key
 and, for each entry of the spec's optional ``vary`` block, a value drawn for the field the
@@ -58,6 +60,9 @@ from ..traces.tracetools import trace_text
 from ..units import Unit, UnitError
 from .keys import derived_seed
 
+# A drawn protocol seed lies in [FLOOR, CEILING): above every seed a lab ships.
+PROTOCOL_SEED_FLOOR, PROTOCOL_SEED_CEILING = 1_000, 1_000_000
+
 
 def public_names(unit: Unit) -> tuple[str, ...]:
     return tuple(unit.doc.get("variants", {}).get("public", {}))
@@ -81,13 +86,18 @@ def protocol_names(unit: Unit) -> tuple[str, ...]:
     return tuple(unit.doc.get("variants", {}).get("protocols", ()))
 
 
-PROTOCOL_SEED_FLOOR, PROTOCOL_SEED_CEILING = 1_000, 1_000_000
-
-
 def _label(kind: str, name: str, draw: int) -> str:
     """What a seed is derived for: a trace of a draw (draw 0 is the first; a refused draw is
     followed by the next, ``store``)."""
     return f"{kind}:{name}" if draw == 0 else f"{kind}:{name}#{draw}"
+
+
+def builder_inputs(unit: Unit, ref: str) -> tuple[str, ...]:
+    """The files (relative to ``labs/<unit>``) that the builder module of ``ref``
+    (``file.py:function``) reads besides itself and the lab folder: its ``INPUTS``, which the
+    variant cache's hash covers (``store``)."""
+    module = load_plugin(unit, ref.partition(":")[0], "variant builder")
+    return tuple(getattr(module, "INPUTS", ()))
 
 
 def public_traces(unit: Unit, key: str, draw: int = 0) -> dict[str, str]:

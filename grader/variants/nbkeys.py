@@ -130,8 +130,8 @@ c.SandboxedAutograde.variant_secret = {str(path)!r}
 
 def own_files(variant: Unit) -> dict[str, Path]:
     """The lab files the variant holds differently from the fixed lab (the student's own
-    public traces, protocols and expected snapshots), by lab-relative path; never an editable
-    file."""
+    public traces and other drawn lab files, protocols and expected snapshots), by lab-relative
+    path; never an editable file."""
     if not isinstance(variant, VariantUnit):
         return {}
     fixed = fixed_unit(variant).lab_dir

@@ -93,6 +93,9 @@ def _inputs(unit: Unit) -> list[tuple[str, Path]]:
         files += [(f"mutants/{r}", p) for r, p in tree(unit.mutants_dir).items()]
     for ref in unit.doc.get("variants", {}).get("public", {}).values():
         files.append((f"builder/{ref}", unit.unit_dir / ref.split(":")[0]))
+        files += [
+            (f"builder/{rel}", unit.unit_dir / rel) for rel in drawn.builder_inputs(unit, ref)
+        ]
     return [(rel, path) for rel, path in files if path.is_file()]
 
 

@@ -7,9 +7,10 @@ student's variant of it (unit.yaml ``variants``), drawn from ``random.Random(see
 keeps its trace's roles and teaching point, and no draw gives the shipped requests:
 
 - ``mixed``: A arrives at 0 ms with a prompt that fits one chunk of 2 and a long output, L
-  brings a long prompt before A's first decode, S a short one while L is in prefill. Under
+  brings a long prompt while A streams, S a short one while L is in prefill. Under
   ``--chunk 2`` A's TTFT is unchanged, its longest ITL is shorter, and L and S get their first
-  token later than under fcfs (tests/unit07/test_u07_variants.py checks every draw).
+  token later than under fcfs (tests/unit07/test_u07_variants.py checks 250 draws; docs/ta.md
+  says what a run over every combination found).
 - ``prefill-only``: one request that never decodes (one output token), so chunking only adds
   submissions: with overhead it finishes later than fcfs, without it at the same time.
 - ``unseen``: U1 streams from 0 ms, U2 brings a long prompt just after, U3 and U4 arrive later,
@@ -25,7 +26,8 @@ MIXED = (("A", 0, 2, 12), ("L", 2, 12, 2), ("S", 4, 1, 4))
 PREFILL_ONLY = (("P", 0, 12, 1),)
 UNSEEN = (("U1", 0, 3, 8), ("U2", 1, 10, 3), ("U3", 3.5, 2, 5), ("U4", 9, 6, 1))
 
-# What a mixed draw may take: every combination keeps the claims above (a test runs them all).
+# What a mixed draw may take: every combination keeps the claims above (checked once over all of
+# them; the test checks 250 draws).
 A_INPUT, A_OUTPUT = (1, 2), (10, 11, 12, 13, 14)
 L_ARRIVAL, L_INPUT, L_OUTPUT = (1, 1.5, 2, 2.5, 3), tuple(range(9, 17)), (2, 3)
 S_AFTER_L, S_INPUT, S_OUTPUT = (1.5, 2, 2.5, 3), (1, 2), (3, 4, 5)

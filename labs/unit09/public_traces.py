@@ -26,7 +26,7 @@ from pathlib import Path
 import servesim
 
 from grader.plugins import load_file
-from grader.reference import run_reference, solution_module
+from grader.reference import solution_module
 from grader.traces.errors import SpecError
 from grader.traces.tracegen import trace_from_spec
 from grader.units import load_unit
@@ -34,6 +34,9 @@ from grader.variants.drawn import draw_spec
 
 HERE = Path(__file__).resolve().parent
 SHIPPED = HERE.parents[1] / "starter" / "unit09" / "traces"
+# What the builders read outside the lab folder (evict's ``recomputes``): the variant cache
+# hashes them too (grader.variants.drawn.builder_inputs).
+INPUTS = ("notebook/notebook_setup.py", "notebook/answer_keys.py")
 
 SLOW_READERS = {
     "name": "slow-readers",
@@ -140,17 +143,12 @@ EVICT_DRAWS = 16  # 28 of 200 first draws do not recompute: 16 in a row would be
 
 
 def recomputes(doc: dict) -> bool:
-    """Whether deliverable 2's recompute run (``notebook_setup.D2``: the reference policy on
-    its device) runs some prompt token twice on the trace ``doc``, as the reference
-    ``measure.prefill_amplification`` counts: the run 31.12 names for recompute must show one."""
-    spec = load_file(HERE / "notebook" / "notebook_setup.py").D2["recompute"]
+    """Whether deliverable 2's recompute run (the answer key's ``recompute_run``) runs some
+    prompt token twice on the trace ``doc``, as the reference ``measure.prefill_amplification``
+    counts: the run 31.12 names for recompute must show one."""
     unit = load_unit("unit09")
-    device = json.loads((unit.lab_dir / spec["device"]).read_text(encoding="utf-8"))["device"]
-    profile = servesim.DeviceProfile.from_json(device, source=spec["device"])
-    policy = next(p for p in unit.policies if p["name"] == spec["policy"])
-    params = {name: meta["default"] for name, meta in policy.get("params", {}).items()}
     trace = servesim.parse_trace(doc, source="evict (variant)")
-    run = run_reference(unit, trace, spec["policy"], params, profile)
+    run = load_file(HERE / "notebook" / "answer_keys.py").recompute_run(unit, trace)
     amplification = solution_module(unit, "measure.py").prefill_amplification(run)
     return amplification.num > amplification.den
 

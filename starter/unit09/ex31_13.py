@@ -6,12 +6,13 @@
 Each situation of ``tailruns.py`` (light load, overload, long prompts among decoding streams,
 slow clients, with this lab's numbers from ``tailruns.json``) runs on the engine;
 ``diagnose()`` from your measure.py names its cause against the light-load baseline, and the
-figures behind it are printed with their denominators. Then
-the action the diagnosis implies runs on the engine too: for overload, admission control (a
-queue cap, what to do until added capacity is warm) and then the capacity itself (more slots);
-for long prompts, chunked prefill (smaller token budgets); for slow clients, a shorter pause
-deadline, which cancels stalled streams and frees their slots. The slow-client situation needs
-an engine with streaming output and is skipped without one.
+figures behind it are printed with their denominators. Then the action the diagnosis implies
+runs on the engine too: for overload, admission control (a queue cap, what to do until added
+capacity is warm) and then the capacity itself (more slots); for long prompts, chunked prefill
+(smaller token budgets); for slow clients, a shorter pause deadline, which cancels stalled
+streams and frees their slots. The slow-client situation needs an engine with streaming output
+and is skipped without one. A ``tailruns.json`` that cannot be read or lacks a number is one
+error line (exit 2).
 """
 
 from __future__ import annotations

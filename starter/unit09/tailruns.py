@@ -8,12 +8,13 @@ ones in brackets:
 
 - ``light``: 60 short requests, one every ``everyMs`` (400 ms: 2.5/s); the slots serve about
   11/s. The baseline.
-- ``overload``: the same 60 requests, one every ``everyMs`` (40 ms: 25/s), more than twice
-  what the slots serve.
+- ``overload``: the same 60 requests, one every ``everyMs`` (40 ms: 25/s), about twice what
+  the slots serve or more (22/s at 46 ms, the sparsest overload a lab may draw).
 - ``long prompts``: the light load plus, from 300 ms on, an ``inputTokens``-token prompt (6,000)
   every ``everyMs`` (1 s) while the light load lasts. With a token budget of 8,192 a step, each
-  such prompt is prefilled in one step (300 ms) that every decoding stream waits for; the
-  device is busy about a third of the time, so capacity is not the problem.
+  such prompt is prefilled in one step (300 ms) that every decoding stream waits for; those
+  steps take about a third of the time (0.31 to 0.41 with the numbers a lab may draw), so
+  capacity is not the problem.
 - ``slow clients``: the light load on a streaming device (a 2 KiB output buffer per request,
   64 bytes an event); one request in ``every`` (4) is read at ``readBytesPerS`` (1,500
   bytes/s) while its stream produces about 5,000, and gets 192 tokens out, enough to fill its

@@ -249,15 +249,9 @@ def test_every_students_evict_recomputes_in_the_notebooks_recompute_run():
     measured as the answer key measures: the reference ``prefill_amplification``)."""
     unit = load_unit("unit09")
     builders = load_plugin(unit, "public_traces.py", "variant builder")
-    setup = load_file(unit.course_root / "labs" / "unit09" / "notebook" / "notebook_setup.py")
-    spec = setup.D2["recompute"]
-    doc = json.loads((unit.lab_dir / spec["device"]).read_text(encoding="utf-8"))
-    device = servesim.DeviceProfile.from_json(doc["device"], source=spec["device"])
+    keys = load_file(unit.unit_dir / "notebook" / "answer_keys.py")
     measure = reference.solution_module(unit, "measure.py")
-    policy = next(p for p in unit.policies if p["name"] == spec["policy"])
-    params = {name: meta["default"] for name, meta in policy.get("params", {}).items()}
     for seed in range(200):
         trace = servesim.parse_trace(builders.evict(seed=seed), source=f"seed {seed}")
-        run = reference.run_reference(unit, trace, spec["policy"], params, device)
-        ratio = measure.prefill_amplification(run)
+        ratio = measure.prefill_amplification(keys.recompute_run(unit, trace))
         assert ratio.num > ratio.den, seed

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import subprocess
+import sys
 import zipfile
+from pathlib import Path
 
 import pytest
 from releasetools import assert_nothing_secret, infralab
@@ -89,3 +92,41 @@ def test_the_student_zip_check_is_not_blind():
     with pytest.raises(AssertionError):
         assert_nothing_secret(path, variant, common=1)
     path.unlink()
+
+
+# Run in a fresh interpreter (no builder loaded yet): every course file a unit's public builders
+# open while drawing, as Python's audit hook sees them.
+READS = """
+import json, sys
+from pathlib import Path
+opened = set()
+sys.addaudithook(lambda e, a: e == "open" and isinstance(a[0], str) and opened.add(a[0]))
+from grader.units import load_unit
+from grader.variants import drawn
+drawn.public_traces(load_unit(sys.argv[1]), "0" * 64)
+print(json.dumps(sorted(str(Path(p).resolve()) for p in opened)))
+"""
+
+
+@pytest.mark.parametrize("unit_id", ["unit07", "unit08", "unit09"])
+def test_the_variant_hash_covers_every_file_the_builders_read(unit_id):
+    """A builder that reads a course file the variant's hash does not cover (unit 09's evict
+    reads the notebook's setup and answer keys) would keep stale variants in the cache after
+    that file changes; so every file under the unit's labs, starter, solutions and traces
+    folders that drawing opens is among ``store._inputs`` (unit.yaml: the hash covers its doc)."""
+    unit = load_unit(unit_id)
+    done = subprocess.run(
+        [sys.executable, "-c", READS, unit_id],
+        cwd=unit.course_root, capture_output=True, text=True, timeout=600, check=True,
+    )  # fmt: skip
+    folders = (unit.unit_dir, unit.lab_dir, unit.solutions_dir, unit.traces_dir)
+    read = {
+        Path(p)
+        for p in json.loads(done.stdout.splitlines()[-1])
+        if any(Path(p).is_relative_to(f.resolve()) for f in folders)
+        and "__pycache__" not in p
+        and Path(p).name != "unit.yaml"
+    }
+    assert read, "the builders read their own module at least"
+    hashed = {path.resolve() for _, path in store._inputs(unit)}
+    assert read <= hashed, sorted(map(str, read - hashed))

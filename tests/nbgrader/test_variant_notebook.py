@@ -154,8 +154,9 @@ def test_every_notebook_key_of_unit08_is_the_variants_own():
 
 
 def test_a_key_that_forgets_a_varied_trace_fails_instead_of_reading_the_fixed_one():
-    """Had ``TRACES`` left ``burst`` out of the goodput key, the key would be computed on the
-    shared folder, where ``burst`` is missing: an error, not the fixed trace's numbers."""
+    """Had ``READS`` left ``traces/burst.json`` (or a protocol) out of a key, the key would be
+    computed on the shared folder, where that file is missing: an error, not the fixed file's
+    numbers."""
     shared = nbkeys.shared_unit(UNIT)
     keys = nbcheck.answer_keys(UNIT)
     for case in ("goodput", "protocol", "sweep"):  # burst, or the protocol, is not there

@@ -67,7 +67,8 @@ def intro_cells() -> list:
 - 被拒绝（rejected）和被取消（cancelled）的请求也是“已提交”的请求，留在每一个分母里。
 - 不要删除、复制或改动只读单元格；答案写在 `YOUR CODE HERE` / `YOUR ANSWER HERE` 的位置。
 - 自动评分时，笔记本会在干净的课程文件夹里重新运行：`simulate.py`、`sweep.py`、`servesim/`、
-  trace 和档位文件都换回课程原版，只有 `policies.py`、`measure.py` 和笔记本里的答案来自你。
+  trace、协议和档位文件都换回课程发给你的原样（trace 和协议的种子是你自己的那一份），只有
+  `policies.py`、`measure.py` 和笔记本里的答案来自你。
 - 文字题用中文回答，由助教人工评分。每个数字旁边写明它的分母和加权方式。
 """,
         ),

@@ -94,13 +94,19 @@ def evidence_runs(unit, tailruns) -> dict[str, dict]:
         cause: tailruns.engine_run(tailruns.SITUATIONS[name]())
         for cause, name in SETUP.D2["situations"].items()
     }
+    path = unit.lab_dir / "traces" / f"{SETUP.D2['recompute']['trace']}.json"
+    runs["recompute"] = recompute_run(unit, reference.load_trace(unit, str(path)))
+    return {cause: runs[cause] for cause in SETUP.D2_RUNS}
+
+
+def recompute_run(unit, trace) -> dict:
+    """31.12's recompute run on ``trace`` (a parsed trace): the reference policy of
+    ``SETUP.D2["recompute"]`` with its default parameters, on its device."""
     spec = SETUP.D2["recompute"]
-    trace = reference.load_trace(unit, str(unit.lab_dir / "traces" / f"{spec['trace']}.json"))
     policy = next(p for p in unit.policies if p["name"] == spec["policy"])
     params = {name: meta["default"] for name, meta in policy.get("params", {}).items()}
     device = _device_file(unit, spec["device"])
-    runs["recompute"] = reference.run_reference(unit, trace, spec["policy"], params, device)
-    return {cause: runs[cause] for cause in SETUP.D2_RUNS}
+    return reference.run_reference(unit, trace, spec["policy"], params, device)
 
 
 def shares(measure, run: dict) -> dict:
