@@ -179,13 +179,29 @@ def stray_copies(unit, attack: str) -> list[Path]:
 
 def _walk_reachable(root: str):
     """``os.walk`` as ``read_secrets`` walks (no /proc, /sys, /dev, /usr), entering only the
-    folders other users can enter, and none that holds packages or history."""
-    for top, dirs, files in os.walk(root, onerror=lambda e: None):
+    folders other users can enter, and none that holds packages or history. A stack, not
+    ``os.walk``'s recursion: a folder nested a thousand deep anywhere on the host (a hostile
+    submission under test leaves such trees) must not stop the walk."""
+    skip = (".git", ".venv", "node_modules", "site-packages", "__pycache__")
+    stack = [root]
+    while stack:
+        top = stack.pop()
+        try:
+            entries = list(os.scandir(top))
+        except OSError:
+            continue
+        dirs, files = [], []
+        for entry in entries:
+            try:
+                is_dir = entry.is_dir(follow_symlinks=False)
+            except OSError:
+                continue
+            (dirs if is_dir else files).append(entry.name)
         if top == "/":
-            dirs[:] = [d for d in dirs if d not in ("proc", "sys", "dev", "usr")]
-        skip = (".git", ".venv", "node_modules", "site-packages", "__pycache__")
-        dirs[:] = [d for d in dirs if d not in skip and _enterable(os.path.join(top, d))]
+            dirs = [d for d in dirs if d not in ("proc", "sys", "dev", "usr")]
+        dirs = [d for d in dirs if d not in skip and _enterable(os.path.join(top, d))]
         yield top, dirs, files
+        stack.extend(os.path.join(top, d) for d in reversed(dirs))
 
 
 def _enterable(path: str) -> bool:
