@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import nbformat
+
 from grader.units import load_unit
 from grader.variants import drawn, keys, store
 
@@ -58,3 +60,26 @@ def expected_key(unit_id: str, key: str, student: str, secret) -> dict:
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
+
+
+MARK = "ANSWERS-JSON:"  # where a notebook run's printed answers start
+
+
+def notebook_cells(notebook: Path, *grade_ids: str) -> list:
+    """The cells of ``notebook`` with these nbgrader ``grade_ids``, in that order."""
+    nb = nbformat.read(notebook, as_version=4)
+    found = {cell.metadata["nbgrader"]["grade_id"]: cell for cell in nb.cells}
+    return [found[grade_id] for grade_id in grade_ids]
+
+
+def notebook_answers(notebook: Path, lab, grade_ids: tuple[str, ...], answer: str):
+    """``answer`` (a Python expression over the notebook's variables) as the notebook's own
+    cells ``grade_ids`` (setup, runs, model solutions and their asserts) compute it in ``lab``,
+    run with the lab's Python as a student's kernel would."""
+    code = "\n\n".join(cell.source for cell in notebook_cells(notebook, *grade_ids))
+    code += f"\nprint({MARK!r} + json.dumps({answer}))\n"
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=lab, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.rsplit(MARK, 1)[1])

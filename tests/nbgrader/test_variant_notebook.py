@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 import zipfile
 
 import nbformat
@@ -14,7 +12,14 @@ import pytest
 from kernelhost import NEEDS_KERNEL
 from labtools import copy_lab
 from releasetools import infralab
-from varianttools import SECRET, expected_key, variant08, write_secret
+from varianttools import (
+    SECRET,
+    expected_key,
+    notebook_answers,
+    notebook_cells,
+    variant08,
+    write_secret,
+)
 
 from grader.course import nbcheck, nbgrader_course
 from grader.course.nbautograde import SandboxedAutograde
@@ -25,34 +30,14 @@ UNIT = load_unit("unit08")
 SOURCE = UNIT.unit_dir / "notebook" / "unit08.ipynb"
 D1_CELLS = ("setup", "d1_run", "d1_answer", "d1_counts", "d1_rates", "d1_tpot")
 D1_CHECKS = ("d1_counts", "d1_rates", "d1_tpot")
-MARK = "D1-JSON:"
-
-
-def cells(*grade_ids: str) -> list:
-    nb = nbformat.read(SOURCE, as_version=4)
-    found = {cell.metadata["nbgrader"]["grade_id"]: cell for cell in nb.cells}
-    return [found[grade_id] for grade_id in grade_ids]
 
 
 def expected(student: str, secret) -> dict:
     return expected_key("unit08", "goodput", student, secret)
 
 
-def notebook_answers(lab, grade_ids: tuple[str, ...], answer: str) -> dict:
-    """``answer`` (a Python expression over the notebook's variables) as the notebook's own
-    cells ``grade_ids`` (setup, runs, model solutions) compute it in ``lab``, run with the
-    lab's Python as a student's kernel would."""
-    code = "\n\n".join(cell.source for cell in cells(*grade_ids))
-    code += f"\nprint({MARK!r} + json.dumps({answer}))\n"
-    done = subprocess.run(
-        [sys.executable, "-c", code], cwd=lab, capture_output=True, text=True, check=False
-    )
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout.rsplit(MARK, 1)[1])
-
-
 def notebook_d1(lab) -> dict:
-    return notebook_answers(lab, ("setup", "d1_run", "d1_answer"), "d1")
+    return notebook_answers(SOURCE, lab, ("setup", "d1_run", "d1_answer"), "d1")
 
 
 D2_CELLS = ("setup", "d2_closed_run", "d2_rate_answer", "d2_open_run", "d2_answer")
@@ -64,7 +49,7 @@ D2_ANSWER = (
 def notebook_d2_d3(lab) -> tuple[dict, dict]:
     """Deliverables 2 and 3 as the notebook's own cells compute them in ``lab``, in the
     answer keys' shape (``protocol`` without its replication count, ``sweep``)."""
-    got = notebook_answers(lab, (*D2_CELLS, "d3_run", "d3_answer"), f"[{D2_ANSWER}, d3]")
+    got = notebook_answers(SOURCE, lab, (*D2_CELLS, "d3_run", "d3_answer"), f"[{D2_ANSWER}, d3]")
     return got[0], got[1]
 
 
@@ -207,7 +192,7 @@ def autograde(tmp_path, student: str, secret, answer: str | None = None) -> dict
     files in the notebook's folder); ``answer`` replaces the answer cell. Each graded cell's
     verdict."""
     folder = copy_lab(tmp_path / f"{student}-{answer is not None}", True, UNIT)
-    nb = nbformat.v4.new_notebook(cells=cells(*D1_CELLS))
+    nb = nbformat.v4.new_notebook(cells=notebook_cells(SOURCE, *D1_CELLS))
     if answer is not None:
         nb.cells[D1_CELLS.index("d1_answer")].source = answer
     runner = SandboxedAutograde(timeout=300, variant_secret=str(secret) if secret else "")

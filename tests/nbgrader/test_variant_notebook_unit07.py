@@ -5,12 +5,9 @@ notebook's own cells compute are the student's own (deliverable 3, ``unseen``, a
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
-import nbformat
 from labtools import copy_lab
-from varianttools import expected_key, variant_of, write_secret
+from varianttools import expected_key, notebook_answers, variant_of, write_secret
 
 from grader.course import nbcheck
 from grader.units import load_unit
@@ -18,7 +15,6 @@ from grader.variants import nbkeys
 
 UNIT = load_unit("unit07")
 SOURCE = UNIT.unit_dir / "notebook" / "unit07.ipynb"
-MARK = "ANSWERS-JSON:"
 CASES = ("mixed", "prefill-only")
 # The cells each deliverable's answers come from, and how they make the case's key's shape.
 CELLS = {
@@ -29,21 +25,6 @@ ANSWERS = {
     "mixed": '{"times": d1_times, "aMaxItl": d1_a_max_itl}',
     "prefill-only": '{"outputs": d2_outputs, "prediction": d2_prediction}',
 }
-
-
-def notebook_answers(lab, case: str) -> dict:
-    """The answers of ``case``'s deliverable as the notebook's own cells compute them in
-    ``lab`` (setup, the trace, the runs, the model solution), run with the lab's Python as a
-    student's kernel would."""
-    nb = nbformat.read(SOURCE, as_version=4)
-    found = {cell.metadata["nbgrader"]["grade_id"]: cell for cell in nb.cells}
-    code = "\n\n".join(found[name].source for name in CELLS[case])
-    code += f"\nprint({MARK!r} + json.dumps({ANSWERS[case]}))\n"
-    done = subprocess.run(
-        [sys.executable, "-c", code], cwd=lab, capture_output=True, text=True, check=False
-    )
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout.rsplit(MARK, 1)[1])
 
 
 def test_the_fixed_keys_are_the_lessons_figures():
@@ -89,7 +70,7 @@ def test_the_notebooks_cells_compute_each_students_keys_in_their_lab(tmp_path):
                 key = nbcheck.answer_key(UNIT, case)
             else:
                 key = expected_key("unit07", case, who, secret)
-            got[who, case] = answers = notebook_answers(lab, case)
+            got[who, case] = answers = notebook_answers(SOURCE, lab, CELLS[case], ANSWERS[case])
             if case == "mixed":
                 assert answers == key, (who, case)
             else:

@@ -6,12 +6,9 @@ so the answer keys and the numbers the notebook's own cells compute are the stud
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
-import nbformat
 from labtools import copy_lab
-from varianttools import expected_key, variant_of, write_secret
+from varianttools import expected_key, notebook_answers, variant_of, write_secret
 
 from grader.course import nbcheck
 from grader.units import load_unit
@@ -20,7 +17,6 @@ from grader.variants import nbkeys
 UNIT = load_unit("unit09")
 SOURCE = UNIT.unit_dir / "notebook" / "unit09.ipynb"
 TRACE = "traces/ex31-10.json"
-MARK = "D1-JSON:"
 
 
 def read_rate(unit) -> float:
@@ -28,23 +24,8 @@ def read_rate(unit) -> float:
     return doc["requests"][0]["readBytesPerS"]
 
 
-def notebook_answers(lab, cells: tuple[str, ...], answers: str):
-    """``answers`` (a Python expression) as the notebook's own cells compute it in ``lab``
-    (``cells``: setup, runs, model solutions and their asserts), run with the lab's Python as
-    a student's kernel would."""
-    nb = nbformat.read(SOURCE, as_version=4)
-    found = {cell.metadata["nbgrader"]["grade_id"]: cell for cell in nb.cells}
-    code = "\n\n".join(found[name].source for name in cells)
-    code += f"\nprint({MARK!r} + json.dumps({answers}))\n"
-    done = subprocess.run(
-        [sys.executable, "-c", code], cwd=lab, capture_output=True, text=True, check=False
-    )
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout.rsplit(MARK, 1)[1])
-
-
 def notebook_d1(lab) -> dict:
-    return notebook_answers(lab, ("setup", "d1_run", "d1_answer"), "d1")
+    return notebook_answers(SOURCE, lab, ("setup", "d1_run", "d1_answer"), "d1")
 
 
 D23_CELLS = ("setup", "d2_run", "d2_answer", "d2_plan_answer", "d3_run", "d3_answer")
@@ -54,7 +35,7 @@ D23_ANSWERS = "[d2, d2_plan, d2_denominators, d3, d3_after]"
 def notebook_d23(lab) -> dict:
     """Deliverables 2 and 3 as the notebook's cells compute them in ``lab``, shaped as the
     ``evidence`` and ``diagnosis`` keys are."""
-    d2, plan, denominators, d3, after = notebook_answers(lab, D23_CELLS, D23_ANSWERS)
+    d2, plan, denominators, d3, after = notebook_answers(SOURCE, lab, D23_CELLS, D23_ANSWERS)
     evidence = {"figures": d2, "plan": plan, "denominators": denominators}
     return {"evidence": evidence, "diagnosis": {"causes": d3, "after": after}}
 
